@@ -1,0 +1,84 @@
+"""``ddb-lakehouse``: the product's commands. Thin: parses argv, calls the library, prints summaries.
+
+The same entry runs under ``spark-submit ingestion/main.py <command> ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+from ingestion import settings
+
+log = logging.getLogger("ddb-lakehouse")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ddb-lakehouse",
+        description="DynamoDB exports -> staging Iceberg change logs -> dbt merge -> final tables.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("sample", help="write sample DynamoDB exports in AWS's exact layout")
+    p.add_argument("--out", type=Path, help="folder (default: $LAKEHOUSE_HOME/samples)")
+    p.add_argument("--items", type=int, help="items per table (default: books 500, orders 2000)")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--table", action="append", choices=["books", "orders"], help="only these")
+
+    sub.add_parser("init", help="create the embedded catalog and its namespaces")
+
+    p = sub.add_parser("add-table", help="register a DynamoDB table (configuration + dbt model)")
+    p.add_argument("name")
+    p.add_argument("--partition-key", required=True, metavar="ATTR:TYPE")
+    p.add_argument("--sort-key", metavar="ATTR:TYPE")
+
+    p = sub.add_parser("ingest", help="stage exports (folders .../AWSDynamoDB/<ExportId>)")
+    p.add_argument("--table", required=True)
+    p.add_argument("sources", nargs="+", metavar="EXPORT_FOLDER")
+
+    p = sub.add_parser("merge", help="dbt run + dbt test, with a report of the changes")
+    p.add_argument("--table", action="append", help="only these tables (default: all)")
+
+    p = sub.add_parser("sync", help="ingest, then merge")
+    p.add_argument("--table", required=True)
+    p.add_argument("sources", nargs="+", metavar="EXPORT_FOLDER")
+
+    p = sub.add_parser("query", help="run SQL against the lakehouse and print the result")
+    p.add_argument("sql")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--limit", type=int, default=1000, help="rows printed as a table (default 1000)")
+
+    p = sub.add_parser("demo", help="sample -> spark-submit ingest -> dbt run/test -> report")
+    p.add_argument("--items", type=int, help="items per table (default: books 500, orders 2000)")
+    p.add_argument("--seed", type=int, default=7)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    settings.export_environment()
+    from ingestion import commands
+
+    handler = getattr(commands, "cmd_" + args.command.replace("-", "_"))
+    started = time.monotonic()
+    try:
+        code = handler(args)
+    except commands.USER_ERRORS as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    log.debug("%s finished in %.1fs", args.command, time.monotonic() - started)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

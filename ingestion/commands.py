@@ -1,0 +1,162 @@
+"""The commands behind ``ddb-lakehouse``: each takes the parsed arguments and returns an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pyspark.errors import AnalysisException, ParseException
+
+from ingestion import catalog, manifest, onboarding, sample, settings, spark_config, staging
+from ingestion.merge import DbtError, MergeCounts
+from ingestion.report import format_table, write_rows
+from ingestion.tables import TableConfig, TableConfigError, get_table, load_tables
+
+log = logging.getLogger("ddb-lakehouse")
+
+
+class SubmitError(RuntimeError):
+    """A spark-submit job failed."""
+
+
+USER_ERRORS = (
+    manifest.ExportError,
+    staging.StagingError,
+    TableConfigError,
+    spark_config.ConfigError,
+    DbtError,
+    SubmitError,
+    onboarding.OnboardingError,
+    AnalysisException,
+    ParseException,
+)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    path = catalog.bootstrap(spark_config.spark_conf())
+    print(f"catalog ready: {path} (namespaces: {', '.join(catalog.NAMESPACES)})")
+    return 0
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    out = args.out or settings.lakehouse_home() / "samples"
+    folders = sample.write_samples(out, args.items, args.seed, args.table)
+    for table, folder in folders.items():
+        print(f"{table}: {folder}")
+    return 0
+
+
+def cmd_add_table(args: argparse.Namespace) -> int:
+    written = onboarding.add_table(args.name, args.partition_key, args.sort_key)
+    print(f"table {args.name} registered; wrote:")
+    for path in written:
+        print(f"  {path.relative_to(settings.project_dir())}")
+    print(f"next: ddb-lakehouse sync --table {args.name} <export-folder>")
+    return 0
+
+
+def _ingest(table: TableConfig, sources: list[str]) -> int:
+    from ingestion.ingest import ingest_export
+
+    spark = spark_config.build_spark(f"ingest {table.name}")
+    results = [ingest_export(spark, table, source) for source in sources]
+    print(format_table(
+        ["table", "source", "staged rows", "manifest items", "status", "seconds"],
+        [[r.table, r.source.rsplit("/", 1)[-1], r.rows, r.expected,
+          "already ingested" if r.skipped else ("ok" if r.rows == r.expected else "MISMATCH"),
+          f"{r.seconds:.1f}"] for r in results],
+    ))
+    return 0 if all(r.skipped or r.rows == r.expected for r in results) else 1
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    return _ingest(get_table(args.table), args.sources)
+
+
+def _print_merge(counts: list[MergeCounts], seconds: float) -> None:
+    print(format_table(
+        ["final table", "rows", "inserted", "updated", "deleted"],
+        [[f"lakehouse.{c.table}", c.rows, c.inserted, c.updated, c.deleted] for c in counts],
+    ))
+    print(f"merge (dbt run + dbt test): {seconds:.1f}s")
+
+
+def _merge(tables: list[TableConfig]) -> list[MergeCounts]:
+    from ingestion.merge import run_merge
+
+    spark = spark_config.build_spark("merge")
+    counts, seconds = run_merge(spark, tables)
+    _print_merge(counts, seconds)
+    return counts
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    tables = [get_table(t) for t in args.table] if args.table else list(load_tables().values())
+    _merge(tables)
+    return 0
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    table = get_table(args.table)
+    code = _ingest(table, args.sources)
+    if code != 0:
+        return code
+    _merge([table])
+    return 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    spark = spark_config.build_spark("query")
+    df = spark.sql(args.sql)
+    rows = df.limit(args.limit).collect() if args.format == "table" else df.toLocalIterator()
+    write_rows(df.columns, (tuple(r) for r in rows), args.format)
+    return 0
+
+
+def spark_submit(argv: list[str]) -> None:
+    """Run ``spark-submit ingestion/main.py ARGV`` with the profile's master and driver memory."""
+    conf = spark_config.spark_conf()
+    submit = Path(sys.executable).parent / "spark-submit"
+    command = [
+        str(submit if submit.exists() else "spark-submit"),
+        "--master", conf.get("spark.master", "local[*]"),
+        "--driver-memory", conf.get("spark.driver.memory", "2g"),
+        str(settings.project_dir() / "ingestion" / "main.py"),
+        *argv,
+    ]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    print("$ " + " ".join(command[:1] + command[5:]), flush=True)
+    if subprocess.run(command, env=env, check=False).returncode != 0:
+        raise SubmitError(f"spark-submit {' '.join(argv)} failed (see its output above)")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    folders = sample.write_samples(settings.lakehouse_home() / "samples", args.items, args.seed)
+    expected = {t: manifest.read_export(f, verify=False).item_count for t, f in folders.items()}
+    print(f"sample exports written under {settings.lakehouse_home() / 'samples'}")
+    for table, folder in folders.items():
+        spark_submit(["ingest", "--table", table, str(folder)])
+    counts = _merge([get_table(t) for t in folders])
+    print()
+    print(format_table(
+        ["final table", "rows", "items in export manifest", "match"],
+        [[f"lakehouse.{c.table}", c.rows, expected[c.table],
+          "yes" if c.rows == expected[c.table] else "NO"] for c in counts],
+    ))
+    example = (
+        "select id, title, author, price, pages from lakehouse.books "
+        "order by price desc, id limit 5"
+    )
+    print(f"\nexample query: {example}")
+    spark = spark_config.build_spark("demo")
+    result = spark.sql(example)
+    write_rows(result.columns, (tuple(r) for r in result.collect()), "table")
+    print(f"\ndemo finished in {time.monotonic() - started:.1f}s; try: "
+          "ddb-lakehouse query \"select count(*) from lakehouse.books\"")
+    return 0 if all(c.rows == expected[c.table] for c in counts) else 1

@@ -1,0 +1,108 @@
+"""Run the dbt merge (`dbt run` + `dbt test`) and measure what it changed in each final table."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from ingestion import settings
+from ingestion.naming import quote_table
+from ingestion.tables import TableConfig
+
+log = logging.getLogger(__name__)
+
+FINAL_NAMESPACE = "lakehouse"
+
+
+class DbtError(RuntimeError):
+    """A dbt command failed."""
+
+
+@dataclass(frozen=True)
+class MergeCounts:
+    table: str
+    rows: int
+    inserted: int
+    updated: int
+    deleted: int
+
+
+def final_table(table: str) -> str:
+    return quote_table("lake", FINAL_NAMESPACE, table)
+
+
+def current_snapshot(spark: SparkSession, table: str) -> int | None:
+    if not spark.catalog.tableExists(f"lake.{FINAL_NAMESPACE}.{table}"):
+        return None
+    row = (
+        spark.table(f"{final_table(table)}.snapshots")
+        .orderBy(F.col("committed_at").desc())
+        .select("snapshot_id")
+        .first()
+    )
+    return int(row["snapshot_id"]) if row else None
+
+
+def diff_counts(spark: SparkSession, table: TableConfig, before: int | None,
+                after: int | None) -> MergeCounts:
+    """Inserted / updated / deleted rows between two snapshots of the final table."""
+    name = final_table(table.name)
+    if after is None:
+        return MergeCounts(table.name, 0, 0, 0, 0)
+    now = spark.sql(f"select * from {name} version as of {after}")
+    rows = now.count()
+    if before is None:
+        return MergeCounts(table.name, rows, rows, 0, 0)
+    if before == after:
+        return MergeCounts(table.name, rows, 0, 0, 0)
+    keys = [k.column for k in table.keys]
+    old = spark.sql(f"select * from {name} version as of {before}")
+    joined = old.select(*keys, F.col("_ingested_at").alias("old_at"), F.lit(True).alias("in_old")).join(
+        now.select(*keys, F.col("_ingested_at").alias("new_at"), F.lit(True).alias("in_new")),
+        on=keys,
+        how="full_outer",
+    )
+    counts = joined.agg(
+        F.sum(F.when(F.col("in_old").isNull(), 1).otherwise(0)).alias("inserted"),
+        F.sum(F.when(F.col("in_new").isNull(), 1).otherwise(0)).alias("deleted"),
+        F.sum(F.when(F.col("in_old") & F.col("in_new") & (F.col("old_at") != F.col("new_at")), 1)
+              .otherwise(0)).alias("updated"),
+    ).first()
+    assert counts is not None
+    return MergeCounts(table.name, rows, int(counts["inserted"] or 0),
+                       int(counts["updated"] or 0), int(counts["deleted"] or 0))
+
+
+def dbt_invoke(args: list[str]) -> None:
+    """Run one dbt command in this process (it shares this process's SparkSession)."""
+    from dbt.cli.main import dbtRunner
+
+    settings.export_environment()
+    project = settings.project_dir()
+    full = [*args, "--project-dir", str(project), "--profiles-dir", str(project / "profiles")]
+    log.info("dbt %s", " ".join(args))
+    result = dbtRunner().invoke(full)
+    if not result.success:
+        detail = f": {result.exception}" if result.exception else ""
+        raise DbtError(f"`dbt {' '.join(args)}` failed{detail} (see the dbt output above)")
+
+
+def selector(tables: list[TableConfig]) -> list[str]:
+    return ["--select", *[f"stg_dynamodb__{t.name}+" for t in tables]]
+
+
+def run_merge(spark: SparkSession, tables: list[TableConfig]) -> tuple[list[MergeCounts], float]:
+    """`dbt run` then `dbt test` for the tables' models; the counts of what changed."""
+    started = time.monotonic()
+    before = {t.name: current_snapshot(spark, t.name) for t in tables}
+    dbt_invoke(["run", *selector(tables)])
+    after = {t.name: current_snapshot(spark, t.name) for t in tables}
+    dbt_invoke(["test", *selector(tables)])
+    counts = [diff_counts(spark, t, before[t.name], after[t.name]) for t in tables]
+    return counts, time.monotonic() - started
+
+

@@ -1,0 +1,211 @@
+"""Sample DynamoDB exports in the exact layout AWS writes, for the two tables of the mission.
+
+``books`` (partition key ``id``) and ``orders`` (``customer_id`` + ``order_id``). Items carry
+strings, integers, decimals, booleans, NULLs, binary, nested maps, lists, string and number sets,
+and attributes present in only some items. Deterministic for a seed; streams items to gzip so
+millions of items need little memory.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import io
+import json
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ingestion.manifest import md5_base64
+
+ACCOUNT = "123456789012"
+REGION = "eu-west-1"
+BUCKET = "example-lakehouse-exports"
+ITEMS_PER_FILE = 25_000
+BASE_TIME = datetime(2026, 1, 14, 10, 18, 50, 622000, tzinfo=UTC)
+
+GENRES = ["fiction", "history", "science", "poetry", "travel", "children", "crime", "art"]
+FIRST = ["Ada", "Alan", "Grace", "Edsger", "Barbara", "Donald", "Frances", "Ken", "Margaret"]
+LAST = ["Lovelace", "Turing", "Hopper", "Dijkstra", "Liskov", "Knuth", "Allen", "Thompson"]
+WORDS = ["river", "glass", "north", "silent", "paper", "garden", "winter", "iron", "harbor",
+         "lantern", "orchard", "signal", "copper", "meadow", "ember", "atlas"]
+CITIES = [("Lisbon", "PT"), ("Berlin", "DE"), ("Dublin", "IE"), ("Lyon", "FR"), ("Oslo", "NO")]
+STATUSES = ["PLACED", "PAID", "SHIPPED", "DELIVERED", "RETURNED"]
+
+
+def s(v: str) -> dict[str, Any]:
+    return {"S": v}
+
+
+def n(v: int | str) -> dict[str, Any]:
+    return {"N": str(v)}
+
+
+def money(rng: random.Random, low: int, high: int) -> str:
+    return f"{rng.randint(low, high)}.{rng.randint(0, 99):02d}"
+
+
+def book_item(i: int, rng: random.Random) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "id": s(f"book-{i:08d}"),
+        "title": s(" ".join(rng.choice(WORDS).title() for _ in range(rng.randint(1, 4)))),
+        "author": s(f"{rng.choice(FIRST)} {rng.choice(LAST)}"),
+        "price": n(money(rng, 3, 80)),
+        "pages": n(rng.randint(40, 1200)),
+        "in_stock": {"BOOL": rng.random() < 0.8},
+        "tags": {"SS": sorted(rng.sample(GENRES, rng.randint(1, 3)))},
+        "ratings": {"NS": sorted({str(rng.randint(1, 5)) for _ in range(rng.randint(1, 4))})},
+        "details": {"M": {
+            "publisher": s(f"{rng.choice(LAST)} Press"),
+            "year": n(rng.randint(1900, 2026)),
+            "language": s(rng.choice(["en", "fr", "de", "pt"])),
+        }},
+        "editions": {"L": [
+            {"M": {"format": s(fmt), "price": n(money(rng, 3, 80))}}
+            for fmt in rng.sample(["hardcover", "paperback", "ebook"], rng.randint(1, 3))
+        ]},
+        "cover_thumbnail": {"B": base64.b64encode(rng.randbytes(12)).decode()},
+    }
+    if rng.random() < 0.3:
+        item["subtitle"] = s("A " + rng.choice(WORDS) + " story")
+    if rng.random() < 0.1:
+        item["discontinued_at"] = {"NULL": True}
+    return item
+
+
+def order_item(i: int, rng: random.Random) -> dict[str, Any]:
+    placed = BASE_TIME - timedelta(days=rng.randint(0, 365), seconds=rng.randint(0, 86_399))
+    lines = [
+        {"M": {"sku": s(f"sku-{rng.randint(1, 5000):05d}"), "qty": n(rng.randint(1, 5)),
+               "unit_price": n(money(rng, 1, 200))}}
+        for _ in range(rng.randint(1, 4))
+    ]
+    city, country = rng.choice(CITIES)
+    item: dict[str, Any] = {
+        "customer_id": s(f"customer-{i // 4:07d}"),
+        "order_id": s(f"order-{i:09d}"),
+        "placed_at": s(placed.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"),
+        "status": s(rng.choice(STATUSES)),
+        "total": n(money(rng, 5, 900)),
+        "quantity": n(rng.randint(1, 20)),
+        "lines": {"L": lines},
+        "shipping": {"M": {"city": s(city), "country": s(country),
+                           "express": {"BOOL": rng.random() < 0.2}}},
+        "gift": {"BOOL": rng.random() < 0.1},
+    }
+    if rng.random() < 0.25:
+        item["coupon"] = s(f"SAVE{rng.randint(5, 30)}")
+    if rng.random() < 0.05:
+        item["notes"] = {"NULL": True}
+    return item
+
+
+@dataclass(frozen=True)
+class SampleTable:
+    name: str
+    make_item: Callable[[int, random.Random], dict[str, Any]]
+    default_items: int
+
+
+SAMPLE_TABLES = {
+    "books": SampleTable("books", book_item, 500),
+    "orders": SampleTable("orders", order_item, 2000),
+}
+
+
+def _token(rng: random.Random, length: int) -> str:
+    alphabet = "abcdefghijklmnopqrstuvwxyz234567"
+    return "".join(rng.choice(alphabet) for _ in range(length))
+
+
+def export_id(moment: datetime, rng: random.Random) -> str:
+    """Like ``01768385930622-efd1a093``: the export's millisecond timestamp, then 8 hex digits."""
+    return f"{int(moment.timestamp() * 1000):014d}-{rng.getrandbits(32):08x}"
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _write_gzip_lines(path: Path, lines: Iterator[str]) -> tuple[int, int]:
+    """Write lines as a deterministic gzip (mtime 0); return (count, uncompressed bytes)."""
+    count = size = 0
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as out:
+        for line in lines:
+            data = (line + "\n").encode()
+            out.write(data)
+            count += 1
+            size += len(data)
+    path.write_bytes(buffer.getvalue())
+    return count, size
+
+
+def write_full_export(out: Path, table: SampleTable, items: int, seed: int) -> Path:
+    """Write one full export of ``items`` items under ``out/<table>/AWSDynamoDB/<id>/``."""
+    rng = random.Random(f"{seed}-{table.name}-export")
+    moment = BASE_TIME + timedelta(seconds=seed % 86_400)
+    ident = export_id(moment, rng)
+    prefix = f"exports/{table.name}"
+    folder = out / table.name / "AWSDynamoDB" / ident
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    (folder / "_started").write_bytes(b"")
+    files: list[dict[str, Any]] = []
+    billed = 0
+    # One empty partition first (as real exports may list one), then partitions of items.
+    bounds = [(0, 0)] + [
+        (start, min(start + ITEMS_PER_FILE, items)) for start in range(0, items, ITEMS_PER_FILE)
+    ]
+    for start, stop in bounds:
+        name = _token(rng, 26) + ".json.gz"
+        item_rng = random.Random(f"{seed}-{table.name}-{start}")
+        lines = (json.dumps({"Item": table.make_item(i, item_rng)}, separators=(",", ":"))
+                 for i in range(start, stop))
+        count, size = _write_gzip_lines(folder / "data" / name, lines)
+        billed += size
+        data = (folder / "data" / name).read_bytes()
+        files.append({
+            "itemCount": count,
+            "md5Checksum": md5_base64(folder / "data" / name),
+            "etag": hashlib.md5(data).hexdigest() + "-1",  # noqa: S324
+            "dataFileS3Key": f"{prefix}/AWSDynamoDB/{ident}/data/{name}",
+        })
+    table_arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table.name}"
+    summary = {
+        "version": "2020-06-30",
+        "exportArn": f"{table_arn}/export/{ident}",
+        "startTime": _iso(moment),
+        "endTime": _iso(moment + timedelta(minutes=6)),
+        "tableArn": table_arn,
+        "tableId": f"{rng.getrandbits(128):032x}",
+        "exportTime": _iso(moment),
+        "s3Bucket": BUCKET,
+        "s3Prefix": prefix,
+        "s3SseAlgorithm": "AES256",
+        "s3SseKmsKeyId": None,
+        "manifestFilesS3Key": f"{prefix}/AWSDynamoDB/{ident}/manifest-files.json",
+        "billedSizeBytes": billed,
+        "itemCount": items,
+        "outputFormat": "DYNAMODB_JSON",
+    }
+    manifest_files = "".join(json.dumps(f, separators=(",", ":")) + "\n" for f in files)
+    (folder / "manifest-files.json").write_text(manifest_files)
+    (folder / "manifest-summary.json").write_text(json.dumps(summary, separators=(",", ":")))
+    for stem in ("manifest-files", "manifest-summary"):
+        (folder / f"{stem}.md5").write_text(md5_base64(folder / f"{stem}.json"))
+    return folder
+
+
+def write_samples(out: Path, items: int | None, seed: int, tables: list[str] | None = None
+                  ) -> dict[str, Path]:
+    """Full exports for each sample table; returns table -> export folder."""
+    chosen = tables or list(SAMPLE_TABLES)
+    result = {}
+    for name in chosen:
+        table = SAMPLE_TABLES[name]
+        result[name] = write_full_export(out, table, items or table.default_items, seed)
+    return result

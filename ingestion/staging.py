@@ -1,0 +1,151 @@
+"""Append one batch to ``lake.staging.<table>`` in ONE Iceberg commit, with its ledger entry.
+
+The ledger of applied sources lives in the snapshot summary of that same commit
+(``dynamodb-lakehouse.source``), so data and ledger entry are committed together or not at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ingestion import decode
+from ingestion.manifest import Export
+from ingestion.naming import quote_table
+from ingestion.tables import TableConfig
+
+log = logging.getLogger(__name__)
+
+CATALOG = "lake"
+STAGING = "staging"
+LEDGER_SOURCE = "dynamodb-lakehouse.source"
+LEDGER_BATCH = "dynamodb-lakehouse.batch-id"
+TABLE_PROPERTIES = {
+    "format-version": "2",
+    "write.format.default": "parquet",
+    "write.parquet.compression-codec": "zstd",
+    # New attributes in the table configuration become new columns on the next append.
+    "write.spark.accept-any-schema": "true",
+}
+
+
+class StagingError(RuntimeError):
+    """A batch could not be staged; nothing of it was committed."""
+
+
+@dataclass(frozen=True)
+class StagedBatch:
+    table: str
+    source: str
+    batch_id: str
+    rows: int
+    skipped: bool  # the source was already in the ledger
+
+
+def staging_table(table: str) -> str:
+    return quote_table(CATALOG, STAGING, table)
+
+
+def applied_sources(spark: SparkSession, table: str) -> set[str]:
+    """Sources recorded in the ledger (the staging table's snapshot summaries)."""
+    if not spark.catalog.tableExists(f"{CATALOG}.{STAGING}.{table}"):
+        return set()
+    rows = (
+        spark.table(f"{staging_table(table)}.snapshots")
+        .select(F.col("summary").getItem(LEDGER_SOURCE).alias("source"))
+        .where(F.col("source").isNotNull())
+        .collect()  # metadata rows, one per commit: small by construction
+    )
+    return {row["source"] for row in rows}
+
+
+def read_export(spark: SparkSession, export: Export, table: TableConfig, batch_id: str,
+                ingested_at: datetime) -> DataFrame:
+    """The export's rows as staging rows: typed columns, raw image and metadata."""
+    lines = spark.read.text([str(f.path) for f in export.files])
+    return (
+        lines.transform(decode.with_envelope)
+        .transform(decode.with_image)
+        .transform(decode.with_typed_columns(table))
+        .withColumn("_operation", F.lit("snapshot"))
+        .withColumn("_version", F.lit(export.version_micros).cast("bigint"))
+        .withColumn("_source", F.lit(export.export_arn))
+        .withColumn("_batch_id", F.lit(batch_id))
+        .withColumn("_ingested_at", F.timestamp_micros(F.lit(_micros(ingested_at))))
+        .select(*[a.column for a in table.columns], "_operation", "_version", "_source",
+                "_source_file", "_batch_id", "_ingested_at", "_image")
+    )
+
+
+def _ensure_table(spark: SparkSession, name: str, rows: DataFrame) -> None:
+    if spark.catalog.tableExists(f"{CATALOG}.{STAGING}.{name}"):
+        return
+    properties = ", ".join(f"'{k}'='{v}'" for k, v in TABLE_PROPERTIES.items())
+    columns = ", ".join(
+        f"{quote_table(f.name)} {f.dataType.simpleString()}" for f in rows.schema.fields
+    )
+    spark.sql(
+        f"create table if not exists {staging_table(name)} ({columns}) using iceberg "
+        f"partitioned by (days(`_ingested_at`)) tblproperties ({properties})"
+    )
+    log.info("created %s", staging_table(name))
+
+
+def _spark_reason(exc: Exception) -> str:
+    """The useful line of a Spark failure: our raise_error message when there is one."""
+    text = str(exc)
+    marker = "[USER_RAISED_EXCEPTION] "
+    if marker in text:
+        return text[text.index(marker) + len(marker):].splitlines()[0].split(" SQLSTATE")[0]
+    for line in text.splitlines():
+        if "Exception" in line or "Error" in line:
+            return line.strip()[:500]
+    return text[:500]
+
+
+def _micros(moment: datetime) -> int:
+    return int(moment.replace(tzinfo=UTC).timestamp()) * 1_000_000 + moment.microsecond
+
+
+def new_batch_id(now: datetime) -> str:
+    return f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+
+
+def stage_export(spark: SparkSession, export: Export, table: TableConfig) -> StagedBatch:
+    """Append a (verified) export to the staging table, unless the ledger already has it."""
+    if export.export_arn in applied_sources(spark, table.name):
+        return StagedBatch(table.name, export.export_arn, "", 0, skipped=True)
+    ingested_at = datetime.now(UTC).replace(tzinfo=None)
+    batch_id = new_batch_id(ingested_at)
+    rows = read_export(spark, export, table, batch_id, ingested_at)
+    _ensure_table(spark, table.name, rows)
+    try:
+        (
+            rows.writeTo(staging_table(table.name))
+            .option("merge-schema", "true")
+            .option(f"snapshot-property.{LEDGER_SOURCE}", export.export_arn)
+            .option(f"snapshot-property.{LEDGER_BATCH}", batch_id)
+            .append()
+        )
+    except Exception as exc:  # a Spark job failure arrives as a Py4J error with the JVM trace
+        raise StagingError(
+            f"{table.name}: nothing staged from {export.folder}: {_spark_reason(exc)}"
+        ) from exc
+    rows_committed = _committed_rows(spark, table.name, batch_id)
+    return StagedBatch(table.name, export.export_arn, batch_id, rows_committed, skipped=False)
+
+
+def _committed_rows(spark: SparkSession, table: str, batch_id: str) -> int:
+    """Rows the batch's commit added, from its snapshot summary (no second pass over the data)."""
+    row = (
+        spark.table(f"{staging_table(table)}.snapshots")
+        .where(F.col("summary").getItem(LEDGER_BATCH) == batch_id)
+        .select(F.col("summary").getItem("added-records").cast("bigint").alias("rows"))
+        .first()
+    )
+    return int(row["rows"]) if row and row["rows"] is not None else 0

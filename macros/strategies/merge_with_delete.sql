@@ -1,0 +1,62 @@
+{#-
+  Incremental strategy `merge_with_delete`: apply the latest change per key to the final table.
+
+    - a change whose `_operation` is 'delete' deletes the row;
+    - any other change updates the row or inserts it;
+    - the version guard: a change older than the row's `_version` is ignored (re-runs and exports
+      applied out of order never roll a row back).
+
+  dbt-spark's built-in `merge` has no DELETE clause, and dbt-spark validates strategies against a
+  fixed list, so its two dispatch points are overridden below to add this one.
+-#}
+{% macro get_incremental_merge_with_delete_sql(arg_dict) %}
+  {%- set target = arg_dict['target_relation'] -%}
+  {%- set source = arg_dict['temp_relation'] -%}
+  {%- set unique_key = arg_dict['unique_key'] -%}
+  {%- set predicates = arg_dict.get('incremental_predicates') or [] -%}
+  {%- if not unique_key -%}
+    {{ exceptions.raise_compiler_error("merge_with_delete needs unique_key (the table's key columns)") }}
+  {%- endif -%}
+  {%- set keys = [unique_key] if unique_key is string else unique_key -%}
+  {%- set columns = adapter.get_columns_in_relation(target) | map(attribute='name') | list -%}
+  {%- for required in ['_operation', '_version'] if required not in columns -%}
+    {{ exceptions.raise_compiler_error(target ~ " has no " ~ required ~ " column: is it a DynamoDB final table?") }}
+  {%- endfor -%}
+  {%- set quoted = [] -%}
+  {%- for column in columns -%}{%- do quoted.append(lakehouse_quote(column)) -%}{%- endfor %}
+merge into {{ target }} as target
+using {{ source }} as change
+on {% for key in keys -%}
+  target.{{ lakehouse_quote(key) }} = change.{{ lakehouse_quote(key) }}{{ " and " if not loop.last }}
+{%- endfor %}
+{%- for predicate in predicates %} and {{ predicate }}{% endfor %}
+when matched and change.`_operation` = 'delete' and change.`_version` >= target.`_version` then delete
+when matched and change.`_operation` != 'delete' and change.`_version` >= target.`_version` then update set
+  {% for column in quoted -%}
+  target.{{ column }} = change.{{ column }}{{ "," if not loop.last }}
+  {% endfor -%}
+when not matched and change.`_operation` != 'delete' then insert ({{ quoted | join(', ') }})
+  values ({% for column in quoted %}change.{{ column }}{{ ", " if not loop.last }}{% endfor %})
+{% endmacro %}
+
+{#- dbt-spark's validation, with merge_with_delete accepted for Iceberg tables. -#}
+{% macro dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) %}
+  {% if raw_strategy == 'merge_with_delete' %}
+    {% if file_format != 'iceberg' %}
+      {% do exceptions.raise_compiler_error("merge_with_delete needs file_format 'iceberg', got " ~ file_format) %}
+    {% endif %}
+    {% do return(raw_strategy) %}
+  {% endif %}
+  {% do return(dbt.dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format)) %}
+{% endmacro %}
+
+{#- dbt-spark's strategy switch, with merge_with_delete routed to the macro above. -#}
+{% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) %}
+  {% if strategy == 'merge_with_delete' %}
+    {{ get_incremental_merge_with_delete_sql({
+        'target_relation': target, 'temp_relation': source, 'unique_key': unique_key,
+        'incremental_predicates': incremental_predicates}) }}
+  {% else %}
+    {{ dbt.dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) }}
+  {% endif %}
+{% endmacro %}
