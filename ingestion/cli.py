@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     settings.export_environment()
     from ingestion import commands
 

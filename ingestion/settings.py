@@ -40,5 +40,7 @@ def export_environment() -> dict[str, str]:
         "DBT_PROFILES_DIR": str(project_dir() / "profiles"),
         "SPARK_LOCAL_IP": "127.0.0.1",
     }
+    # Spark's logging configuration (conf/log4j2.properties), unless the user has their own.
+    os.environ.setdefault("SPARK_CONF_DIR", str(project_dir() / "conf"))
     os.environ.update(values)
     return values

@@ -1,0 +1,71 @@
+"""The command line, and several processes sharing one embedded lakehouse at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ingestion import cli, merge
+from ingestion.ingest import ingest_export
+from ingestion.tables import get_table
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def run(args: list[str]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_unknown_table_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["ingest", "--table", "nope", "/nowhere"]) == 2
+    assert "unknown table 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_missing_export_is_a_clear_error(spark, capsys: pytest.CaptureFixture[str],
+                                         tmp_path: Path) -> None:
+    assert cli.main(["ingest", "--table", "books", str(tmp_path / "AWSDynamoDB" / "x")]) == 2
+    assert "manifest-summary.json is missing" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bad_sql_is_a_clear_error(spark, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["query", "select * from lakehouse.no_such_table"]) == 2
+    assert "no_such_table" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_processes_share_the_lakehouse(spark, clean_lakehouse, samples) -> None:
+    """This process keeps its Spark session (and catalog connection) open while others commit,
+    query and read: the SQLite catalog must not lock them out (SQLITE_BUSY)."""
+    ingest_export(spark, get_table("books"), str(samples["books"]))
+    merge.run_merge(spark, [get_table("books")])
+
+    # Another JVM commits through spark-submit, as the README shows.
+    submitted = run([str(BIN / "spark-submit"), "--master", "local[2]", "ingestion/main.py",
+                     "ingest", "--table", "orders", str(samples["orders"])])
+    assert submitted.returncode == 0, submitted.stderr[-3000:]
+    assert "| orders | " in submitted.stdout and "| 60 " in submitted.stdout
+    assert spark.table("lake.staging.orders").count() == 60  # visible here at once
+
+    # A third process queries while this one is still open.
+    queried = run([str(BIN / "ddb-lakehouse"), "query",
+                   "select count(*) as n from lakehouse.books", "--format", "json"])
+    assert queried.returncode == 0, queried.stderr[-3000:]
+    assert json.loads(queried.stdout.strip().splitlines()[-1]) == {"n": 60}
+
+    # And a reader without Spark, through the same catalog file.
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    home = Path(os.environ["LAKEHOUSE_HOME"])
+    catalog = SqlCatalog("lake", uri=f"sqlite:///{home}/catalog.db", warehouse=f"file://{home}/warehouse")
+    assert catalog.load_table("lakehouse.books").scan().to_arrow().num_rows == 60
+    spark.sql("insert into lake.staging.orders select * from lake.staging.orders limit 1")  # still can write
