@@ -40,7 +40,7 @@ def sqlite_path(conf: dict[str, str]) -> Path | None:
     prefix = "jdbc:sqlite:"
     if not uri.startswith(prefix):
         return None
-    return Path(uri[len(prefix):].split("?", 1)[0])
+    return Path(uri[len(prefix) :].split("?", 1)[0])
 
 
 def bootstrap(conf: dict[str, str]) -> Path | None:
@@ -51,7 +51,7 @@ def bootstrap(conf: dict[str, str]) -> Path | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     warehouse = conf.get(f"spark.sql.catalog.{CATALOG_NAME}.warehouse", "")
     if warehouse.startswith("file://"):
-        Path(warehouse[len("file://"):]).mkdir(parents=True, exist_ok=True)
+        Path(warehouse[len("file://") :]).mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(path, timeout=60) as db:
         db.execute("pragma journal_mode=wal")
         for ddl in _DDL:

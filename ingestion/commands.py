@@ -65,12 +65,24 @@ def _ingest(table: TableConfig, sources: list[str]) -> int:
 
     spark = spark_config.build_spark(f"ingest {table.name}")
     results = [ingest_export(spark, table, source) for source in sources]
-    print(format_table(
-        ["table", "source", "staged rows", "manifest items", "status", "seconds"],
-        [[r.table, r.source.rsplit("/", 1)[-1], r.rows, r.expected,
-          "already ingested" if r.skipped else ("ok" if r.rows == r.expected else "MISMATCH"),
-          f"{r.seconds:.1f}"] for r in results],
-    ))
+    print(
+        format_table(
+            ["table", "source", "staged rows", "manifest items", "status", "seconds"],
+            [
+                [
+                    r.table,
+                    r.source.rsplit("/", 1)[-1],
+                    r.rows,
+                    r.expected,
+                    "already ingested"
+                    if r.skipped
+                    else ("ok" if r.rows == r.expected else "MISMATCH"),
+                    f"{r.seconds:.1f}",
+                ]
+                for r in results
+            ],
+        )
+    )
     return 0 if all(r.skipped or r.rows == r.expected for r in results) else 1
 
 
@@ -79,10 +91,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _print_merge(counts: list[MergeCounts], seconds: float) -> None:
-    print(format_table(
-        ["final table", "rows", "inserted", "updated", "deleted"],
-        [[f"lakehouse.{c.table}", c.rows, c.inserted, c.updated, c.deleted] for c in counts],
-    ))
+    print(
+        format_table(
+            ["final table", "rows", "inserted", "updated", "deleted"],
+            [[f"lakehouse.{c.table}", c.rows, c.inserted, c.updated, c.deleted] for c in counts],
+        )
+    )
     print(f"merge (dbt run + dbt test): {seconds:.1f}s")
 
 
@@ -124,8 +138,10 @@ def spark_submit(argv: list[str]) -> None:
     submit = Path(sys.executable).parent / "spark-submit"
     command = [
         str(submit if submit.exists() else "spark-submit"),
-        "--master", conf.get("spark.master", "local[*]"),
-        "--driver-memory", conf.get("spark.driver.memory", "2g"),
+        "--master",
+        conf.get("spark.master", "local[*]"),
+        "--driver-memory",
+        conf.get("spark.driver.memory", "2g"),
         str(settings.project_dir() / "ingestion" / "main.py"),
         *argv,
     ]
@@ -144,11 +160,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
         spark_submit(["ingest", "--table", table, str(folder)])
     counts = _merge([get_table(t) for t in folders])
     print()
-    print(format_table(
-        ["final table", "rows", "items in export manifest", "match"],
-        [[f"lakehouse.{c.table}", c.rows, expected[c.table],
-          "yes" if c.rows == expected[c.table] else "NO"] for c in counts],
-    ))
+    print(
+        format_table(
+            ["final table", "rows", "items in export manifest", "match"],
+            [
+                [
+                    f"lakehouse.{c.table}",
+                    c.rows,
+                    expected[c.table],
+                    "yes" if c.rows == expected[c.table] else "NO",
+                ]
+                for c in counts
+            ],
+        )
+    )
     example = (
         "select id, title, author, price, pages from lakehouse.books "
         "order by price desc, id limit 5"
@@ -157,6 +182,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     spark = spark_config.build_spark("demo")
     result = spark.sql(example)
     write_rows(result.columns, (tuple(r) for r in result.collect()), "table")
-    print(f"\ndemo finished in {time.monotonic() - started:.1f}s; try: "
-          "ddb-lakehouse query \"select count(*) from lakehouse.books\"")
+    print(
+        f"\ndemo finished in {time.monotonic() - started:.1f}s; try: "
+        'ddb-lakehouse query "select count(*) from lakehouse.books"'
+    )
     return 0 if all(c.rows == expected[c.table] for c in counts) else 1

@@ -32,8 +32,23 @@ ENVELOPE = T.StructType(
         ),
     ]
 )
-_ATTRIBUTES = T.MapType(T.StringType(), T.StringType())
-_NULL_VALUE = '{"NULL":true}'
+# One attribute value: every type descriptor as a field, so the item is parsed ONCE into
+# map<attribute, value> and each column picks its field. M and L stay as their JSON text.
+ATTRIBUTE_VALUE = T.StructType(
+    [
+        T.StructField("S", T.StringType()),
+        T.StructField("N", T.StringType()),
+        T.StructField("B", T.StringType()),
+        T.StructField("BOOL", T.BooleanType()),
+        T.StructField("NULL", T.BooleanType()),
+        T.StructField("SS", T.ArrayType(T.StringType())),
+        T.StructField("NS", T.ArrayType(T.StringType())),
+        T.StructField("BS", T.ArrayType(T.StringType())),
+        T.StructField("M", T.StringType()),
+        T.StructField("L", T.StringType()),
+    ]
+)
+_ATTRIBUTES = T.MapType(T.StringType(), ATTRIBUTE_VALUE)
 
 
 def with_envelope(df: DataFrame) -> DataFrame:
@@ -56,41 +71,40 @@ def with_image(df: DataFrame) -> DataFrame:
         _fail("a line is not a DynamoDB JSON item (no Item or NewImage) in "),
     ).otherwise(image)
     return df.withColumn("_image", checked).withColumn(
-        "_attrs", F.from_json(F.col("_image"), _ATTRIBUTES)
+        "_attrs",
+        F.from_json(F.col("_image"), _ATTRIBUTES),  # type: ignore[arg-type]  # maps are supported
     )
 
 
-def _decode(raw: Column, attribute: Attribute) -> Column:
-    """The typed value of one attribute from its raw DynamoDB JSON (null when absent or NULL)."""
+def _decode(value: Column, attribute: Attribute) -> Column:
+    """The typed value of one attribute (null when absent, NULL, or of another type)."""
     kind = attribute.descriptor
+    field = value.getField(kind)
     if kind == "B":
-        return F.unbase64(F.get_json_object(raw, "$.B"))
-    if kind in ("SS", "NS", "BS"):
-        schema = T.StructType([T.StructField(kind, T.ArrayType(T.StringType()))])
-        values = F.from_json(raw, schema)[kind]
-        return F.transform(values, F.unbase64) if kind == "BS" else values.cast(attribute.column_type)
-    # S, N, BOOL; M and L come back as the DynamoDB JSON text of their content.
-    return F.get_json_object(raw, f"$.{kind}").cast(attribute.column_type)
+        return F.unbase64(field)
+    if kind == "BS":
+        return F.transform(field, F.unbase64)
+    return field.cast(attribute.column_type)
 
 
 def _column(attribute: Attribute, table: str, required: bool) -> Column:
-    raw = F.col("_attrs").getItem(attribute.name)
-    value = _decode(raw, attribute)
+    value = F.col("_attrs").getItem(attribute.name)
+    decoded = _decode(value, attribute)
     where = f"table {table}: attribute {attribute.name!r} "
-    absent = raw.isNull() | (raw == F.lit(_NULL_VALUE))
-    checks = F.when(
-        ~absent & value.isNull(),
+    absent = value.isNull() | F.coalesce(value.getField("NULL"), F.lit(False))
+    checked = F.when(
+        ~absent & decoded.isNull(),
         _fail(
             f"{where}is not a {attribute.descriptor} that fits {attribute.column_type} "
             "(fix its type in dbt_project.yml vars.dynamodb_tables) in "
         ),
     )
     if required:
-        checks = F.when(absent, _fail(f"{where}(a key) is missing in an item of ")).otherwise(
-            checks.otherwise(value)
+        checked = F.when(absent, _fail(f"{where}(a key) is missing in an item of ")).otherwise(
+            checked.otherwise(decoded)
         )
-        return checks.alias(attribute.column)
-    return checks.otherwise(value).alias(attribute.column)
+        return checked.alias(attribute.column)
+    return checked.otherwise(decoded).alias(attribute.column)
 
 
 def with_typed_columns(table: TableConfig):

@@ -30,7 +30,11 @@ def ingest_export(spark: SparkSession, table: TableConfig, folder: str) -> Inges
     export = manifest.read_export(folder)
     log.info(
         "%s: export %s (%s, %d items in %d files) verified against its manifest",
-        table.name, export.export_id, export.export_type, export.item_count, len(export.files),
+        table.name,
+        export.export_id,
+        export.export_type,
+        export.item_count,
+        len(export.files),
     )
     if export.export_type != manifest.FULL:
         raise manifest.ExportError(
@@ -51,6 +55,9 @@ def ingest_export(spark: SparkSession, table: TableConfig, folder: str) -> Inges
         # Reached only if the data files hold other lines than the manifest counts.
         log.error(
             "%s: staged %d rows but the manifest lists %d items (batch %s)",
-            table.name, batch.rows, export.item_count, batch.batch_id,
+            table.name,
+            batch.rows,
+            export.item_count,
+            batch.batch_id,
         )
     return result

@@ -63,7 +63,9 @@ def missing_jars() -> list[str]:
         if not (target / jar.name).exists():
             problems.append(f"{target / jar.name} is missing (run `make setup`; needs: {jar.hint})")
     if not glob.glob("/usr/lib/*/jni/libsqlitejdbc.so"):
-        problems.append("SQLite JDBC native library missing: apt-get install libxerial-sqlite-jdbc-jni")
+        problems.append(
+            "SQLite JDBC native library missing: apt-get install libxerial-sqlite-jdbc-jni"
+        )
     return problems
 
 

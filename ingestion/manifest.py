@@ -66,7 +66,9 @@ def _parse_time(value: Any, field: str, where: Path) -> datetime | None:
 
 def _read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
-        raise ExportError(f"{path} is missing: is this a DynamoDB export folder that has completed?")
+        raise ExportError(
+            f"{path} is missing: is this a DynamoDB export folder that has completed?"
+        )
     try:
         value = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -86,7 +88,7 @@ def _data_path(folder: Path, key: str) -> Path:
     marker = "AWSDynamoDB/"
     if marker not in key:
         raise ExportError(f"{folder}: dataFileS3Key {key!r} does not contain {marker!r}")
-    return folder.parent.parent / key[key.index(marker):]
+    return folder.parent.parent / key[key.index(marker) :]
 
 
 def _read_files(folder: Path) -> list[DataFile]:
@@ -107,7 +109,9 @@ def _read_files(folder: Path) -> list[DataFile]:
                 )
             )
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise ExportError(f"{path}:{number}: invalid manifest line ({exc}): {line[:200]}") from exc
+            raise ExportError(
+                f"{path}:{number}: invalid manifest line ({exc}): {line[:200]}"
+            ) from exc
     return files
 
 
@@ -143,7 +147,9 @@ def read_export(folder: str | Path, verify: bool = True) -> Export:
     if export_type not in (FULL, INCREMENTAL):
         raise ExportError(f"{summary_path}: unknown exportType {export_type!r}")
     if summary.get("outputFormat", "DYNAMODB_JSON") != "DYNAMODB_JSON":
-        raise ExportError(f"{summary_path}: outputFormat {summary.get('outputFormat')!r} is not supported (use DYNAMODB_JSON)")
+        raise ExportError(
+            f"{summary_path}: outputFormat {summary.get('outputFormat')!r} is not supported (use DYNAMODB_JSON)"
+        )
     for required in ("exportArn", "tableArn", "itemCount"):
         if required not in summary:
             raise ExportError(f"{summary_path}: {required} is missing")

@@ -47,8 +47,9 @@ def current_snapshot(spark: SparkSession, table: str) -> int | None:
     return int(row["snapshot_id"]) if row else None
 
 
-def diff_counts(spark: SparkSession, table: TableConfig, before: int | None,
-                after: int | None) -> MergeCounts:
+def diff_counts(
+    spark: SparkSession, table: TableConfig, before: int | None, after: int | None
+) -> MergeCounts:
     """Inserted / updated / deleted rows between two snapshots of the final table."""
     name = final_table(table.name)
     if after is None:
@@ -61,7 +62,9 @@ def diff_counts(spark: SparkSession, table: TableConfig, before: int | None,
         return MergeCounts(table.name, rows, 0, 0, 0)
     keys = [k.column for k in table.keys]
     old = spark.sql(f"select * from {name} version as of {before}")
-    joined = old.select(*keys, F.col("_ingested_at").alias("old_at"), F.lit(True).alias("in_old")).join(
+    joined = old.select(
+        *keys, F.col("_ingested_at").alias("old_at"), F.lit(True).alias("in_old")
+    ).join(
         now.select(*keys, F.col("_ingested_at").alias("new_at"), F.lit(True).alias("in_new")),
         on=keys,
         how="full_outer",
@@ -69,12 +72,20 @@ def diff_counts(spark: SparkSession, table: TableConfig, before: int | None,
     counts = joined.agg(
         F.sum(F.when(F.col("in_old").isNull(), 1).otherwise(0)).alias("inserted"),
         F.sum(F.when(F.col("in_new").isNull(), 1).otherwise(0)).alias("deleted"),
-        F.sum(F.when(F.col("in_old") & F.col("in_new") & (F.col("old_at") != F.col("new_at")), 1)
-              .otherwise(0)).alias("updated"),
+        F.sum(
+            F.when(
+                F.col("in_old") & F.col("in_new") & (F.col("old_at") != F.col("new_at")), 1
+            ).otherwise(0)
+        ).alias("updated"),
     ).first()
     assert counts is not None
-    return MergeCounts(table.name, rows, int(counts["inserted"] or 0),
-                       int(counts["updated"] or 0), int(counts["deleted"] or 0))
+    return MergeCounts(
+        table.name,
+        rows,
+        int(counts["inserted"] or 0),
+        int(counts["updated"] or 0),
+        int(counts["deleted"] or 0),
+    )
 
 
 def dbt_invoke(args: list[str]) -> None:
@@ -104,5 +115,3 @@ def run_merge(spark: SparkSession, tables: list[TableConfig]) -> tuple[list[Merg
     dbt_invoke(["test", *selector(tables)])
     counts = [diff_counts(spark, t, before[t.name], after[t.name]) for t in tables]
     return counts, time.monotonic() - started
-
-

@@ -39,8 +39,7 @@ def add_table(name: str, partition_key: str, sort_key: str | None) -> list[Path]
         project_text += f"      sort_key: {sort_key}\n"
     sources_text = sources_path.read_text().rstrip("\n") + "\n"
     sources_text += (
-        f"      - name: {name}\n"
-        f"        description: Change log of the DynamoDB table `{name}`.\n"
+        f"      - name: {name}\n        description: Change log of the DynamoDB table `{name}`.\n"
     )
     _check_appended(project_text, sources_text, name, project_path, sources_path)
 
@@ -55,8 +54,9 @@ def add_table(name: str, partition_key: str, sort_key: str | None) -> list[Path]
     return [project_path, sources_path, *files]
 
 
-def _check_appended(project_text: str, sources_text: str, name: str, project_path: Path,
-                    sources_path: Path) -> None:
+def _check_appended(
+    project_text: str, sources_text: str, name: str, project_path: Path, sources_path: Path
+) -> None:
     tables = (yaml.safe_load(project_text).get("vars") or {}).get("dynamodb_tables") or {}
     if name not in tables:
         raise OnboardingError(

@@ -26,8 +26,10 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     widths = [len(h) for h in headers]
     for row in cells:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+
     def line(values: Sequence[str]) -> str:
         return "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)) + " |"
+
     rule = "+-" + "-+-".join("-" * w for w in widths) + "-+"
     return "\n".join([rule, line(list(headers)), rule, *(line(r) for r in cells), rule])
 
@@ -46,8 +48,9 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def write_rows(headers: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str,
-               out: TextIO = sys.stdout) -> int:
+def write_rows(
+    headers: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str, out: TextIO = sys.stdout
+) -> int:
     """Write rows as table, csv or json (one object per line); return the row count."""
     count = 0
     if fmt == "table":

@@ -31,8 +31,24 @@ BASE_TIME = datetime(2026, 1, 14, 10, 18, 50, 622000, tzinfo=UTC)
 GENRES = ["fiction", "history", "science", "poetry", "travel", "children", "crime", "art"]
 FIRST = ["Ada", "Alan", "Grace", "Edsger", "Barbara", "Donald", "Frances", "Ken", "Margaret"]
 LAST = ["Lovelace", "Turing", "Hopper", "Dijkstra", "Liskov", "Knuth", "Allen", "Thompson"]
-WORDS = ["river", "glass", "north", "silent", "paper", "garden", "winter", "iron", "harbor",
-         "lantern", "orchard", "signal", "copper", "meadow", "ember", "atlas"]
+WORDS = [
+    "river",
+    "glass",
+    "north",
+    "silent",
+    "paper",
+    "garden",
+    "winter",
+    "iron",
+    "harbor",
+    "lantern",
+    "orchard",
+    "signal",
+    "copper",
+    "meadow",
+    "ember",
+    "atlas",
+]
 CITIES = [("Lisbon", "PT"), ("Berlin", "DE"), ("Dublin", "IE"), ("Lyon", "FR"), ("Oslo", "NO")]
 STATUSES = ["PLACED", "PAID", "SHIPPED", "DELIVERED", "RETURNED"]
 
@@ -59,15 +75,19 @@ def book_item(i: int, rng: random.Random) -> dict[str, Any]:
         "in_stock": {"BOOL": rng.random() < 0.8},
         "tags": {"SS": sorted(rng.sample(GENRES, rng.randint(1, 3)))},
         "ratings": {"NS": sorted({str(rng.randint(1, 5)) for _ in range(rng.randint(1, 4))})},
-        "details": {"M": {
-            "publisher": s(f"{rng.choice(LAST)} Press"),
-            "year": n(rng.randint(1900, 2026)),
-            "language": s(rng.choice(["en", "fr", "de", "pt"])),
-        }},
-        "editions": {"L": [
-            {"M": {"format": s(fmt), "price": n(money(rng, 3, 80))}}
-            for fmt in rng.sample(["hardcover", "paperback", "ebook"], rng.randint(1, 3))
-        ]},
+        "details": {
+            "M": {
+                "publisher": s(f"{rng.choice(LAST)} Press"),
+                "year": n(rng.randint(1900, 2026)),
+                "language": s(rng.choice(["en", "fr", "de", "pt"])),
+            }
+        },
+        "editions": {
+            "L": [
+                {"M": {"format": s(fmt), "price": n(money(rng, 3, 80))}}
+                for fmt in rng.sample(["hardcover", "paperback", "ebook"], rng.randint(1, 3))
+            ]
+        },
         "cover_thumbnail": {"B": base64.b64encode(rng.randbytes(12)).decode()},
     }
     if rng.random() < 0.3:
@@ -80,8 +100,13 @@ def book_item(i: int, rng: random.Random) -> dict[str, Any]:
 def order_item(i: int, rng: random.Random) -> dict[str, Any]:
     placed = BASE_TIME - timedelta(days=rng.randint(0, 365), seconds=rng.randint(0, 86_399))
     lines = [
-        {"M": {"sku": s(f"sku-{rng.randint(1, 5000):05d}"), "qty": n(rng.randint(1, 5)),
-               "unit_price": n(money(rng, 1, 200))}}
+        {
+            "M": {
+                "sku": s(f"sku-{rng.randint(1, 5000):05d}"),
+                "qty": n(rng.randint(1, 5)),
+                "unit_price": n(money(rng, 1, 200)),
+            }
+        }
         for _ in range(rng.randint(1, 4))
     ]
     city, country = rng.choice(CITIES)
@@ -93,8 +118,9 @@ def order_item(i: int, rng: random.Random) -> dict[str, Any]:
         "total": n(money(rng, 5, 900)),
         "quantity": n(rng.randint(1, 20)),
         "lines": {"L": lines},
-        "shipping": {"M": {"city": s(city), "country": s(country),
-                           "express": {"BOOL": rng.random() < 0.2}}},
+        "shipping": {
+            "M": {"city": s(city), "country": s(country), "express": {"BOOL": rng.random() < 0.2}}
+        },
         "gift": {"BOOL": rng.random() < 0.1},
     }
     if rng.random() < 0.25:
@@ -163,17 +189,21 @@ def write_full_export(out: Path, table: SampleTable, items: int, seed: int) -> P
     for start, stop in bounds:
         name = _token(rng, 26) + ".json.gz"
         item_rng = random.Random(f"{seed}-{table.name}-{start}")
-        lines = (json.dumps({"Item": table.make_item(i, item_rng)}, separators=(",", ":"))
-                 for i in range(start, stop))
+        lines = (
+            json.dumps({"Item": table.make_item(i, item_rng)}, separators=(",", ":"))
+            for i in range(start, stop)
+        )
         count, size = _write_gzip_lines(folder / "data" / name, lines)
         billed += size
         data = (folder / "data" / name).read_bytes()
-        files.append({
-            "itemCount": count,
-            "md5Checksum": md5_base64(folder / "data" / name),
-            "etag": hashlib.md5(data).hexdigest() + "-1",  # noqa: S324
-            "dataFileS3Key": f"{prefix}/AWSDynamoDB/{ident}/data/{name}",
-        })
+        files.append(
+            {
+                "itemCount": count,
+                "md5Checksum": md5_base64(folder / "data" / name),
+                "etag": hashlib.md5(data).hexdigest() + "-1",  # noqa: S324
+                "dataFileS3Key": f"{prefix}/AWSDynamoDB/{ident}/data/{name}",
+            }
+        )
     table_arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table.name}"
     summary = {
         "version": "2020-06-30",
@@ -200,8 +230,9 @@ def write_full_export(out: Path, table: SampleTable, items: int, seed: int) -> P
     return folder
 
 
-def write_samples(out: Path, items: int | None, seed: int, tables: list[str] | None = None
-                  ) -> dict[str, Path]:
+def write_samples(
+    out: Path, items: int | None, seed: int, tables: list[str] | None = None
+) -> dict[str, Path]:
     """Full exports for each sample table; returns table -> export folder."""
     chosen = tables or list(SAMPLE_TABLES)
     result = {}

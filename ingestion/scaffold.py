@@ -136,10 +136,12 @@ def final_yml(table: TableConfig) -> str:
 def files_for(table: TableConfig, root: Path) -> dict[Path, str]:
     """Path -> content of the dbt files of ``table``."""
     return {
-        root / "models/staging/dynamodb" / f"stg_dynamodb__{table.name}.sql":
-            STAGING_SQL.format(table=table.name),
-        root / "models/staging/dynamodb" / f"stg_dynamodb__{table.name}.yml":
-            STAGING_YML.format(table=table.name),
+        root / "models/staging/dynamodb" / f"stg_dynamodb__{table.name}.sql": STAGING_SQL.format(
+            table=table.name
+        ),
+        root / "models/staging/dynamodb" / f"stg_dynamodb__{table.name}.yml": STAGING_YML.format(
+            table=table.name
+        ),
         root / "models/marts" / f"{table.name}.sql": FINAL_SQL.format(table=table.name),
         root / "models/marts" / f"{table.name}.yml": final_yml(table),
     }

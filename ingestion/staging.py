@@ -64,8 +64,9 @@ def applied_sources(spark: SparkSession, table: str) -> set[str]:
     return {row["source"] for row in rows}
 
 
-def read_export(spark: SparkSession, export: Export, table: TableConfig, batch_id: str,
-                ingested_at: datetime) -> DataFrame:
+def read_export(
+    spark: SparkSession, export: Export, table: TableConfig, batch_id: str, ingested_at: datetime
+) -> DataFrame:
     """The export's rows as staging rows: typed columns, raw image and metadata."""
     lines = spark.read.text([str(f.path) for f in export.files])
     return (
@@ -77,8 +78,16 @@ def read_export(spark: SparkSession, export: Export, table: TableConfig, batch_i
         .withColumn("_source", F.lit(export.export_arn))
         .withColumn("_batch_id", F.lit(batch_id))
         .withColumn("_ingested_at", F.timestamp_micros(F.lit(_micros(ingested_at))))
-        .select(*[a.column for a in table.columns], "_operation", "_version", "_source",
-                "_source_file", "_batch_id", "_ingested_at", "_image")
+        .select(
+            *[a.column for a in table.columns],
+            "_operation",
+            "_version",
+            "_source",
+            "_source_file",
+            "_batch_id",
+            "_ingested_at",
+            "_image",
+        )
     )
 
 
@@ -101,7 +110,7 @@ def _spark_reason(exc: Exception) -> str:
     text = str(exc)
     marker = "[USER_RAISED_EXCEPTION] "
     if marker in text:
-        return text[text.index(marker) + len(marker):].splitlines()[0].split(" SQLSTATE")[0]
+        return text[text.index(marker) + len(marker) :].splitlines()[0].split(" SQLSTATE")[0]
     for line in text.splitlines():
         if "Exception" in line or "Error" in line:
             return line.strip()[:500]

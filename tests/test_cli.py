@@ -29,8 +29,9 @@ def test_unknown_table_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> N
 
 
 @pytest.mark.slow
-def test_missing_export_is_a_clear_error(spark, capsys: pytest.CaptureFixture[str],
-                                         tmp_path: Path) -> None:
+def test_missing_export_is_a_clear_error(
+    spark, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     assert cli.main(["ingest", "--table", "books", str(tmp_path / "AWSDynamoDB" / "x")]) == 2
     assert "manifest-summary.json is missing" in capsys.readouterr().err
 
@@ -50,15 +51,32 @@ def test_processes_share_the_lakehouse(spark, clean_lakehouse, samples) -> None:
     merge.run_merge(spark, [get_table("books")])
 
     # Another JVM commits through spark-submit, as the README shows.
-    submitted = run([str(BIN / "spark-submit"), "--master", "local[2]", "ingestion/main.py",
-                     "ingest", "--table", "orders", str(samples["orders"])])
+    submitted = run(
+        [
+            str(BIN / "spark-submit"),
+            "--master",
+            "local[2]",
+            "ingestion/main.py",
+            "ingest",
+            "--table",
+            "orders",
+            str(samples["orders"]),
+        ]
+    )
     assert submitted.returncode == 0, submitted.stderr[-3000:]
     assert "| orders | " in submitted.stdout and "| 60 " in submitted.stdout
     assert spark.table("lake.staging.orders").count() == 60  # visible here at once
 
     # A third process queries while this one is still open.
-    queried = run([str(BIN / "ddb-lakehouse"), "query",
-                   "select count(*) as n from lakehouse.books", "--format", "json"])
+    queried = run(
+        [
+            str(BIN / "ddb-lakehouse"),
+            "query",
+            "select count(*) as n from lakehouse.books",
+            "--format",
+            "json",
+        ]
+    )
     assert queried.returncode == 0, queried.stderr[-3000:]
     assert json.loads(queried.stdout.strip().splitlines()[-1]) == {"n": 60}
 
@@ -66,6 +84,10 @@ def test_processes_share_the_lakehouse(spark, clean_lakehouse, samples) -> None:
     from pyiceberg.catalog.sql import SqlCatalog
 
     home = Path(os.environ["LAKEHOUSE_HOME"])
-    catalog = SqlCatalog("lake", uri=f"sqlite:///{home}/catalog.db", warehouse=f"file://{home}/warehouse")
+    catalog = SqlCatalog(
+        "lake", uri=f"sqlite:///{home}/catalog.db", warehouse=f"file://{home}/warehouse"
+    )
     assert catalog.load_table("lakehouse.books").scan().to_arrow().num_rows == 60
-    spark.sql("insert into lake.staging.orders select * from lake.staging.orders limit 1")  # still can write
+    spark.sql(
+        "insert into lake.staging.orders select * from lake.staging.orders limit 1"
+    )  # still can write

@@ -105,12 +105,18 @@ def _edit_first_item(folder: Path, edit) -> Path:
 @pytest.mark.parametrize(
     ("edit", "reason"),
     [
-        (lambda line: line.replace('"price":{"N":', '"price":{"S":'),
-         "attribute 'price' is not a N that fits decimal(10,2)"),
-        (lambda line: line.replace('"price":{"N":"', '"price":{"N":"99999999999'),
-         "attribute 'price' is not a N that fits decimal(10,2)"),
-        (lambda line: line.replace('"id":{"S":', '"ident":{"S":'),
-         "attribute 'id' (a key) is missing"),
+        (
+            lambda line: line.replace('"price":{"N":', '"price":{"S":'),
+            "attribute 'price' is not a N that fits decimal(10,2)",
+        ),
+        (
+            lambda line: line.replace('"price":{"N":"', '"price":{"N":"99999999999'),
+            "attribute 'price' is not a N that fits decimal(10,2)",
+        ),
+        (
+            lambda line: line.replace('"id":{"S":', '"ident":{"S":'),
+            "attribute 'id' (a key) is missing",
+        ),
         (lambda line: "this is not json", "not a DynamoDB JSON item"),
     ],
     ids=["wrong-type", "overflow", "missing-key", "not-json"],
@@ -128,7 +134,9 @@ def test_bad_items_stop_the_ingest_and_nothing_is_staged(
     assert _snapshots(spark, "books") == 0  # no commit at all
 
 
-def test_damaged_export_is_refused_before_spark_reads_it(spark, clean_lakehouse, books_export) -> None:
+def test_damaged_export_is_refused_before_spark_reads_it(
+    spark, clean_lakehouse, books_export
+) -> None:
     export = manifest.read_export(books_export, verify=False)
     data_file = next(f.path for f in export.files if f.item_count)
     data_file.write_bytes(data_file.read_bytes()[:-8])  # truncated gzip

@@ -44,7 +44,9 @@ def test_md5_mismatch_is_refused_naming_the_file(export: Path) -> None:
 def test_missing_data_file_is_refused(export: Path) -> None:
     data = _first_data_file(export)
     data.unlink()
-    with pytest.raises(manifest.ExportError, match=f"{data.name}: listed in the manifest but missing"):
+    with pytest.raises(
+        manifest.ExportError, match=f"{data.name}: listed in the manifest but missing"
+    ):
         manifest.read_export(export)
 
 

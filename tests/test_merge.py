@@ -42,8 +42,11 @@ def stage_changes(spark, table: str, key_column: str, changes: list[dict]) -> No
 
 
 def latest_summary(spark, table: str) -> dict[str, str]:
-    row = (spark.table(f"lake.lakehouse.{table}.snapshots")
-           .orderBy(F.col("committed_at").desc()).first())
+    row = (
+        spark.table(f"lake.lakehouse.{table}.snapshots")
+        .orderBy(F.col("committed_at").desc())
+        .first()
+    )
     return dict(row["summary"])
 
 
@@ -51,8 +54,11 @@ def pyiceberg_rows(spark, table: str) -> int:
     """Row count read without Spark, from the table's current metadata file."""
     from pyiceberg.table import StaticTable
 
-    location = (spark.table(f"lake.lakehouse.{table}.metadata_log_entries")
-                .orderBy(F.col("timestamp").desc()).first()["file"])
+    location = (
+        spark.table(f"lake.lakehouse.{table}.metadata_log_entries")
+        .orderBy(F.col("timestamp").desc())
+        .first()["file"]
+    )
     return StaticTable.from_metadata(location).scan().to_arrow().num_rows
 
 
@@ -64,20 +70,37 @@ def test_merge_applies_upserts_deletes_and_the_version_guard(spark, clean_lakeho
     first_snapshot = merge.current_snapshot(spark, "books")
     assert spark.table("lake.lakehouse.books").count() == 60
     assert pyiceberg_rows(spark, "books") == 60
-    properties = {r["key"]: r["value"] for r in spark.sql("show tblproperties lake.lakehouse.books").collect()}
+    properties = {
+        r["key"]: r["value"] for r in spark.sql("show tblproperties lake.lakehouse.books").collect()
+    }
     assert properties["format-version"] == "2"
     assert properties["write.merge.mode"] == "merge-on-read"
 
     ids = sorted(r["id"] for r in spark.table("lake.lakehouse.books").select("id").collect())
     updated, deleted, stale, new = ids[0], ids[1], ids[2], "book-new-0001"
     stale_title = spark.table("lake.lakehouse.books").where(F.col("id") == stale).first()["title"]
-    stage_changes(spark, "books", "id", [
-        {"like": updated, "operation": "update", "version_delta": 1, "set": {"title": "Changed"}},
-        {"like": deleted, "operation": "delete", "version_delta": 1},
-        {"like": updated, "key": new, "operation": "insert", "version_delta": 1,
-         "set": {"title": "Brand new"}},
-        {"like": stale, "operation": "update", "version_delta": -1, "set": {"title": "Stale"}},
-    ])
+    stage_changes(
+        spark,
+        "books",
+        "id",
+        [
+            {
+                "like": updated,
+                "operation": "update",
+                "version_delta": 1,
+                "set": {"title": "Changed"},
+            },
+            {"like": deleted, "operation": "delete", "version_delta": 1},
+            {
+                "like": updated,
+                "key": new,
+                "operation": "insert",
+                "version_delta": 1,
+                "set": {"title": "Brand new"},
+            },
+            {"like": stale, "operation": "update", "version_delta": -1, "set": {"title": "Stale"}},
+        ],
+    )
     counts, _ = merge.run_merge(spark, [books])
 
     final = {r["id"]: r for r in spark.table("lake.lakehouse.books").collect()}
@@ -110,14 +133,21 @@ def test_composite_keys_and_dbt_test_guarding_quality(spark, clean_lakehouse, sa
 
     first = spark.table("lake.lakehouse.orders").orderBy("customer_id", "order_id").first()
     # Same customer, other order: deleting one order must not touch the customer's others.
-    siblings = spark.table("lake.lakehouse.orders").where(
-        F.col("customer_id") == first["customer_id"]).count()
+    siblings = (
+        spark.table("lake.lakehouse.orders")
+        .where(F.col("customer_id") == first["customer_id"])
+        .count()
+    )
     base = spark.table("lake.staging.orders").where(
-        (F.col("customer_id") == first["customer_id"]) & (F.col("order_id") == first["order_id"]))
-    (base.withColumn("_operation", F.lit("delete"))
-         .withColumn("_version", F.col("_version") + 1)
-         .withColumn("_ingested_at", F.current_timestamp())
-         .writeTo("lake.staging.orders").append())
+        (F.col("customer_id") == first["customer_id"]) & (F.col("order_id") == first["order_id"])
+    )
+    (
+        base.withColumn("_operation", F.lit("delete"))
+        .withColumn("_version", F.col("_version") + 1)
+        .withColumn("_ingested_at", F.current_timestamp())
+        .writeTo("lake.staging.orders")
+        .append()
+    )
     merge.run_merge(spark, [orders])
     remaining = spark.table("lake.lakehouse.orders")
     assert remaining.count() == 59

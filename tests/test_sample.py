@@ -22,8 +22,13 @@ def _items(folder: Path) -> list[dict]:
 def test_layout_matches_aws(tmp_path: Path) -> None:
     folder = sample.write_samples(tmp_path, items=50, seed=1, tables=["orders"])["orders"]
     assert folder.parent.name == "AWSDynamoDB"
-    for name in ("_started", "manifest-summary.json", "manifest-files.json",
-                 "manifest-summary.md5", "manifest-files.md5"):
+    for name in (
+        "_started",
+        "manifest-summary.json",
+        "manifest-files.json",
+        "manifest-summary.md5",
+        "manifest-files.md5",
+    ):
         assert (folder / name).is_file(), name
     summary = json.loads((folder / "manifest-summary.json").read_text())
     assert summary["version"] == "2020-06-30"
@@ -36,8 +41,10 @@ def test_layout_matches_aws(tmp_path: Path) -> None:
     assert len(stamp) == 14 and int(stamp) == int(export_time.timestamp() * 1000)
     entries = [json.loads(x) for x in (folder / "manifest-files.json").read_text().splitlines()]
     assert entries[0]["itemCount"] == 0
-    assert all(e["dataFileS3Key"].startswith(f"exports/orders/AWSDynamoDB/{folder.name}/data/")
-               for e in entries)
+    assert all(
+        e["dataFileS3Key"].startswith(f"exports/orders/AWSDynamoDB/{folder.name}/data/")
+        for e in entries
+    )
     manifest.verify_files(manifest.read_export(folder, verify=False))  # every md5 matches
 
 
@@ -48,7 +55,8 @@ def test_deterministic_for_a_seed(tmp_path: Path) -> None:
     for table in ("books", "orders"):
         assert a[table].name == b[table].name
         assert (a[table] / "manifest-files.json").read_text() == (
-            b[table] / "manifest-files.json").read_text()
+            b[table] / "manifest-files.json"
+        ).read_text()
         assert _items(a[table]) == _items(b[table])
         assert _items(a[table]) != _items(c[table])
 

@@ -33,14 +33,18 @@ def test_unknown_target_is_a_clear_error() -> None:
 def test_bootstrap_is_idempotent_and_creates_namespaces(tmp_path: Path) -> None:
     import sqlite3
 
-    conf = {"spark.sql.catalog.lake.uri": f"jdbc:sqlite:{tmp_path}/new/catalog.db",
-            "spark.sql.catalog.lake.warehouse": f"file://{tmp_path}/new/warehouse"}
+    conf = {
+        "spark.sql.catalog.lake.uri": f"jdbc:sqlite:{tmp_path}/new/catalog.db",
+        "spark.sql.catalog.lake.warehouse": f"file://{tmp_path}/new/warehouse",
+    }
     for _ in range(2):
         path = catalog.bootstrap(conf)
     assert path == tmp_path / "new" / "catalog.db"
     assert (tmp_path / "new" / "warehouse").is_dir()
     with sqlite3.connect(path) as db:
-        namespaces = {r[0] for r in db.execute("select namespace from iceberg_namespace_properties")}
+        namespaces = {
+            r[0] for r in db.execute("select namespace from iceberg_namespace_properties")
+        }
         mode = db.execute("pragma journal_mode").fetchone()[0]
     assert namespaces == {"staging", "lakehouse"}
     assert mode == "wal"

@@ -54,8 +54,13 @@ def test_unknown_table_names_the_fix() -> None:
 @pytest.fixture
 def project_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     copy = tmp_path / "project"
-    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".lakehouse", ".git",
-                                                              "target", "logs", "__pycache__"))
+    shutil.copytree(
+        ROOT,
+        copy,
+        ignore=shutil.ignore_patterns(
+            ".venv", ".lakehouse", ".git", "target", "logs", "__pycache__"
+        ),
+    )
     monkeypatch.setenv("LAKEHOUSE_PROJECT_DIR", str(copy))
     return copy
 

@@ -1,0 +1,34 @@
+# dynamodb-lakehouse: `make demo` runs the pipeline on the embedded default, `make test` the tests.
+# Every target installs what it needs first (Debian packages if missing, .venv, jars).
+
+VENV ?= .venv
+BIN := $(VENV)/bin
+export SPARK_LOCAL_IP := 127.0.0.1
+
+.DEFAULT_GOAL := help
+.PHONY: help setup demo test test-fast lint bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+setup: ## install Java/SQLite JDBC if missing, create .venv, install pinned packages and jars
+	@bash scripts/setup.sh
+
+demo: setup ## sample exports -> spark-submit ingest -> dbt run + dbt test -> report and a query
+	$(BIN)/ddb-lakehouse demo
+
+test: setup ## the whole test suite (real Spark, Iceberg and dbt)
+	$(BIN)/pytest
+
+test-fast: setup ## only the tests that need no Spark
+	$(BIN)/pytest -m "not slow"
+
+lint: setup ## ruff and mypy
+	$(BIN)/ruff check ingestion tests bench
+	$(BIN)/mypy
+
+bench: setup ## benchmarks (not part of CI); writes bench/results/
+	$(BIN)/python bench/ingest_full_export.py
+
+clean: ## remove the embedded lakehouse and dbt's output (keeps .venv)
+	rm -rf .lakehouse target logs
