@@ -76,6 +76,9 @@ def build_spark(app_name: str = "dynamodb-lakehouse", target: str | None = None)
 
     from ingestion import catalog
 
+    active = SparkSession.getActiveSession()
+    if active is not None:  # one session per process: dbt and later commands reuse it
+        return active
     conf = spark_conf(target)
     catalog.bootstrap(conf)
     builder = SparkSession.builder.appName(app_name)

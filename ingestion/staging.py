@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from ingestion import decode
 from ingestion.manifest import Export
 from ingestion.naming import quote_table
-from ingestion.tables import TableConfig
+from ingestion.tables import METADATA_COLUMNS, TableConfig
 
 log = logging.getLogger(__name__)
 
@@ -78,16 +78,7 @@ def read_export(
         .withColumn("_source", F.lit(export.export_arn))
         .withColumn("_batch_id", F.lit(batch_id))
         .withColumn("_ingested_at", F.timestamp_micros(F.lit(_micros(ingested_at))))
-        .select(
-            *[a.column for a in table.columns],
-            "_operation",
-            "_version",
-            "_source",
-            "_source_file",
-            "_batch_id",
-            "_ingested_at",
-            "_image",
-        )
+        .select(*[a.column for a in table.columns], *METADATA_COLUMNS)
     )
 
 
