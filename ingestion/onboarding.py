@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from ingestion import scaffold, settings
-from ingestion.tables import _table_from_entry, load_tables
+from ingestion.tables import load_tables, table_from_entry
 
 
 class OnboardingError(ValueError):
@@ -31,7 +31,7 @@ def add_table(name: str, partition_key: str, sort_key: str | None) -> list[Path]
     if name in load_tables(project_path):
         raise OnboardingError(f"table {name!r} is already configured in {project_path}")
     entry = {"partition_key": partition_key, **({"sort_key": sort_key} if sort_key else {})}
-    table = _table_from_entry(name, entry)  # validates name and keys
+    table = table_from_entry(name, entry)  # validates name and keys
 
     project_text = project_path.read_text().rstrip("\n") + "\n"
     project_text += f"    {name}:\n      partition_key: {partition_key}\n"

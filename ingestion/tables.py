@@ -97,7 +97,7 @@ def parse_attribute(name: str, spec: str, table: str) -> Attribute:
     return Attribute(name, descriptor, column_type)
 
 
-def _table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
+def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
     if not _TABLE_NAME.match(name):
         raise TableConfigError(f"table name {name!r} must match {_TABLE_NAME.pattern}")
     if "partition_key" not in entry:
@@ -129,7 +129,7 @@ def project_file() -> Path:
 def load_tables(path: Path | None = None) -> dict[str, TableConfig]:
     raw = yaml.safe_load((path or project_file()).read_text()) or {}
     entries = (raw.get("vars") or {}).get("dynamodb_tables") or {}
-    return {name: _table_from_entry(name, entry or {}) for name, entry in entries.items()}
+    return {name: table_from_entry(name, entry or {}) for name, entry in entries.items()}
 
 
 def get_table(name: str) -> TableConfig:

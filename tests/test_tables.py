@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from ingestion import onboarding, scaffold
-from ingestion.tables import TableConfigError, _table_from_entry, get_table, load_tables
+from ingestion.tables import TableConfigError, get_table, load_tables, table_from_entry
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,7 +43,7 @@ def test_committed_models_are_what_add_table_renders() -> None:
 )
 def test_invalid_entries_are_refused(entry: dict, message: str) -> None:
     with pytest.raises(TableConfigError, match=message):
-        _table_from_entry("t", entry)
+        table_from_entry("t", entry)
 
 
 def test_unknown_table_names_the_fix() -> None:
