@@ -41,6 +41,22 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--table", required=True)
     p.add_argument("sources", nargs="+", metavar="EXPORT_FOLDER")
 
+    p = sub.add_parser(
+        "detect-schema", help="scan every item of a full export and write the schema file"
+    )
+    p.add_argument("export", metavar="EXPORT_FOLDER")
+    p.add_argument("--table", help="a configured table: its keys, and its schema file as output")
+    p.add_argument("-o", "--output", type=Path, help="schema file to write (default: "
+                   "schemas/<table>.json with --table, else standard output)")
+
+    p = sub.add_parser("drift", help="values staged that did not fit their column, per attribute")
+    p.add_argument("--table", required=True)
+
+    p = sub.add_parser(
+        "rebuild", help="re-detect types from the staged images, rebuild staging and final table"
+    )
+    p.add_argument("--table", required=True)
+
     p = sub.add_parser("merge", help="dbt run + dbt test, with a report of the changes")
     p.add_argument("--table", action="append", help="only these tables (default: all)")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from pyspark.errors import AnalysisException, ParseException
 
-from ingestion import catalog, manifest, onboarding, sample, settings, spark_config, staging
+from ingestion import catalog, manifest, onboarding, sample, schema, settings, spark_config, staging
 from ingestion.merge import DbtError, MergeCounts
 from ingestion.report import format_table, write_rows
 from ingestion.tables import TableConfig, TableConfigError, get_table, load_tables
@@ -32,6 +33,7 @@ USER_ERRORS = (
     DbtError,
     SubmitError,
     onboarding.OnboardingError,
+    schema.SchemaError,
     AnalysisException,
     ParseException,
 )
@@ -83,7 +85,98 @@ def _ingest(table: TableConfig, sources: list[str]) -> int:
             ],
         )
     )
+    for r in results:
+        for change in r.schema_changes:
+            print(f"{r.table}: {change}")
+    drift = [d for r in results for d in r.drift]
+    if drift:
+        _print_drift(drift)
+        print(
+            f"{sum(d.rows for d in drift)} value(s) did not fit their column: the rows are staged, "
+            "those columns are null and the values are whole in _image. To adopt the new types: "
+            f"ddb-lakehouse rebuild --table {table.name}"
+        )
     return 0 if all(r.skipped or r.rows == r.expected for r in results) else 1
+
+
+def _print_drift(drift: list[staging.Drift]) -> None:
+    print("schema drift (values that do not fit their column):")
+    print(
+        format_table(
+            ["attribute", "source", "rows", "example value"],
+            [[d.attribute, d.source.rsplit("/", 1)[-1], d.rows, d.example[:80]] for d in drift],
+        )
+    )
+
+
+def cmd_detect_schema(args: argparse.Namespace) -> int:
+    from ingestion import detect
+    from ingestion.ingest import declared_keys
+
+    export = manifest.read_export(args.export)
+    table = get_table(args.table) if args.table else None
+    started = time.monotonic()
+    spark = spark_config.build_spark("detect-schema")
+    if table is None:
+        stats = detect.statistics(detect.export_images(spark, export))
+        detected = schema.resolve(export.table_name, stats, {}, None, source=export.export_arn)
+    else:
+        existing = schema.load_schema(table.name, declared_keys(table))
+        detected = detect.detect_export(spark, export, table, existing.overrides if existing else None)
+    seconds = time.monotonic() - started
+    print(
+        format_table(
+            ["attribute", "column", "type", "dynamodb types", "note"],
+            [
+                [
+                    a.name,
+                    a.column,
+                    a.type.sql() if len(a.type.sql()) <= 60 else a.type.sql()[:57] + "...",
+                    ", ".join(f"{t} {n}" for t, n in a.info.get("dynamodb_types", {}).items()),
+                    ("key" if a.key else "") + a.info.get("note", ""),
+                ]
+                for a in detected.attributes
+            ],
+        ),
+        file=sys.stderr if args.output is None and table is None else sys.stdout,
+    )
+    for conflict in detected.conflicts:
+        print(f"conflict: {conflict}", file=sys.stderr)
+    rate = (detected.items or 0) / seconds if seconds else 0.0
+    print(f"{detected.items} items scanned in {seconds:.1f}s ({rate:,.0f} items/s)", file=sys.stderr)
+    if args.output is None and table is None:
+        json.dump(schema.to_json(detected), sys.stdout, indent=2, ensure_ascii=False)
+        print()
+        return 0
+    path = schema.write_schema(detected, args.output)
+    print(f"schema written to {path}")
+    return 0
+
+
+def cmd_drift(args: argparse.Namespace) -> int:
+    table = get_table(args.table)
+    drift = staging.drift_report(spark_config.build_spark("drift"), table.name)
+    if not drift:
+        print(f"{table.name}: no schema drift: every staged value fits its column")
+        return 0
+    _print_drift(drift)
+    print(f"to adopt the new types: ddb-lakehouse rebuild --table {table.name}")
+    return 0
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    from ingestion.merge import run_merge
+    from ingestion.rebuild import rebuild_staging
+
+    table = get_table(args.table)
+    spark = spark_config.build_spark(f"rebuild {table.name}")
+    rebuilt = rebuild_staging(spark, table)
+    print(f"staging.{table.name} rebuilt from _image: {rebuilt.rows} rows")
+    for change in rebuilt.changed or ["(no column type changed)"]:
+        print(f"  {change}")
+    counts, seconds = run_merge(spark, [table], full_refresh=True)
+    _print_merge(counts, seconds)
+    return 0
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:

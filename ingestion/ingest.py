@@ -1,14 +1,20 @@
-"""Ingest DynamoDB exports into a table's staging change log (the `ingest` command's library)."""
+"""Ingest DynamoDB exports into a table's staging change log (the `ingest` command's library).
+
+The table's schema file decides the columns. With no schema file (or one with entries still to
+detect) the first export is scanned once to write it. When a later export holds attributes the
+schema does not know, the write stops before its commit; the new attributes are detected from
+that export, added to the schema file, and the export is staged again: they become new columns.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
-from ingestion import manifest, staging
+from ingestion import decode, detect, manifest, schema, staging
 from ingestion.tables import TableConfig
 
 log = logging.getLogger(__name__)
@@ -22,6 +28,57 @@ class IngestResult:
     expected: int
     skipped: bool
     seconds: float
+    drift: tuple[staging.Drift, ...] = ()
+    schema_changes: tuple[str, ...] = field(default=())
+
+
+def declared_keys(table: TableConfig) -> dict[str, schema.ColumnType]:
+    return schema.key_types([(k.name, k.descriptor) for k in table.keys])
+
+
+def with_keys(table: TableConfig, current: schema.Schema) -> schema.Schema:
+    """The schema with every key of the table first (a schema file may leave keys out)."""
+    declared = declared_keys(table)
+    keys = [
+        current.get(k.name) or schema.Attribute(k.name, k.column, declared[k.name], key=True)
+        for k in table.keys
+    ]
+    rest = [a for a in current.attributes if a.name not in declared]
+    return schema.Schema(current.table, tuple(keys + rest), current.items, current.source, current.conflicts)
+
+
+def table_schema(
+    spark: SparkSession, table: TableConfig, export: manifest.Export
+) -> tuple[schema.Schema, list[str]]:
+    """The schema to stage ``export`` with; detected (and written) when the file is missing or
+    incomplete. Returns it and what changed, for the run summary."""
+    existing = schema.load_schema(table.name, declared_keys(table))
+    if existing is not None and existing.complete:
+        return with_keys(table, schema.from_file(existing)), []
+    detected = detect.detect_export(spark, export, table, existing.overrides if existing else None)
+    path = schema.write_schema(detected)
+    changes = [f"schema detected from {export.export_id} ({detected.items} items): {path}"]
+    changes += [f"conflict: {c}" for c in detected.conflicts]
+    return with_keys(table, detected), changes
+
+
+def _add_new_attributes(
+    spark: SparkSession, table: TableConfig, export: manifest.Export, current: schema.Schema
+) -> tuple[schema.Schema, list[str]]:
+    """Detect the attributes of ``export`` the schema lacks and append them to the schema file."""
+    existing = schema.load_schema(table.name, declared_keys(table))
+    overrides = existing.overrides if existing else {}
+    detected = detect.detect_export(spark, export, table, overrides)
+    added = [a for a in detected.attributes if current.get(a.name) is None]
+    updated = current.with_attributes(added)
+    schema.check_columns(updated)
+    path = schema.write_schema(updated)
+    names = ", ".join(f"{a.name!r} ({a.column} {a.type.sql()})" for a in added)
+    log.info("%s: new attributes in %s: %s; added to %s", table.name, export.export_id, names, path)
+    conflicts = [
+        c for c in detected.conflicts if any(f"attribute {a.name!r}" in c for a in added)
+    ]
+    return updated, [f"new columns: {names}"] + [f"conflict: {c}" for c in conflicts]
 
 
 def ingest_export(spark: SparkSession, table: TableConfig, folder: str) -> IngestResult:
@@ -40,7 +97,18 @@ def ingest_export(spark: SparkSession, table: TableConfig, folder: str) -> Inges
         raise manifest.ExportError(
             f"{export.folder}: incremental exports are not supported yet (only full exports)"
         )
-    batch = staging.stage_export(spark, export, table)
+    if export.export_arn in staging.applied_sources(spark, table.name):
+        log.info("%s: %s is already in the ledger: nothing to do", table.name, export.export_arn)
+        return IngestResult(table.name, export.export_arn, 0, export.item_count, True, time.monotonic() - started)
+    current, changes = table_schema(spark, table, export)
+    try:
+        batch = staging.stage_export(spark, export, table, current)
+    except staging.StagingError as exc:
+        if decode.NEW_ATTRIBUTES not in str(exc):
+            raise
+        current, added = _add_new_attributes(spark, table, export, current)
+        changes += added
+        batch = staging.stage_export(spark, export, table, current)
     result = IngestResult(
         table=table.name,
         source=export.export_arn,
@@ -48,10 +116,10 @@ def ingest_export(spark: SparkSession, table: TableConfig, folder: str) -> Inges
         expected=export.item_count,
         skipped=batch.skipped,
         seconds=time.monotonic() - started,
+        drift=batch.drift,
+        schema_changes=tuple(changes),
     )
-    if batch.skipped:
-        log.info("%s: %s is already in the ledger: nothing to do", table.name, export.export_arn)
-    elif batch.rows != export.item_count:
+    if batch.rows != export.item_count:
         # Reached only if the data files hold other lines than the manifest counts.
         log.error(
             "%s: staged %d rows but the manifest lists %d items (batch %s)",

@@ -48,6 +48,11 @@ class Export:
         return self.folder.name
 
     @property
+    def table_name(self) -> str:
+        """The DynamoDB table's name, from its ARN (``...:table/<name>``)."""
+        return self.table_arn.rsplit("table/", 1)[-1].split("/", 1)[0]
+
+    @property
     def version_micros(self) -> int:
         """The version of a full export's rows: its export time, in microseconds."""
         moment = self.export_time or self.export_to_time

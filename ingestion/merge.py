@@ -106,11 +106,14 @@ def selector(tables: list[TableConfig]) -> list[str]:
     return ["--select", *[f"stg_dynamodb__{t.name}+" for t in tables]]
 
 
-def run_merge(spark: SparkSession, tables: list[TableConfig]) -> tuple[list[MergeCounts], float]:
-    """`dbt run` then `dbt test` for the tables' models; the counts of what changed."""
+def run_merge(
+    spark: SparkSession, tables: list[TableConfig], full_refresh: bool = False
+) -> tuple[list[MergeCounts], float]:
+    """`dbt run` then `dbt test` for the tables' models; the counts of what changed.
+    ``full_refresh`` rebuilds the final tables from the whole change log (after ``rebuild``)."""
     started = time.monotonic()
     before = {t.name: current_snapshot(spark, t.name) for t in tables}
-    dbt_invoke(["run", *selector(tables)])
+    dbt_invoke(["run", *selector(tables), *(["--full-refresh"] if full_refresh else [])])
     after = {t.name: current_snapshot(spark, t.name) for t in tables}
     dbt_invoke(["test", *selector(tables)])
     counts = [diff_counts(spark, t, before[t.name], after[t.name]) for t in tables]

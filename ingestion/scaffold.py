@@ -1,5 +1,8 @@
 """The dbt files of one DynamoDB table: staging view, final model and its schema YAML.
 
+The attribute columns are not listed: they come from the table's schema file (schemas/<table>.json)
+and reach the models through ``select *``, so a new attribute needs no model change.
+
 ``add-table`` writes them for a user's table; the committed ``books`` and ``orders`` files are
 exactly what this module renders (a test checks it), so every table is built the same way.
 """
@@ -106,12 +109,6 @@ def final_yml(table: TableConfig) -> str:
             f"        description: DynamoDB {roles[key.name]} `{key.name}` ({key.descriptor})."
             + column_tests
         )
-    for attribute in table.attributes:
-        lines.append(f"      - name: {attribute.column}")
-        lines.append(
-            f"        description: Attribute `{attribute.name}` ({attribute.descriptor}); "
-            "null when the item does not have it."
-        )
     lines += [
         "      - name: _operation",
         "        description: The last change applied to the row (snapshot, insert, update, upsert).",
@@ -128,7 +125,9 @@ def final_yml(table: TableConfig) -> str:
         "      - name: _ingested_at",
         "        description: When that batch was ingested (UTC).",
         "      - name: _image",
-        "        description: The item's DynamoDB JSON as received (attributes not configured live here).",
+        "        description: The item's DynamoDB JSON as received (every attribute, whatever its column).",
+        "      - name: _drift",
+        "        description: Attributes whose value did not fit their column (null there, whole in _image).",
     ]
     return "\n".join(lines) + "\n"
 

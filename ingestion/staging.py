@@ -6,18 +6,20 @@ The ledger of applied sources lives in the snapshot summary of that same commit
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion import decode
 from ingestion.manifest import Export
 from ingestion.naming import quote_table
-from ingestion.tables import METADATA_COLUMNS, TableConfig
+from ingestion.schema import METADATA_COLUMNS, Schema
+from ingestion.tables import TableConfig
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +27,7 @@ CATALOG = "lake"
 STAGING = "staging"
 LEDGER_SOURCE = "dynamodb-lakehouse.source"
 LEDGER_BATCH = "dynamodb-lakehouse.batch-id"
+LEDGER_SOURCES = "dynamodb-lakehouse.sources"  # JSON list: every source, carried by a rebuild
 TABLE_PROPERTIES = {
     "format-version": "2",
     "write.format.default": "parquet",
@@ -45,6 +48,17 @@ class StagedBatch:
     batch_id: str
     rows: int
     skipped: bool  # the source was already in the ledger
+    drift: tuple[Drift, ...] = ()
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Values of one attribute that did not fit its column (kept in ``_image``, column null)."""
+
+    attribute: str
+    source: str
+    rows: int
+    example: str
 
 
 def staging_table(table: str) -> str:
@@ -57,28 +71,34 @@ def applied_sources(spark: SparkSession, table: str) -> set[str]:
         return set()
     rows = (
         spark.table(f"{staging_table(table)}.snapshots")
-        .select(F.col("summary").getItem(LEDGER_SOURCE).alias("source"))
-        .where(F.col("source").isNotNull())
+        .select(
+            F.col("summary").getItem(LEDGER_SOURCE).alias("source"),
+            F.col("summary").getItem(LEDGER_SOURCES).alias("sources"),
+        )
+        .where(F.col("source").isNotNull() | F.col("sources").isNotNull())
         .collect()  # metadata rows, one per commit: small by construction
     )
-    return {row["source"] for row in rows}
+    sources = {row["source"] for row in rows if row["source"]}
+    for row in rows:
+        sources.update(json.loads(row["sources"]) if row["sources"] else [])
+    return sources
 
 
 def read_export(
-    spark: SparkSession, export: Export, table: TableConfig, batch_id: str, ingested_at: datetime
+    spark: SparkSession, export: Export, schema: Schema, batch_id: str, ingested_at: datetime
 ) -> DataFrame:
     """The export's rows as staging rows: typed columns, raw image and metadata."""
     lines = spark.read.text([str(f.path) for f in export.files])
     return (
         lines.transform(decode.with_envelope)
         .transform(decode.with_image)
-        .transform(decode.with_typed_columns(table))
+        .transform(decode.with_typed_columns(schema, schema.table))
         .withColumn("_operation", F.lit("snapshot"))
         .withColumn("_version", F.lit(export.version_micros).cast("bigint"))
         .withColumn("_source", F.lit(export.export_arn))
         .withColumn("_batch_id", F.lit(batch_id))
         .withColumn("_ingested_at", F.timestamp_micros(F.lit(_micros(ingested_at))))
-        .select(*[a.column for a in table.columns], *METADATA_COLUMNS)
+        .select(*[a.column for a in schema.attributes], *METADATA_COLUMNS)
     )
 
 
@@ -96,7 +116,7 @@ def _ensure_table(spark: SparkSession, name: str, rows: DataFrame) -> None:
     log.info("created %s", staging_table(name))
 
 
-def _spark_reason(exc: Exception) -> str:
+def spark_reason(exc: Exception) -> str:
     """The useful line of a Spark failure: our raise_error message when there is one."""
     text = str(exc)
     marker = "[USER_RAISED_EXCEPTION] "
@@ -116,17 +136,21 @@ def new_batch_id(now: datetime) -> str:
     return f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
 
 
-def stage_export(spark: SparkSession, export: Export, table: TableConfig) -> StagedBatch:
+def stage_export(spark: SparkSession, export: Export, table: TableConfig, schema: Schema) -> StagedBatch:
     """Append a (verified) export to the staging table, unless the ledger already has it."""
     if export.export_arn in applied_sources(spark, table.name):
         return StagedBatch(table.name, export.export_arn, "", 0, skipped=True)
     ingested_at = datetime.now(UTC).replace(tzinfo=None)
     batch_id = new_batch_id(ingested_at)
-    rows = read_export(spark, export, table, batch_id, ingested_at)
+    rows = read_export(spark, export, schema, batch_id, ingested_at)
     _ensure_table(spark, table.name, rows)
+    observation = Observation(f"batch {batch_id}")
+    observed = rows.observe(
+        observation, F.count(F.lit(1)).alias("rows"), F.count("_drift").alias("drifted")
+    )
     try:
         (
-            rows.writeTo(staging_table(table.name))
+            observed.writeTo(staging_table(table.name))
             .option("merge-schema", "true")
             .option(f"snapshot-property.{LEDGER_SOURCE}", export.export_arn)
             .option(f"snapshot-property.{LEDGER_BATCH}", batch_id)
@@ -134,18 +158,36 @@ def stage_export(spark: SparkSession, export: Export, table: TableConfig) -> Sta
         )
     except Exception as exc:  # a Spark job failure arrives as a Py4J error with the JVM trace
         raise StagingError(
-            f"{table.name}: nothing staged from {export.folder}: {_spark_reason(exc)}"
+            f"{table.name}: nothing staged from {export.folder}: {spark_reason(exc)}"
         ) from exc
-    rows_committed = _committed_rows(spark, table.name, batch_id)
-    return StagedBatch(table.name, export.export_arn, batch_id, rows_committed, skipped=False)
-
-
-def _committed_rows(spark: SparkSession, table: str, batch_id: str) -> int:
-    """Rows the batch's commit added, from its snapshot summary (no second pass over the data)."""
-    row = (
-        spark.table(f"{staging_table(table)}.snapshots")
-        .where(F.col("summary").getItem(LEDGER_BATCH) == batch_id)
-        .select(F.col("summary").getItem("added-records").cast("bigint").alias("rows"))
-        .first()
+    metrics = observation.get
+    drift = drift_report(spark, table.name, batch_id) if metrics.get("drifted") else []
+    return StagedBatch(
+        table.name, export.export_arn, batch_id, int(metrics["rows"]), skipped=False, drift=tuple(drift)
     )
-    return int(row["rows"]) if row and row["rows"] is not None else 0
+
+
+def drift_report(spark: SparkSession, table: str, batch_id: str | None = None) -> list[Drift]:
+    """Per attribute and source: rows whose value did not fit the column, with one example value
+    (its DynamoDB JSON). Reads only the rows that have drift."""
+    if not spark.catalog.tableExists(f"{CATALOG}.{STAGING}.{table}"):
+        return []
+    staged = spark.table(staging_table(table))
+    if "_drift" not in staged.columns:
+        return []
+    if batch_id:
+        staged = staged.where(F.col("_batch_id") == batch_id)
+    rows = (
+        staged.where(F.col("_drift").isNotNull())
+        .select("_source", "_image", F.explode("_drift").alias("attribute"))
+        .groupBy("attribute", "_source")
+        .agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.first(
+                F.expr("from_json(`_image`, 'map<string,string>')").getItem(F.col("attribute"))
+            ).alias("example"),
+        )
+        .orderBy("attribute", "_source")
+        .collect()  # one row per attribute and source
+    )
+    return [Drift(r["attribute"], r["_source"], int(r["rows"]), r["example"] or "") for r in rows]

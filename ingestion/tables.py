@@ -2,12 +2,13 @@
 
 It lives in ``dbt_project.yml`` under ``vars: dynamodb_tables:`` so that dbt reads it with
 ``var()`` and Python reads it with YAML: one place, no copy. ``add-table`` appends to it.
+An entry holds the table's keys; the columns come from the table's schema file.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,28 +17,7 @@ import yaml
 from ingestion import settings
 from ingestion.naming import column_name
 
-KEY_TYPES = {"S": "string", "N": "decimal(38,0)", "B": "binary"}
-# Simple type mapping (issue "lossless types" replaces it with detection): descriptor -> column type.
-DEFAULT_COLUMN_TYPES = {
-    "S": "string",
-    "N": "decimal(38,9)",
-    "BOOL": "boolean",
-    "B": "binary",
-    "SS": "array<string>",
-    "NS": "array<decimal(38,9)>",
-    "BS": "array<binary>",
-    "M": "string",  # the map's DynamoDB JSON, kept whole
-    "L": "string",  # the list's DynamoDB JSON, kept whole
-}
-METADATA_COLUMNS = (
-    "_operation",
-    "_version",
-    "_source",
-    "_source_file",
-    "_batch_id",
-    "_ingested_at",
-    "_image",
-)
+KEY_DESCRIPTORS = ("S", "N", "B")
 _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,127}$")
 
 
@@ -46,10 +26,9 @@ class TableConfigError(ValueError):
 
 
 @dataclass(frozen=True)
-class Attribute:
+class Key:
     name: str  # the DynamoDB attribute name, case-sensitive
-    descriptor: str  # S, N, BOOL, B, SS, NS, BS, M, L
-    column_type: str
+    descriptor: str  # S, N or B
 
     @property
     def column(self) -> str:
@@ -58,43 +37,29 @@ class Attribute:
 
 @dataclass(frozen=True)
 class TableConfig:
+    """A table's identity and keys. Its other columns live in its schema file (ingestion.schema)."""
+
     name: str
-    partition_key: Attribute
-    sort_key: Attribute | None = None
-    attributes: tuple[Attribute, ...] = field(default_factory=tuple)
+    partition_key: Key
+    sort_key: Key | None = None
 
     @property
-    def keys(self) -> tuple[Attribute, ...]:
+    def keys(self) -> tuple[Key, ...]:
         return (self.partition_key,) + ((self.sort_key,) if self.sort_key else ())
 
     @property
-    def columns(self) -> tuple[Attribute, ...]:
-        """Key columns first, then the declared attributes."""
-        return self.keys + self.attributes
+    def key_descriptors(self) -> dict[str, str]:
+        return {k.name: k.descriptor for k in self.keys}
 
 
-def parse_key(spec: str, table: str) -> Attribute:
+def parse_key(spec: str, table: str) -> Key:
     """``ATTR:TYPE`` with TYPE one of S, N, B."""
     name, sep, descriptor = spec.rpartition(":")
-    if not sep or not name or descriptor not in KEY_TYPES:
+    if not sep or not name or descriptor not in KEY_DESCRIPTORS:
         raise TableConfigError(
             f"table {table}: key {spec!r} must be ATTRIBUTE:TYPE with TYPE one of S, N, B"
         )
-    return Attribute(name, descriptor, KEY_TYPES[descriptor])
-
-
-def parse_attribute(name: str, spec: str, table: str) -> Attribute:
-    """``DESCRIPTOR`` or ``DESCRIPTOR column_type`` (e.g. ``N bigint``, ``N decimal(10,2)``)."""
-    descriptor, _, column_type = str(spec).strip().partition(" ")
-    if descriptor not in DEFAULT_COLUMN_TYPES:
-        raise TableConfigError(
-            f"table {table}: attribute {name!r} has unknown type {descriptor!r} "
-            f"(expected one of {', '.join(DEFAULT_COLUMN_TYPES)})"
-        )
-    column_type = column_type.strip() or DEFAULT_COLUMN_TYPES[descriptor]
-    if descriptor in ("SS", "NS", "BS") and not column_type.startswith("array<"):
-        column_type = f"array<{column_type}>"
-    return Attribute(name, descriptor, column_type)
+    return Key(name, descriptor)
 
 
 def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
@@ -102,23 +67,15 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         raise TableConfigError(f"table name {name!r} must match {_TABLE_NAME.pattern}")
     if "partition_key" not in entry:
         raise TableConfigError(f"table {name}: partition_key is required")
+    if "attributes" in entry:
+        raise TableConfigError(
+            f"table {name}: attribute types live in the table's schema file (schemas/{name}.json, "
+            "written by `ddb-lakehouse detect-schema`), not in dbt_project.yml"
+        )
     sort_key = parse_key(entry["sort_key"], name) if entry.get("sort_key") else None
-    config = TableConfig(
-        name=name,
-        partition_key=parse_key(entry["partition_key"], name),
-        sort_key=sort_key,
-        attributes=tuple(
-            parse_attribute(a, s, name) for a, s in (entry.get("attributes") or {}).items()
-        ),
-    )
-    seen: dict[str, str] = {m: "a metadata column" for m in METADATA_COLUMNS}
-    for attribute in config.columns:
-        if attribute.column in seen:
-            raise TableConfigError(
-                f"table {name}: attribute {attribute.name!r} maps to column {attribute.column!r}, "
-                f"already used by {seen[attribute.column]}"
-            )
-        seen[attribute.column] = f"attribute {attribute.name!r}"
+    config = TableConfig(name, parse_key(entry["partition_key"], name), sort_key)
+    if sort_key and sort_key.column == config.partition_key.column:
+        raise TableConfigError(f"table {name}: partition and sort key map to one column {sort_key.column!r}")
     return config
 
 

@@ -19,8 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 def pytest_configure(config: pytest.Config) -> None:
     import tempfile
 
+    import shutil
+
     home = Path(tempfile.mkdtemp(prefix="lakehouse-tests-"))
     os.environ["LAKEHOUSE_HOME"] = str(home)
+    # The committed schema files, copied: tests may edit or remove them.
+    shutil.copytree(ROOT / "schemas", home / "schemas")
+    os.environ["LAKEHOUSE_SCHEMA_DIR"] = str(home / "schemas")
     os.environ["LAKEHOUSE_PROJECT_DIR"] = str(ROOT)
     os.environ.setdefault("LAKEHOUSE_SHUFFLE_PARTITIONS", "2")
     os.environ.setdefault("LAKEHOUSE_DRIVER_MEMORY", "1g")

@@ -1,0 +1,213 @@
+"""Spark SQL expressions over one DynamoDB attribute value (built-in functions only, no UDF).
+
+A value is parsed into ``VALUE``: a struct with one field per type descriptor. Maps and lists stay
+as their DynamoDB JSON text and are parsed again only where a rule needs their content, so a flat
+item is parsed once. An expression can't recurse, so nested values are walked by a loop: ``aggregate`` over
+``sequence(1, 32)`` (DynamoDB's own nesting limit) carrying the work left, which costs nothing once
+the work is done. The functions build SQL text, parsed by Spark in one ``F.expr`` call.
+"""
+
+from __future__ import annotations
+
+
+DESCRIPTORS = ("S", "N", "B", "BOOL", "NULL", "SS", "NS", "BS", "M", "L")
+MAX_DEPTH = 32  # DynamoDB supports up to 32 levels of nesting
+VALUE_DDL = (
+    "struct<`S`:string,`N`:string,`B`:string,`BOOL`:boolean,`NULL`:boolean,"
+    "`SS`:array<string>,`NS`:array<string>,`BS`:array<string>,`M`:string,`L`:string>"
+)
+ITEM_DDL = f"map<string,{VALUE_DDL}>"
+LIST_DDL = f"array<{VALUE_DDL}>"
+_NUMBER = "'^-?([0-9]*)[.]?([0-9]*)(?:[eE]([+-]?[0-9]+))?$'"
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+
+
+def sql_string(text: str) -> str:
+    """A Spark SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def field(value: str, name: str) -> str:
+    return f"{value}.`{name}`"
+
+
+def parse_item(text: str) -> str:
+    """DynamoDB JSON of an item (or of a map's content) -> ``map<name, VALUE>``."""
+    return f"from_json({text}, '{ITEM_DDL}')"
+
+
+def parse_map(value: str) -> str:
+    return parse_item(field(value, "M"))
+
+
+def parse_list(value: str) -> str:
+    return f"from_json({field(value, 'L')}, '{LIST_DDL}')"
+
+
+def is_absent(value: str) -> str:
+    """No value, or DynamoDB's NULL: never decides a type, never a drift."""
+    return f"({value} is null or coalesce({field(value, 'NULL')}, false))"
+
+
+def descriptor(value: str) -> str:
+    """The value's type descriptor (``S``, ``N``, ...), null for no value."""
+    whens = " ".join(f"when {field(value, d)} is not null then '{d}'" for d in DESCRIPTORS)
+    return f"(case {whens} end)"
+
+
+# --- numbers -----------------------------------------------------------------------------------
+
+
+def number_digits(text: str) -> tuple[str, str]:
+    """(integer digits, fractional digits) of a number's exact text; nulls when it is not one.
+
+    ``1200`` -> (4, 0), ``0.0012`` -> (0, 4), ``1.5E+3`` -> (4, 0), ``1E-130`` -> (0, 130).
+    """
+    whole = f"regexp_extract({text}, {_NUMBER}, 1)"
+    fraction = f"regexp_extract({text}, {_NUMBER}, 2)"
+    exponent = f"coalesce(cast(nullif(regexp_extract({text}, {_NUMBER}, 3), '') as int), 0)"
+    digits = f"concat({whole}, {fraction})"
+    significant = f"regexp_replace({digits}, '^0+', '')"
+    point = f"(length({whole}) + {exponent} - (length({digits}) - length({significant})))"
+    kept = f"length(regexp_replace({significant}, '0+$', ''))"
+    valid = f"coalesce({text} rlike {_NUMBER} and {text} rlike '[0-9]', false)"
+    integer = f"(case when not {valid} then null when {kept} = 0 then 0 else greatest({point}, 0) end)"
+    fractional = (
+        f"(case when not {valid} then null when {kept} = 0 then 0 "
+        f"else greatest({kept} - {point}, 0) end)"
+    )
+    return integer, fractional
+
+
+def fits_decimal(text: str, precision: int, scale: int) -> str:
+    integer, fractional = number_digits(text)
+    return f"coalesce({integer} <= {precision - scale} and {fractional} <= {scale}, false)"
+
+
+def fits_long(text: str) -> str:
+    integer, fractional = number_digits(text)
+    exact = f"(case when {fractional} = 0 and {integer} <= 19 then cast({text} as decimal(38,0)) end)"
+    return f"coalesce({exact} between {LONG_MIN} and {LONG_MAX}, false)"
+
+
+# --- text and JSON rendering ------------------------------------------------------------------
+
+# Plain JSON from DynamoDB JSON text, depth-independent: scalar wrappers are rewritten in one pass
+# each, then maps and lists innermost first, one level per loop turn. Rewritten parts are marked
+# with control characters (which JSON text never holds raw: they are escaped) so no rewritten text
+# is ever taken for a wrapper: a map {"N": {"S": "5"}} stays a map with key N.
+_DONE, _MAP_OPEN, _MAP_CLOSE, _LIST_OPEN, _LIST_CLOSE = "\x02", "\x03", "\x04", "\x05", "\x06"
+_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
+_FLAT = rf"(?:{_STRING}|[^\"{{}}\[\]]++)*+"  # no brace or bracket outside strings: innermost
+_SCALARS = (
+    (r'\{"S":(' + _STRING + r")\}", _DONE + "$1"),
+    (r'\{"B":("[^"]*+")\}', _DONE + "$1"),
+    (r'\{"BOOL":(true|false)\}', _DONE + "$1"),
+    (r'\{"NULL":true\}', _DONE + "null"),
+    (r'\{"(?:SS|BS)":\[((?:' + _STRING + r",?)*+)\]\}", _LIST_OPEN + "$1" + _LIST_CLOSE),
+    # a number set: unquote each element (\G continues where the previous element ended) ...
+    (r'(\{"NS":\[|\G,)"([^"]*+)"', "$1$2"),
+    (r'\{"NS":\[([^\]"]*+)\]\}', _LIST_OPEN + "$1" + _LIST_CLOSE),
+    (r'\{"N":"([^"]*+)"\}', _DONE + "$1"),
+)
+_NESTED = (
+    (r'\{"M":\{(' + _FLAT + r")\}\}", _MAP_OPEN + "$1" + _MAP_CLOSE),
+    (r'\{"L":\[(' + _FLAT + r")\]\}", _LIST_OPEN + "$1" + _LIST_CLOSE),
+)
+
+
+def _replace(text: str, rules: tuple[tuple[str, str], ...]) -> str:
+    for pattern, replacement in rules:
+        text = f"regexp_replace({text}, {sql_string(pattern)}, {sql_string(replacement)})"
+    return text
+
+
+def dynamodb_to_json(text: str) -> str:
+    """Plain JSON of one value's DynamoDB JSON text (``{"M": {...}}``): numbers as JSON numbers
+    with their exact digits, binary as base64 strings, sets as arrays, key order kept. What
+    Athena's ``json_extract`` reads. Null when nesting goes deeper than DynamoDB allows."""
+    nested = sql_string(r'\{"[ML]":')
+    loop = (
+        f"aggregate(sequence(1, {MAX_DEPTH}), {_replace(text, _SCALARS)}, (acc, i) -> "
+        f"case when acc rlike {nested} then {_replace('acc', _NESTED)} else acc end)"
+    )
+    markers = sql_string(_MAP_OPEN + _MAP_CLOSE + _LIST_OPEN + _LIST_CLOSE + _DONE)
+    return (
+        f"(case when {loop} rlike {nested} then null "
+        f"else translate({loop}, {markers}, '{{}}[]') end)"
+    )
+
+
+def _sorted_set_json(value: str) -> str:
+    return (
+        f"coalesce(to_json(array_sort({field(value, 'SS')})), "
+        f"concat('[', array_join(array_sort({field(value, 'NS')}), ','), ']'), "
+        f"to_json(array_sort({field(value, 'BS')})))"
+    )
+
+
+def text_sql(value: str) -> str:
+    """A value as text, for ``string`` columns: S as is, N its exact digits, BOOL true/false,
+    B its base64; sets as sorted JSON arrays, maps and lists as plain JSON. NULL -> null."""
+    m = f"concat('{{\"M\":', {field(value, 'M')}, '}}')"
+    lst = f"concat('{{\"L\":', {field(value, 'L')}, '}}')"
+    return (
+        f"coalesce({field(value, 'S')}, {field(value, 'N')}, cast({field(value, 'BOOL')} as string), "
+        f"{field(value, 'B')}, {_sorted_set_json(value)}, "
+        f"case when {field(value, 'M')} is not null then {dynamodb_to_json(m)} end, "
+        f"case when {field(value, 'L')} is not null then {dynamodb_to_json(lst)} end)"
+    )
+
+
+# --- the nodes of a value, for schema detection ------------------------------------------------
+
+NODE_DDL = (
+    "struct<path:array<string>,type:string,integer_digits:int,fraction_digits:int,"
+    "fits_long:boolean,size:int>"
+)
+_FRONTIER_DDL = f"array<struct<path:array<string>,value:{VALUE_DDL}>>"
+
+
+def _node(value: str, path: str) -> str:
+    """One node: the value's path and type, with number digits (max over a set's elements)."""
+    integer, fractional = number_digits(field(value, "N"))
+    set_integer, set_fraction = number_digits("n")
+    numbers = field(value, "NS")
+    size = " ".join(
+        f"when {field(value, s)} is not null then size({field(value, s)})" for s in ("SS", "NS", "BS")
+    )
+    return (
+        f"named_struct('path', {path}, 'type', {descriptor(value)}, "
+        f"'integer_digits', coalesce({integer}, array_max(transform({numbers}, n -> {set_integer}))), "
+        f"'fraction_digits', coalesce({fractional}, array_max(transform({numbers}, n -> {set_fraction}))), "
+        f"'fits_long', case when {field(value, 'N')} is not null then {fits_long(field(value, 'N'))} "
+        f"when {numbers} is not null then forall({numbers}, n -> {fits_long('n')}) end, "
+        f"'size', case {size} end)"
+    )
+
+
+def _children(value: str) -> str:
+    """Children of a map or list as ``array<struct<key, value>>``; a list element's key is null."""
+    from_list = f"transform({parse_list(value)}, x -> named_struct('key', cast(null as string), 'value', x))"
+    return f"coalesce(map_entries({parse_map(value)}), {from_list})"
+
+
+def nodes_sql(item: str) -> str:
+    """``array<NODE>``: every value of an item (``map<name, VALUE>``) and everything nested in it,
+    each with its path (a list element's step is null)."""
+    start = (
+        f"cast(named_struct('frontier', transform(map_entries({item}), "
+        f"e -> named_struct('path', array(e.key), 'value', e.value)), "
+        f"'nodes', array()) as struct<frontier:{_FRONTIER_DDL},nodes:array<{NODE_DDL}>>)"
+    )
+    step = (
+        "named_struct("
+        "'frontier', flatten(transform(acc.frontier, f -> coalesce(transform("
+        f"{_children('f.value')}, c -> named_struct('path', concat(f.path, array(c.key)), "
+        f"'value', c.value)), array()))), "
+        f"'nodes', concat(acc.nodes, transform(acc.frontier, f -> {_node('f.value', 'f.path')})))"
+    )
+    return (
+        f"aggregate(sequence(1, {MAX_DEPTH + 1}), {start}, "
+        f"(acc, i) -> case when size(acc.frontier) = 0 then acc else {step} end, acc -> acc.nodes)"
+    )
