@@ -131,10 +131,8 @@ def _struct(value: str, column_type: ColumnType, depth: int, absent: str) -> str
     built = ", ".join(f"{sql_string(f.column)}, {r}.f{i}.v" for i, f in enumerate(column_type.fields))
     known = ", ".join(sql_string(f.name) for f in column_type.fields)
     fits = " and ".join(f"{r}.f{i}.ok" for i in range(len(column_type.fields)))
-    body = _result(
-        f"case when {m} is not null then named_struct({built}) end",
-        f"{absent} or ({m} is not null and {fits} and forall(map_keys({m}), k -> array_contains(array({known}), k)))",
-    )
+    fitted = f"{m} is not null and {fits} and forall(map_keys({m}), k -> array_contains(array({known}), k))"
+    body = _result(f"case when {fitted} then named_struct({built}) end", f"{absent} or ({fitted})")
     return _bind(parse_map(value), m, _bind(f"named_struct({decoded})", r, body))
 
 
@@ -150,7 +148,8 @@ def _array(value: str, column_type: ColumnType, depth: int, absent: str) -> str:
     )
     values = f"transform({rs}, r -> r.v)"
     sets_sorted = f"case when {field(value, 'L')} is null then array_sort({values}) else {values} end"
-    body = _result(sets_sorted, f"{absent} or ({es} is not null and forall({rs}, r -> r.ok))")
+    fitted = f"{es} is not null and forall({rs}, r -> r.ok)"
+    body = _result(f"case when {fitted} then {sets_sorted} end", f"{absent} or ({fitted})")
     decoded = f"transform({es}, {e} -> {typed(e, column_type.element, depth + 1)})"
     return _bind(elements, es, _bind(decoded, rs, body))
 
@@ -180,8 +179,11 @@ def with_typed_columns(schema: Schema, table: str):
             f"when {is_absent(_attribute(attribute.name))} then "
             f"{_fail(f'{where} is missing in an item of ')}"
         )
+        misfit = f"not `__c{i}`.ok"
+        if attribute.type.kind == "string":  # a string column takes any value: a key only S
+            misfit += f" or {field(_attribute(attribute.name), 'S')} is null"
         checks.append(
-            f"when not `__c{i}`.ok then "
+            f"when {misfit} then "
             f"{_fail(f'{where} is not a value that fits {attribute.type.sql()} in ')}"
         )
         return F.expr(f"case {' '.join(checks)} else `__c{i}`.v end").alias(attribute.column)

@@ -175,26 +175,48 @@ def write_full_export(out: Path, table: SampleTable, items: int, seed: int) -> P
     """Write one full export of ``items`` items under ``out/<table>/AWSDynamoDB/<id>/``."""
     rng = random.Random(f"{seed}-{table.name}-export")
     moment = BASE_TIME + timedelta(seconds=seed % 86_400)
-    ident = export_id(moment, rng)
-    prefix = f"exports/{table.name}"
-    folder = out / table.name / "AWSDynamoDB" / ident
-    (folder / "data").mkdir(parents=True, exist_ok=True)
-    (folder / "_started").write_bytes(b"")
-    files: list[dict[str, Any]] = []
-    billed = 0
     # One empty partition first (as real exports may list one), then partitions of items.
     bounds = [(0, 0)] + [
         (start, min(start + ITEMS_PER_FILE, items)) for start in range(0, items, ITEMS_PER_FILE)
     ]
-    for start, stop in bounds:
+    partitions = [_items(table, start, stop, seed) for start, stop in bounds]
+    return write_export(out, table.name, partitions, moment, rng)
+
+
+def _items(table: SampleTable, start: int, stop: int, seed: int) -> Iterator[dict[str, Any]]:
+    item_rng = random.Random(f"{seed}-{table.name}-{start}")
+    return (table.make_item(i, item_rng) for i in range(start, stop))
+
+
+def write_items_export(
+    out: Path, table: str, items: list[dict[str, Any]], moment: datetime = BASE_TIME, seed: int = 0
+) -> Path:
+    """A full export of the given items (DynamoDB JSON, as ``{"id": {"S": "1"}}``) in AWS's layout."""
+    rng = random.Random(f"{seed}-{table}-items")
+    return write_export(out, table, [iter(()), iter(items)], moment, rng)
+
+
+def write_export(
+    out: Path,
+    table_name: str,
+    partitions: list[Iterator[dict[str, Any]]],
+    moment: datetime,
+    rng: random.Random,
+) -> Path:
+    """Write a full export, one data file per partition, with its manifests and checksums."""
+    ident = export_id(moment, rng)
+    prefix = f"exports/{table_name}"
+    folder = out / table_name / "AWSDynamoDB" / ident
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    (folder / "_started").write_bytes(b"")
+    files: list[dict[str, Any]] = []
+    billed = total = 0
+    for partition in partitions:
         name = _token(rng, 26) + ".json.gz"
-        item_rng = random.Random(f"{seed}-{table.name}-{start}")
-        lines = (
-            json.dumps({"Item": table.make_item(i, item_rng)}, separators=(",", ":"))
-            for i in range(start, stop)
-        )
+        lines = (json.dumps({"Item": item}, separators=(",", ":")) for item in partition)
         count, size = _write_gzip_lines(folder / "data" / name, lines)
         billed += size
+        total += count
         data = (folder / "data" / name).read_bytes()
         files.append(
             {
@@ -204,7 +226,7 @@ def write_full_export(out: Path, table: SampleTable, items: int, seed: int) -> P
                 "dataFileS3Key": f"{prefix}/AWSDynamoDB/{ident}/data/{name}",
             }
         )
-    table_arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table.name}"
+    table_arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table_name}"
     summary = {
         "version": "2020-06-30",
         "exportArn": f"{table_arn}/export/{ident}",
@@ -219,7 +241,7 @@ def write_full_export(out: Path, table: SampleTable, items: int, seed: int) -> P
         "s3SseKmsKeyId": None,
         "manifestFilesS3Key": f"{prefix}/AWSDynamoDB/{ident}/manifest-files.json",
         "billedSizeBytes": billed,
-        "itemCount": items,
+        "itemCount": total,
         "outputFormat": "DYNAMODB_JSON",
     }
     manifest_files = "".join(json.dumps(f, separators=(",", ":")) + "\n" for f in files)

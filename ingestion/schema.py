@@ -441,7 +441,7 @@ class _Resolver:
             return STRING, info
         parent = self.stats.by_path[path]["M"].count
         fields, field_info = [], {}
-        for child in sorted(children, key=lambda p: str(p[-1])):
+        for child in sorted(children, key=lambda p: (column_name(str(p[-1])), str(p[-1]))):
             name = str(child[-1])
             column_type, sub = self.resolve(child, f"{where}.{name}")
             present = sum(n for t, n in sub["dynamodb_types"].items() if t != "NULL")
@@ -476,7 +476,11 @@ def resolve(
     resolver = _Resolver(stats, overrides or {})
     attributes = []
     names = sorted({str(p[0]) for p in stats.by_path if len(p) == 1} | set(keys))
-    for name in sorted(names, key=lambda n: (n not in keys, list(keys).index(n) if n in keys else 0, n)):
+    key_order = list(keys)
+    for name in sorted(
+        names,
+        key=lambda n: (n not in keys, key_order.index(n) if n in keys else 0, column_name(n), n),
+    ):
         where = f"table {table}: attribute {name!r}"
         path: Path_ = (name,)
         types = stats.by_path.get(path, {})

@@ -116,6 +116,12 @@ def _ensure_table(spark: SparkSession, name: str, rows: DataFrame) -> None:
     log.info("created %s", staging_table(name))
 
 
+def _in_table_order(spark: SparkSession, table: str, rows: DataFrame) -> DataFrame:
+    """The table's columns in its order, then new ones (Iceberg appends them at the end)."""
+    existing = [c for c in spark.table(staging_table(table)).columns if c in rows.columns]
+    return rows.select(*existing, *[c for c in rows.columns if c not in existing])
+
+
 def spark_reason(exc: Exception) -> str:
     """The useful line of a Spark failure: our raise_error message when there is one."""
     text = str(exc)
@@ -144,6 +150,7 @@ def stage_export(spark: SparkSession, export: Export, table: TableConfig, schema
     batch_id = new_batch_id(ingested_at)
     rows = read_export(spark, export, schema, batch_id, ingested_at)
     _ensure_table(spark, table.name, rows)
+    rows = _in_table_order(spark, table.name, rows)
     observation = Observation(f"batch {batch_id}")
     observed = rows.observe(
         observation, F.count(F.lit(1)).alias("rows"), F.count("_drift").alias("drifted")
@@ -183,9 +190,9 @@ def drift_report(spark: SparkSession, table: str, batch_id: str | None = None) -
         .groupBy("attribute", "_source")
         .agg(
             F.count(F.lit(1)).alias("rows"),
-            F.first(
-                F.expr("from_json(`_image`, 'map<string,string>')").getItem(F.col("attribute"))
-            ).alias("example"),
+            F.first(F.expr("from_json(`_image`, 'map<string,string>')[attribute]")).alias(
+                "example"
+            ),
         )
         .orderBy("attribute", "_source")
         .collect()  # one row per attribute and source

@@ -69,11 +69,19 @@ def test_full_export_is_staged_typed_in_one_commit(spark, clean_lakehouse, sampl
         assert row["price"] == Decimal(item["price"]["N"])
         assert row["pages"] == int(item["pages"]["N"])
         assert row["in_stock"] is item["in_stock"]["BOOL"]
-        assert row["tags"] == item["tags"]["SS"]
-        assert sorted(row["ratings"]) == sorted(int(x) for x in item["ratings"]["NS"])
+        assert row["tags"] == sorted(item["tags"]["SS"])  # sets: sorted
+        assert row["ratings"] == sorted(int(x) for x in item["ratings"]["NS"])
         assert bytes(row["cover_thumbnail"]) == base64.b64decode(item["cover_thumbnail"]["B"])
-        assert json.loads(row["details"]) == item["details"]["M"]
-        assert json.loads(row["editions"]) == item["editions"]["L"]
+        details = item["details"]["M"]
+        assert row["details"].asDict() == {
+            "language": details["language"]["S"],
+            "publisher": details["publisher"]["S"],
+            "year": int(details["year"]["N"]),
+        }
+        assert [(e["format"], e["price"]) for e in row["editions"]] == [
+            (e["M"]["format"]["S"], Decimal(e["M"]["price"]["N"])) for e in item["editions"]["L"]
+        ]
+        assert row["_drift"] is None
         assert row["subtitle"] == item.get("subtitle", {}).get("S")
         assert row["discontinued_at"] is None  # NULL or absent
         assert json.loads(row["_image"]) == item  # lossless: the whole item, as received
@@ -106,20 +114,16 @@ def _edit_first_item(folder: Path, edit) -> Path:
     ("edit", "reason"),
     [
         (
-            lambda line: line.replace('"price":{"N":', '"price":{"S":'),
-            "attribute 'price' is not a N that fits decimal(10,2)",
-        ),
-        (
-            lambda line: line.replace('"price":{"N":"', '"price":{"N":"99999999999'),
-            "attribute 'price' is not a N that fits decimal(10,2)",
-        ),
-        (
             lambda line: line.replace('"id":{"S":', '"ident":{"S":'),
-            "attribute 'id' (a key) is missing",
+            "key attribute 'id' is missing",
+        ),
+        (
+            lambda line: line.replace('"id":{"S":"book-', '"id":{"N":"1'),
+            "key attribute 'id' is not a value that fits string",
         ),
         (lambda line: "this is not json", "not a DynamoDB JSON item"),
     ],
-    ids=["wrong-type", "overflow", "missing-key", "not-json"],
+    ids=["missing-key", "key-of-another-type", "not-json"],
 )
 def test_bad_items_stop_the_ingest_and_nothing_is_staged(
     spark, clean_lakehouse, books_export, edit, reason
@@ -132,6 +136,30 @@ def test_bad_items_stop_the_ingest_and_nothing_is_staged(
     assert data_file.name in message  # names the file
     assert "nothing staged" in message
     assert _snapshots(spark, "books") == 0  # no commit at all
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda line: line.replace('"price":{"N":', '"price":{"S":', 1),
+        lambda line: line.replace('"price":{"N":"', '"price":{"N":"0.001', 1),
+        lambda line: line.replace('"pages":{"N":"', '"pages":{"N":"0.5', 1),
+    ],
+    ids=["wrong-type", "more-fraction-digits", "fraction-in-bigint"],
+)
+def test_values_that_do_not_fit_are_staged_and_reported_not_lost(
+    spark, clean_lakehouse, books_export, edit
+) -> None:
+    _edit_first_item(books_export, edit)
+    result = ingest_export(spark, get_table("books"), str(books_export))
+    assert result.rows == 60
+    (drift,) = result.drift
+    assert drift.rows == 1 and drift.source == result.source
+    damaged = spark.table("lake.staging.books").where("_drift is not null").collect()
+    assert len(damaged) == 1
+    attribute = damaged[0]["_drift"][0]
+    assert damaged[0][attribute] is None  # never rounded or truncated
+    assert json.loads(damaged[0]["_image"])[attribute] == json.loads(drift.example)
 
 
 def test_damaged_export_is_refused_before_spark_reads_it(
