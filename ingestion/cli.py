@@ -46,8 +46,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("export", metavar="EXPORT_FOLDER")
     p.add_argument("--table", help="a configured table: its keys, and its schema file as output")
-    p.add_argument("-o", "--output", type=Path, help="schema file to write (default: "
-                   "schemas/<table>.json with --table, else standard output)")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="schema file to write (default: "
+        "schemas/<table>.json with --table, else standard output)",
+    )
 
     p = sub.add_parser("drift", help="values staged that did not fit their column, per attribute")
     p.add_argument("--table", required=True)

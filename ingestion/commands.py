@@ -122,7 +122,9 @@ def cmd_detect_schema(args: argparse.Namespace) -> int:
         detected = schema.resolve(export.table_name, stats, {}, None, source=export.export_arn)
     else:
         existing = schema.load_schema(table.name, declared_keys(table))
-        detected = detect.detect_export(spark, export, table, existing.overrides if existing else None)
+        detected = detect.detect_export(
+            spark, export, table, existing.overrides if existing else None
+        )
     seconds = time.monotonic() - started
     print(
         format_table(
@@ -143,7 +145,9 @@ def cmd_detect_schema(args: argparse.Namespace) -> int:
     for conflict in detected.conflicts:
         print(f"conflict: {conflict}", file=sys.stderr)
     rate = (detected.items or 0) / seconds if seconds else 0.0
-    print(f"{detected.items} items scanned in {seconds:.1f}s ({rate:,.0f} items/s)", file=sys.stderr)
+    print(
+        f"{detected.items} items scanned in {seconds:.1f}s ({rate:,.0f} items/s)", file=sys.stderr
+    )
     if args.output is None and table is None:
         json.dump(schema.to_json(detected), sys.stdout, indent=2, ensure_ascii=False)
         print()

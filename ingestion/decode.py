@@ -101,11 +101,15 @@ def typed(value: str, column_type: ColumnType, depth: int = 0) -> str:
     absent = is_absent(value)
     kind = column_type.kind
     if kind == "string":
-        return _bind(text_sql(value), f"t{depth}", _result(f"t{depth}", f"t{depth} is not null or {absent}"))
+        return _bind(
+            text_sql(value), f"t{depth}", _result(f"t{depth}", f"t{depth} is not null or {absent}")
+        )
     if kind == "boolean":
         return _result(field(value, "BOOL"), f"{field(value, 'BOOL')} is not null or {absent}")
     if kind == "binary":
-        return _result(f"unbase64({field(value, 'B')})", f"{field(value, 'B')} is not null or {absent}")
+        return _result(
+            f"unbase64({field(value, 'B')})", f"{field(value, 'B')} is not null or {absent}"
+        )
     if kind in ("bigint", "decimal"):
         number = field(value, "N")
         if kind == "bigint":
@@ -128,7 +132,9 @@ def _struct(value: str, column_type: ColumnType, depth: int, absent: str) -> str
         f"'f{i}', {typed(f'{m}[{sql_string(f.name)}]', f.type, depth + 1)}"
         for i, f in enumerate(column_type.fields)
     )
-    built = ", ".join(f"{sql_string(f.column)}, {r}.f{i}.v" for i, f in enumerate(column_type.fields))
+    built = ", ".join(
+        f"{sql_string(f.column)}, {r}.f{i}.v" for i, f in enumerate(column_type.fields)
+    )
     known = ", ".join(sql_string(f.name) for f in column_type.fields)
     fits = " and ".join(f"{r}.f{i}.ok" for i in range(len(column_type.fields)))
     fitted = f"{m} is not null and {fits} and forall(map_keys({m}), k -> array_contains(array({known}), k))"
@@ -147,7 +153,9 @@ def _array(value: str, column_type: ColumnType, depth: int, absent: str) -> str:
         + ")"
     )
     values = f"transform({rs}, r -> r.v)"
-    sets_sorted = f"case when {field(value, 'L')} is null then array_sort({values}) else {values} end"
+    sets_sorted = (
+        f"case when {field(value, 'L')} is null then array_sort({values}) else {values} end"
+    )
     fitted = f"{es} is not null and forall({rs}, r -> r.ok)"
     body = _result(f"case when {fitted} then {sets_sorted} end", f"{absent} or ({fitted})")
     decoded = f"transform({es}, {e} -> {typed(e, column_type.element, depth + 1)})"
@@ -191,7 +199,10 @@ def with_typed_columns(schema: Schema, table: str):
     def transform(df: DataFrame) -> DataFrame:
         decoded = df.select(
             "*",
-            *[F.expr(typed(_attribute(a.name), a.type)).alias(f"__c{i}") for i, a in enumerate(attributes)],
+            *[
+                F.expr(typed(_attribute(a.name), a.type)).alias(f"__c{i}")
+                for i, a in enumerate(attributes)
+            ],
         )
         columns, first = [], True
         for i, attribute in enumerate(attributes):
@@ -209,7 +220,9 @@ def with_typed_columns(schema: Schema, table: str):
         return decoded.select(
             *columns,
             "*",
-            F.expr(f"case when size({drifted}) > 0 then {drifted} end").cast("array<string>").alias("_drift"),
+            F.expr(f"case when size({drifted}) > 0 then {drifted} end")
+            .cast("array<string>")
+            .alias("_drift"),
         ).drop("_attrs", "_line", *[f"__c{i}" for i in range(len(attributes))])
 
     return transform

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from ingestion import decode, manifest, schema
 from ingestion.tables import TableConfig
-from ingestion.values import nodes_sql
+from ingestion.values import descriptor, expand_values, fits_long, number_digits
 
 log = logging.getLogger(__name__)
 
@@ -26,20 +26,31 @@ MAX_PATHS = 2000  # distinct nested paths per attribute collected to the driver
 def statistics(images: DataFrame) -> schema.Stats:
     """Detection statistics of the items in ``images`` (a column ``_attrs``: map<name, VALUE>)."""
     observation = Observation("items")
-    nodes = (
+    every_value = (
         images.select("_attrs")
         .observe(observation, F.count(F.lit(1)).alias("items"))
-        .select(F.explode(F.expr(nodes_sql("`_attrs`"))).alias("node"))
-        .select("node.*")
+        .select(F.explode("_attrs").alias("name", "value"))
+        .transform(expand_values)
+        # One row per value, and one per element of a number set (its digits count too).
+        .select("path", "value", F.posexplode_outer("value.NS").alias("position", "element"))
     )
+    number = F.coalesce(F.col("value.N"), F.col("element"))
+    integer, fraction = number_digits("number")
     summary = (
-        nodes.groupBy("path", "type")
+        every_value.select(
+            "path",
+            F.expr(descriptor("value")).alias("type"),
+            F.coalesce(F.col("position"), F.lit(0)).alias("position"),
+            number.alias("number"),
+        )
+        .groupBy("path", "type")
         .agg(
-            F.count(F.lit(1)).alias("count"),
-            F.max("integer_digits").alias("integer_digits"),
-            F.max("fraction_digits").alias("fraction_digits"),
-            F.expr("bool_and(fits_long)").alias("fits_long"),
-            F.max("size").alias("max_size"),
+            F.count(F.when(F.col("position") == 0, 1)).alias("count"),
+            F.max(F.expr(integer)).alias("integer_digits"),
+            F.max(F.expr(fraction)).alias("fraction_digits"),
+            F.expr(f"bool_and(case when number is not null then {fits_long('number')} end)").alias(
+                "fits_long"
+            ),
         )
         .persist()
     )
@@ -64,7 +75,6 @@ def statistics(images: DataFrame) -> schema.Stats:
             integer_digits=row["integer_digits"],
             fraction_digits=row["fraction_digits"],
             fits_long=row["fits_long"],
-            max_size=row["max_size"],
         )
     return schema.Stats(items, by_path, wide)
 

@@ -44,7 +44,9 @@ def with_keys(table: TableConfig, current: schema.Schema) -> schema.Schema:
         for k in table.keys
     ]
     rest = [a for a in current.attributes if a.name not in declared]
-    return schema.Schema(current.table, tuple(keys + rest), current.items, current.source, current.conflicts)
+    return schema.Schema(
+        current.table, tuple(keys + rest), current.items, current.source, current.conflicts
+    )
 
 
 def table_schema(
@@ -75,9 +77,7 @@ def _add_new_attributes(
     path = schema.write_schema(updated)
     names = ", ".join(f"{a.name!r} ({a.column} {a.type.sql()})" for a in added)
     log.info("%s: new attributes in %s: %s; added to %s", table.name, export.export_id, names, path)
-    conflicts = [
-        c for c in detected.conflicts if any(f"attribute {a.name!r}" in c for a in added)
-    ]
+    conflicts = [c for c in detected.conflicts if any(f"attribute {a.name!r}" in c for a in added)]
     return updated, [f"new columns: {names}"] + [f"conflict: {c}" for c in conflicts]
 
 
@@ -99,7 +99,9 @@ def ingest_export(spark: SparkSession, table: TableConfig, folder: str) -> Inges
         )
     if export.export_arn in staging.applied_sources(spark, table.name):
         log.info("%s: %s is already in the ledger: nothing to do", table.name, export.export_arn)
-        return IngestResult(table.name, export.export_arn, 0, export.item_count, True, time.monotonic() - started)
+        return IngestResult(
+            table.name, export.export_arn, 0, export.item_count, True, time.monotonic() - started
+        )
     current, changes = table_schema(spark, table, export)
     try:
         batch = staging.stage_export(spark, export, table, current)

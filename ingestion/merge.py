@@ -56,8 +56,10 @@ def diff_counts(
         return MergeCounts(table.name, 0, 0, 0, 0)
     now = spark.sql(f"select * from {name} version as of {after}")
     rows = now.count()
-    snapshots = spark.table(f"{name}.snapshots").where(F.col("snapshot_id") == before)
-    if before is None or snapshots.isEmpty():  # first build, or a full refresh re-created it
+    kept = before is not None and not (
+        spark.table(f"{name}.snapshots").where(f"snapshot_id = {int(before)}").isEmpty()
+    )
+    if not kept:  # first build, or a full refresh re-created the table
         return MergeCounts(table.name, rows, rows, 0, 0)
     if before == after:
         return MergeCounts(table.name, rows, 0, 0, 0)

@@ -36,15 +36,20 @@ def rebuild_staging(spark: SparkSession, table: TableConfig) -> Rebuilt:
     sources = sorted(staging.applied_sources(spark, table.name))
     existing = schema.load_schema(table.name, ingest.declared_keys(table))
     columns_only = {
-        n: {"column": e["column"]} for n, e in (existing.overrides if existing else {}).items() if "column" in e
+        n: {"column": e["column"]}
+        for n, e in (existing.overrides if existing else {}).items()
+        if "column" in e
     }
     staged = spark.table(name)
     images = staged.select(F.expr(decode.parse_item("`_image`")).alias("_attrs"))
     stats = detect.statistics(images)
     detected = ingest.with_keys(
-        table, schema.resolve(table.name, stats, table.key_descriptors, columns_only, source="staging")
+        table,
+        schema.resolve(table.name, stats, table.key_descriptors, columns_only, source="staging"),
     )
-    before = {a.name: a.type.sql() for a in (schema.from_file(existing).attributes if existing else ())}
+    before = {
+        a.name: a.type.sql() for a in (schema.from_file(existing).attributes if existing else ())
+    }
     changed = tuple(
         f"{a.name}: {before[a.name]} -> {a.type.sql()}"
         for a in detected.attributes
@@ -72,5 +77,7 @@ def rebuild_staging(spark: SparkSession, table: TableConfig) -> Rebuilt:
         ) from exc
     schema.write_schema(detected)
     count = spark.table(name).count()
-    log.info("%s: staging rebuilt with %d rows; %d column types changed", table.name, count, len(changed))
+    log.info(
+        "%s: staging rebuilt with %d rows; %d column types changed", table.name, count, len(changed)
+    )
     return Rebuilt(detected, count, changed)

@@ -83,7 +83,9 @@ class ColumnType:
             assert self.element is not None
             return f"array<{self.element.sql()}>"
         if self.kind == "struct":
-            return "struct<" + ",".join(f"{quote(f.column)}:{f.type.sql()}" for f in self.fields) + ">"
+            return (
+                "struct<" + ",".join(f"{quote(f.column)}:{f.type.sql()}" for f in self.fields) + ">"
+            )
         return self.kind
 
     @property
@@ -130,7 +132,9 @@ class Schema:
         return next((a for a in self.attributes if a.name == name), None)
 
     def with_attributes(self, added: list[Attribute]) -> Schema:
-        return Schema(self.table, self.attributes + tuple(added), self.items, self.source, self.conflicts)
+        return Schema(
+            self.table, self.attributes + tuple(added), self.items, self.source, self.conflicts
+        )
 
 
 # --- types from text --------------------------------------------------------------------------
@@ -146,25 +150,29 @@ def parse_type(text: str, entry: dict[str, Any] | None = None, where: str = "") 
     if match := _DECIMAL.match(text):
         precision, scale = int(match[1]), int(match[2])
         if not 1 <= precision <= 38 or scale > precision:
-            raise SchemaError(f"{where}: {text} is not a valid decimal (precision 1-38, scale <= precision)")
+            raise SchemaError(
+                f"{where}: {text} is not a valid decimal (precision 1-38, scale <= precision)"
+            )
         return ColumnType("decimal", precision, scale)
     if text.startswith("array<") and text.endswith(">"):
         return ColumnType("array", element=parse_type(text[6:-1], None, where))
     if text == "array":
         element = entry.get("element")
         if not isinstance(element, dict) or "type" not in element:
-            raise SchemaError(f"{where}: type array needs an \"element\" with a \"type\"")
+            raise SchemaError(f'{where}: type array needs an "element" with a "type"')
         return ColumnType("array", element=parse_type(element["type"], element, where + "[]"))
     if text == "struct":
         fields = entry.get("fields")
         if not isinstance(fields, dict) or not fields:
-            raise SchemaError(f"{where}: type struct needs \"fields\"")
+            raise SchemaError(f'{where}: type struct needs "fields"')
         parsed = []
         for name, sub in fields.items():
             if not isinstance(sub, dict) or "type" not in sub:
-                raise SchemaError(f"{where}.{name}: a struct field needs a \"type\"")
+                raise SchemaError(f'{where}.{name}: a struct field needs a "type"')
             column = sub.get("column") or column_name(name)
-            parsed.append(StructField(name, column, parse_type(sub["type"], sub, f"{where}.{name}")))
+            parsed.append(
+                StructField(name, column, parse_type(sub["type"], sub, f"{where}.{name}"))
+            )
         _check_unique([(f.name, f.column) for f in parsed], where, set())
         return ColumnType("struct", fields=tuple(parsed))
     raise SchemaError(
@@ -202,13 +210,17 @@ def _check_unique(pairs: list[tuple[str, str]], where: str, reserved: set[str]) 
                 f"{where}: attributes {seen[column]!r} and {name!r} both map to column {column!r}; "
                 f"give one of them another column in the schema file, e.g. "
                 f'"attributes": {{{json.dumps(name)}: {{"column": "{column}_2"}}}} '
-                "(for a nested map key, the same under the attribute's \"fields\")"
+                '(for a nested map key, the same under the attribute\'s "fields")'
             )
         seen[column] = name
 
 
 def check_columns(schema: Schema) -> None:
-    _check_unique([(a.name, a.column) for a in schema.attributes], f"table {schema.table}", set(METADATA_COLUMNS))
+    _check_unique(
+        [(a.name, a.column) for a in schema.attributes],
+        f"table {schema.table}",
+        set(METADATA_COLUMNS),
+    )
 
 
 # --- schema files -----------------------------------------------------------------------------
@@ -247,7 +259,7 @@ def read_schema_file(path: Path, table: str, keys: dict[str, ColumnType]) -> Sch
     simple = "attributes" not in raw and all(isinstance(v, str) for v in raw.values())
     entries: dict[str, Any] = raw if simple else raw.get("attributes")  # type: ignore[assignment]
     if not isinstance(entries, dict):
-        raise SchemaError(f"{path}: \"attributes\" must be an object of attribute name -> entry")
+        raise SchemaError(f'{path}: "attributes" must be an object of attribute name -> entry')
     typed: dict[str, Attribute] = {}
     overrides: dict[str, dict[str, Any]] = {}
     for name, entry in entries.items():
@@ -255,13 +267,15 @@ def read_schema_file(path: Path, table: str, keys: dict[str, ColumnType]) -> Sch
         if isinstance(entry, str):
             entry = {"type": simple_type(entry, where).sql(), "simple": entry}
         if not isinstance(entry, dict):
-            raise SchemaError(f"{where}: expected an object or a type descriptor such as \"N\"")
+            raise SchemaError(f'{where}: expected an object or a type descriptor such as "N"')
         overrides[name] = entry
         column = entry.get("column") or column_name(name)
         if name in keys:
             key = parse_type(str(entry["type"]), entry, where) if "type" in entry else keys[name]
             if key.kind not in _KEY_KINDS[keys[name].kind]:
-                raise SchemaError(f"{where}: a key of this table's declared type can't be {key.sql()}")
+                raise SchemaError(
+                    f"{where}: a key of this table's declared type can't be {key.sql()}"
+                )
             typed[name] = Attribute(name, column, key, key=True, info=_info(entry))
         elif "type" in entry:
             column_type = parse_type(str(entry["type"]), entry, where)
@@ -287,7 +301,11 @@ def _entry(column_type: ColumnType, column: str | None, info: dict[str, Any]) ->
             f.name: _entry(f.type, f.column, info.get("fields", {}).get(f.name, {}))
             for f in column_type.fields
         }
-    elif column_type.kind == "array" and column_type.element and column_type.element.kind in ("struct", "array"):
+    elif (
+        column_type.kind == "array"
+        and column_type.element
+        and column_type.element.kind in ("struct", "array")
+    ):
         entry["type"] = "array"
         entry["element"] = _entry(column_type.element, None, info.get("element", {}))
     else:
@@ -345,7 +363,6 @@ class NodeStats:
     integer_digits: int | None = None
     fraction_digits: int | None = None
     fits_long: bool | None = None
-    max_size: int | None = None
 
 
 Path_ = tuple[str | None, ...]  # attribute, then map keys; None steps into a list's elements
@@ -380,7 +397,10 @@ def _seen(types: dict[str, NodeStats]) -> dict[str, int]:
 
 
 def _number_info(stats: NodeStats) -> dict[str, Any]:
-    return {"max_integer_digits": stats.integer_digits, "max_fraction_digits": stats.fraction_digits}
+    return {
+        "max_integer_digits": stats.integer_digits,
+        "max_fraction_digits": stats.fraction_digits,
+    }
 
 
 class _Resolver:
@@ -394,7 +414,9 @@ class _Resolver:
         for step in path[1:]:
             if not isinstance(entry, dict):
                 return {}
-            entry = entry.get("element", {}) if step is None else entry.get("fields", {}).get(step, {})
+            entry = (
+                entry.get("element", {}) if step is None else entry.get("fields", {}).get(step, {})
+            )
         return entry if isinstance(entry, dict) else {}
 
     def resolve(self, path: Path_, where: str) -> tuple[ColumnType, dict[str, Any]]:
@@ -412,7 +434,7 @@ class _Resolver:
             info["note"] = note
             self.conflicts.append(f"{where}: {note}")
             return STRING, info
-        (kind, node), = real.items()
+        ((kind, node),) = real.items()
         if kind in ("N", "NS"):
             info.update(_number_info(node))
             number = number_type(node)
@@ -422,7 +444,9 @@ class _Resolver:
         if kind in ("S", "BOOL", "B"):
             return ColumnType({"S": "string", "BOOL": "boolean", "B": "binary"}[kind]), info
         if kind in ("SS", "BS"):
-            return ColumnType("array", element=ColumnType("string" if kind == "SS" else "binary")), info
+            return ColumnType(
+                "array", element=ColumnType("string" if kind == "SS" else "binary")
+            ), info
         depth = len(path)
         if depth > MAX_TYPED_DEPTH or (len(path) == 1 and str(path[0]) in self.stats.wide):
             info["note"] = "nested too deep or too many distinct keys: plain JSON text"
@@ -431,7 +455,9 @@ class _Resolver:
             return self._struct(path, where, info)
         return self._array(path, where, info)
 
-    def _struct(self, path: Path_, where: str, info: dict[str, Any]) -> tuple[ColumnType, dict[str, Any]]:
+    def _struct(
+        self, path: Path_, where: str, info: dict[str, Any]
+    ) -> tuple[ColumnType, dict[str, Any]]:
         children = [c for c in self.stats.children.get(path, []) if c[-1] is not None]
         if not children:
             info["note"] = "only empty maps seen: plain JSON text"
@@ -453,11 +479,17 @@ class _Resolver:
         info["fields"] = field_info
         return ColumnType("struct", fields=tuple(fields)), info
 
-    def _array(self, path: Path_, where: str, info: dict[str, Any]) -> tuple[ColumnType, dict[str, Any]]:
+    def _array(
+        self, path: Path_, where: str, info: dict[str, Any]
+    ) -> tuple[ColumnType, dict[str, Any]]:
         element = path + (None,)
         element_types = {t for t in self.stats.by_path.get(element, {}) if t != "NULL"}
         if len(element_types) != 1:
-            what = "only empty lists" if not element_types else f"elements of types {', '.join(sorted(element_types))}"
+            what = (
+                "only empty lists"
+                if not element_types
+                else f"elements of types {', '.join(sorted(element_types))}"
+            )
             info["note"] = f"{what}: plain JSON text"
             return STRING, info
         column_type, sub = self.resolve(element, where + "[]")
@@ -497,7 +529,9 @@ def resolve(
     return Schema(table, tuple(attributes), stats.items, source, tuple(resolver.conflicts))
 
 
-def key_type(table: str, name: str, descriptor: str, types: dict[str, NodeStats]) -> tuple[ColumnType, dict[str, Any]]:
+def key_type(
+    table: str, name: str, descriptor: str, types: dict[str, NodeStats]
+) -> tuple[ColumnType, dict[str, Any]]:
     """A key takes its declared type, never widened to text."""
     info: dict[str, Any] = {"dynamodb_types": _seen(types), "nullable": False}
     other = set(types) - {descriptor}

@@ -142,7 +142,9 @@ def new_batch_id(now: datetime) -> str:
     return f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
 
 
-def stage_export(spark: SparkSession, export: Export, table: TableConfig, schema: Schema) -> StagedBatch:
+def stage_export(
+    spark: SparkSession, export: Export, table: TableConfig, schema: Schema
+) -> StagedBatch:
     """Append a (verified) export to the staging table, unless the ledger already has it."""
     if export.export_arn in applied_sources(spark, table.name):
         return StagedBatch(table.name, export.export_arn, "", 0, skipped=True)
@@ -170,7 +172,12 @@ def stage_export(spark: SparkSession, export: Export, table: TableConfig, schema
     metrics = observation.get
     drift = drift_report(spark, table.name, batch_id) if metrics.get("drifted") else []
     return StagedBatch(
-        table.name, export.export_arn, batch_id, int(metrics["rows"]), skipped=False, drift=tuple(drift)
+        table.name,
+        export.export_arn,
+        batch_id,
+        int(metrics["rows"]),
+        skipped=False,
+        drift=tuple(drift),
     )
 
 

@@ -75,7 +75,9 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
     sort_key = parse_key(entry["sort_key"], name) if entry.get("sort_key") else None
     config = TableConfig(name, parse_key(entry["partition_key"], name), sort_key)
     if sort_key and sort_key.column == config.partition_key.column:
-        raise TableConfigError(f"table {name}: partition and sort key map to one column {sort_key.column!r}")
+        raise TableConfigError(
+            f"table {name}: partition and sort key map to one column {sort_key.column!r}"
+        )
     return config
 
 

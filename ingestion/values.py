@@ -9,6 +9,8 @@ the work is done. The functions build SQL text, parsed by Spark in one ``F.expr`
 
 from __future__ import annotations
 
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 DESCRIPTORS = ("S", "N", "B", "BOOL", "NULL", "SS", "NS", "BS", "M", "L")
 MAX_DEPTH = 32  # DynamoDB supports up to 32 levels of nesting
@@ -58,11 +60,23 @@ def descriptor(value: str) -> str:
 # --- numbers -----------------------------------------------------------------------------------
 
 
+_PLAIN_NUMBER = "'^-?[0-9]+([.][0-9]+)?$'"
+
+
 def number_digits(text: str) -> tuple[str, str]:
     """(integer digits, fractional digits) of a number's exact text; nulls when it is not one.
 
     ``1200`` -> (4, 0), ``0.0012`` -> (0, 4), ``1.5E+3`` -> (4, 0), ``1E-130`` -> (0, 130).
+    Plain numbers (DynamoDB's usual form) take string functions only; the exponent form a regular
+    expression.
     """
+    unsigned = f"(case when startswith({text}, '-') then substr({text}, 2) else {text} end)"
+    dot = f"instr({unsigned}, '.')"
+    plain_whole = f"(case when {dot} > 0 then substr({unsigned}, 1, {dot} - 1) else {unsigned} end)"
+    plain_fraction = f"(case when {dot} > 0 then substr({unsigned}, {dot} + 1) else '' end)"
+    plain_integer = f"length(trim(LEADING '0' FROM {plain_whole}))"
+    plain_fractional = f"length(trim(TRAILING '0' FROM {plain_fraction}))"
+
     whole = f"regexp_extract({text}, {_NUMBER}, 1)"
     fraction = f"regexp_extract({text}, {_NUMBER}, 2)"
     exponent = f"coalesce(cast(nullif(regexp_extract({text}, {_NUMBER}, 3), '') as int), 0)"
@@ -71,10 +85,14 @@ def number_digits(text: str) -> tuple[str, str]:
     point = f"(length({whole}) + {exponent} - (length({digits}) - length({significant})))"
     kept = f"length(regexp_replace({significant}, '0+$', ''))"
     valid = f"coalesce({text} rlike {_NUMBER} and {text} rlike '[0-9]', false)"
-    integer = f"(case when not {valid} then null when {kept} = 0 then 0 else greatest({point}, 0) end)"
+    plain = f"coalesce({text} rlike {_PLAIN_NUMBER}, false)"
+    integer = (
+        f"(case when {plain} then {plain_integer} when not {valid} then null "
+        f"when {kept} = 0 then 0 else greatest({point}, 0) end)"
+    )
     fractional = (
-        f"(case when not {valid} then null when {kept} = 0 then 0 "
-        f"else greatest({kept} - {point}, 0) end)"
+        f"(case when {plain} then {plain_fractional} when not {valid} then null "
+        f"when {kept} = 0 then 0 else greatest({kept} - {point}, 0) end)"
     )
     return integer, fractional
 
@@ -86,8 +104,11 @@ def fits_decimal(text: str, precision: int, scale: int) -> str:
 
 def fits_long(text: str) -> str:
     integer, fractional = number_digits(text)
-    exact = f"(case when {fractional} = 0 and {integer} <= 19 then cast({text} as decimal(38,0)) end)"
-    return f"coalesce({exact} between {LONG_MIN} and {LONG_MAX}, false)"
+    exact = (
+        f"(case when {integer} < 19 then true when {integer} = 19 "
+        f"then cast({text} as decimal(38,0)) between {LONG_MIN} and {LONG_MAX} else false end)"
+    )
+    return f"coalesce({fractional} = 0 and {exact}, false)"
 
 
 # --- text and JSON rendering ------------------------------------------------------------------
@@ -159,31 +180,9 @@ def text_sql(value: str) -> str:
     )
 
 
-# --- the nodes of a value, for schema detection ------------------------------------------------
+# --- every value of an item, for schema detection ---------------------------------------------
 
-NODE_DDL = (
-    "struct<path:array<string>,type:string,integer_digits:int,fraction_digits:int,"
-    "fits_long:boolean,size:int>"
-)
 _FRONTIER_DDL = f"array<struct<path:array<string>,value:{VALUE_DDL}>>"
-
-
-def _node(value: str, path: str) -> str:
-    """One node: the value's path and type, with number digits (max over a set's elements)."""
-    integer, fractional = number_digits(field(value, "N"))
-    set_integer, set_fraction = number_digits("n")
-    numbers = field(value, "NS")
-    size = " ".join(
-        f"when {field(value, s)} is not null then size({field(value, s)})" for s in ("SS", "NS", "BS")
-    )
-    return (
-        f"named_struct('path', {path}, 'type', {descriptor(value)}, "
-        f"'integer_digits', coalesce({integer}, array_max(transform({numbers}, n -> {set_integer}))), "
-        f"'fraction_digits', coalesce({fractional}, array_max(transform({numbers}, n -> {set_fraction}))), "
-        f"'fits_long', case when {field(value, 'N')} is not null then {fits_long(field(value, 'N'))} "
-        f"when {numbers} is not null then forall({numbers}, n -> {fits_long('n')}) end, "
-        f"'size', case {size} end)"
-    )
 
 
 def _children(value: str) -> str:
@@ -192,22 +191,64 @@ def _children(value: str) -> str:
     return f"coalesce(map_entries({parse_map(value)}), {from_list})"
 
 
-def nodes_sql(item: str) -> str:
-    """``array<NODE>``: every value of an item (``map<name, VALUE>``) and everything nested in it,
-    each with its path (a list element's step is null)."""
+def _below(value: str, path: str) -> str:
+    return (
+        f"coalesce(transform({_children(value)}, "
+        f"c -> named_struct('path', concat({path}, array(c.key)), 'value', c.value)), array())"
+    )
+
+
+def nested_values_sql(value: str, path: str) -> str:
+    """``array<struct<path, value>>``: everything nested in a map or list value (not the value
+    itself); a list element's path step is null. A loop over the work left, one level per turn;
+    it only parses and collects: the statistics are computed on rows, by compiled code."""
     start = (
-        f"cast(named_struct('frontier', transform(map_entries({item}), "
-        f"e -> named_struct('path', array(e.key), 'value', e.value)), "
-        f"'nodes', array()) as struct<frontier:{_FRONTIER_DDL},nodes:array<{NODE_DDL}>>)"
+        f"cast(named_struct('frontier', {_below(value, path)}, 'found', array()) "
+        f"as struct<frontier:{_FRONTIER_DDL},found:{_FRONTIER_DDL}>)"
     )
     step = (
         "named_struct("
-        "'frontier', flatten(transform(acc.frontier, f -> coalesce(transform("
-        f"{_children('f.value')}, c -> named_struct('path', concat(f.path, array(c.key)), "
-        f"'value', c.value)), array()))), "
-        f"'nodes', concat(acc.nodes, transform(acc.frontier, f -> {_node('f.value', 'f.path')})))"
+        f"'frontier', flatten(transform(acc.frontier, f -> {_below('f.value', 'f.path')})), "
+        "'found', concat(acc.found, acc.frontier))"
     )
     return (
-        f"aggregate(sequence(1, {MAX_DEPTH + 1}), {start}, "
-        f"(acc, i) -> case when size(acc.frontier) = 0 then acc else {step} end, acc -> acc.nodes)"
+        f"aggregate(sequence(1, {MAX_DEPTH}), {start}, "
+        f"(acc, i) -> case when size(acc.frontier) = 0 then acc else {step} end, acc -> acc.found)"
     )
+
+
+def _node(path: str, value: str) -> str:
+    return (
+        f"named_struct('path', {path}, 'value', {value}, "
+        f"'done', {field(value, 'M')} is null and {field(value, 'L')} is null)"
+    )
+
+
+def expand_values(rows: DataFrame, levels: int = 4) -> DataFrame:
+    """Rows ``name``, ``value`` (an item's attributes) -> rows ``path``, ``value``: every value,
+    nested ones included (a list element's path step is null).
+
+    The first ``levels`` levels are expanded by chained ``explode`` steps, which Spark compiles;
+    anything deeper (rare) goes through the loop of ``nested_values_sql``. Measured: about twice as
+    fast as the loop alone on the books sample (bench/detect_schema.py)."""
+    frame = rows.select(F.expr(_node("array(name)", "value")).alias("n"))
+    for _ in range(levels):
+        children = (
+            f"transform({_children('n.value')}, "
+            f"c -> {_node('concat(n.path, array(c.key))', 'c.value')})"
+        )
+        frame = frame.select(
+            F.explode(
+                F.expr(
+                    "case when n.done then array(n) else "
+                    f"concat(array(named_struct('path', n.path, 'value', n.value, 'done', true)), "
+                    f"coalesce({children}, array())) end"
+                )
+            ).alias("n")
+        )
+    deeper = (
+        "case when n.done then array(named_struct('path', n.path, 'value', n.value)) else "
+        f"concat(array(named_struct('path', n.path, 'value', n.value)), "
+        f"coalesce({nested_values_sql('n.value', 'n.path')}, cast(array() as {_FRONTIER_DDL}))) end"
+    )
+    return frame.select(F.explode(F.expr(deeper)).alias("v")).select("v.path", "v.value")

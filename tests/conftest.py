@@ -17,9 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    import tempfile
-
     import shutil
+    import tempfile
 
     home = Path(tempfile.mkdtemp(prefix="lakehouse-tests-"))
     os.environ["LAKEHOUSE_HOME"] = str(home)

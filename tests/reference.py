@@ -31,7 +31,7 @@ class SetList(list):
 
 def plain(value: dict[str, Any]) -> Any:
     """Plain JSON of a DynamoDB value (numbers as Decimal, sets as SetList)."""
-    (kind, inner), = value.items()
+    ((kind, inner),) = value.items()
     if kind in ("S", "B"):
         return inner
     if kind == "N":
@@ -50,7 +50,7 @@ def plain(value: dict[str, Any]) -> Any:
 
 
 def text(value: dict[str, Any]) -> Any:
-    (kind, inner), = value.items()
+    ((kind, inner),) = value.items()
     if kind in ("S", "N", "B"):
         return inner
     if kind == "BOOL":
@@ -83,7 +83,9 @@ def expected(value: dict[str, Any] | None, column_type: ColumnType) -> Any:
         number = Decimal(value["N"])
         if kind == "bigint":
             return int(number) if fraction == 0 and -(2**63) <= number < 2**63 else DRIFT
-        fits = integer <= column_type.precision - column_type.scale and fraction <= column_type.scale
+        fits = (
+            integer <= column_type.precision - column_type.scale and fraction <= column_type.scale
+        )
         return number if fits else DRIFT
     if kind == "struct":
         if "M" not in value:
@@ -97,7 +99,7 @@ def expected(value: dict[str, Any] | None, column_type: ColumnType) -> Any:
     if "L" in value:
         elements = value["L"]
     elif any(s in value for s in ("SS", "NS", "BS")):
-        (set_kind, inner), = value.items()
+        ((set_kind, inner),) = value.items()
         elements = [{set_kind[0]: x} for x in inner]
     else:
         return DRIFT
@@ -123,8 +125,10 @@ def _same_plain(want: Any, got: Any) -> bool:
     if isinstance(want, list):
         return isinstance(got, list) and len(want) == len(got) and all(map(_same_plain, want, got))
     if isinstance(want, dict):
-        return isinstance(got, dict) and want.keys() == got.keys() and all(
-            _same_plain(want[k], got[k]) for k in want
+        return (
+            isinstance(got, dict)
+            and want.keys() == got.keys()
+            and all(_same_plain(want[k], got[k]) for k in want)
         )
     if isinstance(want, Decimal):
         return isinstance(got, Decimal) and want == got and str(want) == str(got)

@@ -11,7 +11,9 @@ from ingestion import schema
 from ingestion.schema import ColumnType, NodeStats, SchemaError, Stats
 
 
-def N(count: int = 1, integer: int = 1, fraction: int = 0, fits_long: bool | None = None) -> NodeStats:  # noqa: N802
+def N(
+    count: int = 1, integer: int = 1, fraction: int = 0, fits_long: bool | None = None
+) -> NodeStats:  # noqa: N802
     if fits_long is None:
         fits_long = fraction == 0 and integer <= 18
     return NodeStats(count, integer, fraction, fits_long)
@@ -21,7 +23,9 @@ def one(count: int = 1) -> NodeStats:
     return NodeStats(count)
 
 
-def detect(by_path: dict, keys: dict | None = None, items: int = 10, overrides: dict | None = None) -> schema.Schema:
+def detect(
+    by_path: dict, keys: dict | None = None, items: int = 10, overrides: dict | None = None
+) -> schema.Schema:
     return schema.resolve("t", Stats(items, by_path), keys or {}, overrides)
 
 
@@ -62,14 +66,18 @@ def test_scalar_and_set_rules(types: dict, expected: str) -> None:
 
 def test_conflicts_are_reported() -> None:
     detected = detect({("price",): {"N": N(), "S": one()}, ("ok",): {"S": one()}})
-    assert detected.conflicts == ("table t: attribute 'price': conflicting types N, S: stored as text",)
+    assert detected.conflicts == (
+        "table t: attribute 'price': conflicting types N, S: stored as text",
+    )
     assert detected.get("price").info["dynamodb_types"] == {"N": 1, "S": 1}
 
 
 def test_never_double() -> None:
     for integer in range(0, 40):
         for fraction in range(0, 40, 3):
-            rendered = schema.number_type(N(integer=integer, fraction=fraction, fits_long=False)).sql()
+            rendered = schema.number_type(
+                N(integer=integer, fraction=fraction, fits_long=False)
+            ).sql()
             assert "double" not in rendered and "float" not in rendered
 
 
@@ -110,7 +118,9 @@ def test_list_rules(elements: dict, expected: str) -> None:
 
 def test_empty_maps_wide_maps_and_deep_nesting_are_json_text() -> None:
     assert type_of({("m",): {"M": one()}}, "m") == "string"
-    wide = {("m",): {"M": one()}} | {("m", f"k{i}"): {"S": one()} for i in range(schema.MAX_FIELDS + 1)}
+    wide = {("m",): {"M": one()}} | {
+        ("m", f"k{i}"): {"S": one()} for i in range(schema.MAX_FIELDS + 1)
+    }
     assert type_of(wide, "m") == "string"
     deep: dict = {}
     path: tuple = ("d",)
@@ -119,7 +129,9 @@ def test_empty_maps_wide_maps_and_deep_nesting_are_json_text() -> None:
         path = path + ("x",)
     deep[path] = {"S": one()}
     rendered = type_of(deep, "d")
-    assert rendered.count("struct<") == schema.MAX_TYPED_DEPTH and rendered.endswith(":string" + ">" * schema.MAX_TYPED_DEPTH)
+    assert rendered.count("struct<") == schema.MAX_TYPED_DEPTH and rendered.endswith(
+        ":string" + ">" * schema.MAX_TYPED_DEPTH
+    )
 
 
 def test_colliding_names_fail_naming_both_and_the_fix() -> None:
@@ -142,7 +154,9 @@ def test_nested_collisions_and_metadata_names_fail() -> None:
 
 
 def test_keys_take_their_declared_type() -> None:
-    detected = detect({("pk",): {"S": one(10)}, ("sk",): {"N": N(10, integer=5)}}, keys={"pk": "S", "sk": "N"})
+    detected = detect(
+        {("pk",): {"S": one(10)}, ("sk",): {"N": N(10, integer=5)}}, keys={"pk": "S", "sk": "N"}
+    )
     assert [(a.name, a.type.sql(), a.key) for a in detected.attributes] == [
         ("pk", "string", True),
         ("sk", "bigint", True),
@@ -154,7 +168,14 @@ def test_keys_take_their_declared_type() -> None:
 
 
 def test_user_type_in_the_schema_file_wins() -> None:
-    assert type_of({("m",): {"M": one()}, ("m", "k"): {"S": one()}}, "m", overrides={"m": {"type": "string"}}) == "string"
+    assert (
+        type_of(
+            {("m",): {"M": one()}, ("m", "k"): {"S": one()}},
+            "m",
+            overrides={"m": {"type": "string"}},
+        )
+        == "string"
+    )
 
 
 def _write(tmp_path: Path, document: dict) -> Path:
@@ -183,7 +204,10 @@ def test_full_schema_file_round_trips(tmp_path: Path) -> None:
 
 
 def test_simple_form_is_accepted(tmp_path: Path) -> None:
-    path = _write(tmp_path, {"product_id": "S", "quantity": "N", "pages": "N bigint", "tags": "SS", "doc": "M"})
+    path = _write(
+        tmp_path,
+        {"product_id": "S", "quantity": "N", "pages": "N bigint", "tags": "SS", "doc": "M"},
+    )
     read = schema.read_schema_file(path, "t", {})
     types = {a.name: a.type.sql() for a in schema.from_file(read).attributes}
     assert types == {
@@ -201,19 +225,26 @@ def test_simple_form_is_accepted(tmp_path: Path) -> None:
         ({"x": "DATE"}, "unknown type descriptor 'DATE'"),
         ({"attributes": {"x": {"type": "double"}}}, "unknown type 'double'"),
         ({"attributes": {"x": {"type": "decimal(40,2)"}}}, "not a valid decimal"),
-        ({"attributes": {"x": {"type": "struct"}}}, "needs \"fields\""),
-        ({"attributes": {"A": {"type": "string"}, "a": {"type": "bigint"}}}, "both map to column 'a'"),
+        ({"attributes": {"x": {"type": "struct"}}}, 'needs "fields"'),
+        (
+            {"attributes": {"A": {"type": "string"}, "a": {"type": "bigint"}}},
+            "both map to column 'a'",
+        ),
         ({"attributes": {"x": {"type": "string", "column": "_image"}}}, "metadata column"),
         ({"attributes": []}, "must be an object"),
     ],
 )
-def test_invalid_schema_files_name_the_problem(tmp_path: Path, document: dict, message: str) -> None:
+def test_invalid_schema_files_name_the_problem(
+    tmp_path: Path, document: dict, message: str
+) -> None:
     with pytest.raises(SchemaError, match=message):
         schema.read_schema_file(_write(tmp_path, document), "t", {})
 
 
 def test_entries_without_type_are_left_to_detection(tmp_path: Path) -> None:
-    path = _write(tmp_path, {"attributes": {"Title": {"column": "title_upper"}, "n": {"type": "bigint"}}})
+    path = _write(
+        tmp_path, {"attributes": {"Title": {"column": "title_upper"}, "n": {"type": "bigint"}}}
+    )
     read = schema.read_schema_file(path, "t", {})
     assert not read.complete and set(read.typed) == {"n"}
     assert read.overrides["Title"] == {"column": "title_upper"}
@@ -221,7 +252,12 @@ def test_entries_without_type_are_left_to_detection(tmp_path: Path) -> None:
 
 def test_column_types_render_for_spark() -> None:
     nested = ColumnType(
-        "struct", fields=(schema.StructField("a b", "a_b", ColumnType("array", element=ColumnType("decimal", 10, 2))),)
+        "struct",
+        fields=(
+            schema.StructField(
+                "a b", "a_b", ColumnType("array", element=ColumnType("decimal", 10, 2))
+            ),
+        ),
     )
     assert nested.sql() == "struct<`a_b`:array<decimal(10,2)>>"
     assert schema.parse_type("array<array<bigint>>").sql() == "array<array<bigint>>"

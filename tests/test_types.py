@@ -99,7 +99,14 @@ EXPECTED_TYPES = {
     "123abc": "string",
     "sel;ect": "string",
 }
-EXPECTED_COLUMNS = {"x.y": "x_y", "a b": "a_b", "first-name": "first_name", "123abc": "_123abc", "sel;ect": "sel_ect", "Title": "title"}
+EXPECTED_COLUMNS = {
+    "x.y": "x_y",
+    "a b": "a_b",
+    "first-name": "first_name",
+    "123abc": "_123abc",
+    "sel;ect": "sel_ect",
+    "Title": "title",
+}
 
 
 @pytest.fixture
@@ -116,13 +123,17 @@ def _final_rows(spark) -> dict[str, dict]:
     return {r["id"]: r.asDict() for r in spark.table("lake.lakehouse.books").collect()}
 
 
-def test_detect_schema_command_on_a_handmade_export(spark, no_books_schema, tmp_path: Path, capsys) -> None:
+def test_detect_schema_command_on_a_handmade_export(
+    spark, no_books_schema, tmp_path: Path, capsys
+) -> None:
     export = sample.write_items_export(tmp_path, "books", handmade_items())
     out = tmp_path / "schema.json"
     assert main(["detect-schema", str(export), "--table", "books", "-o", str(out)]) == 0
     document = json.loads(out.read_text())
     assert document["items"] == 12
-    types = {name: schema.parse_type(e["type"], e).sql() for name, e in document["attributes"].items()}
+    types = {
+        name: schema.parse_type(e["type"], e).sql() for name, e in document["attributes"].items()
+    }
     assert types == EXPECTED_TYPES
     for name, column in EXPECTED_COLUMNS.items():
         assert document["attributes"][name]["column"] == column
@@ -136,7 +147,9 @@ def test_detect_schema_command_on_a_handmade_export(spark, no_books_schema, tmp_
     assert not schema.schema_path("books").exists()  # -o: the table's own file is untouched
 
 
-def test_every_value_reaches_the_final_table_under_the_rules(spark, no_books_schema, tmp_path: Path) -> None:
+def test_every_value_reaches_the_final_table_under_the_rules(
+    spark, no_books_schema, tmp_path: Path
+) -> None:
     items = handmade_items()
     export = sample.write_items_export(tmp_path, "books", items)
     table = get_table("books")
@@ -167,9 +180,14 @@ def _later_export(tmp_path: Path, items: list[dict], hours: int) -> Path:
     )
 
 
-def test_new_attribute_becomes_a_column_and_misfits_are_kept_then_adopted(spark, no_books_schema, tmp_path: Path, capsys) -> None:
+def test_new_attribute_becomes_a_column_and_misfits_are_kept_then_adopted(
+    spark, no_books_schema, tmp_path: Path, capsys
+) -> None:
     table = get_table("books")
-    first = [{"id": S("a"), "pages": N(100), "title": S("A")}, {"id": S("b"), "pages": N(200), "title": S("B")}]
+    first = [
+        {"id": S("a"), "pages": N(100), "title": S("A")},
+        {"id": S("b"), "pages": N(200), "title": S("B")},
+    ]
     before = ingest.ingest_export(spark, table, str(_later_export(tmp_path, first, 0)))
     merge.run_merge(spark, [table])
 
@@ -181,7 +199,9 @@ def test_new_attribute_becomes_a_column_and_misfits_are_kept_then_adopted(spark,
     result = ingest.ingest_export(spark, table, str(_later_export(tmp_path, second, 1)))
     assert result.rows == 2
     assert any("added_later" in change for change in result.schema_changes)
-    assert [(d.attribute, d.rows, json.loads(d.example)) for d in result.drift] == [("pages", 1, {"N": "3.5"})]
+    assert [(d.attribute, d.rows, json.loads(d.example)) for d in result.drift] == [
+        ("pages", 1, {"N": "3.5"})
+    ]
     staged = spark.table("lake.staging.books").where("id = 'b' and title = 'B2'").first()
     assert staged["pages"] is None and staged["_drift"] == ["pages"]
     assert staged["added_later"].asDict() == {"k": 1}
@@ -209,7 +229,9 @@ def test_new_attribute_becomes_a_column_and_misfits_are_kept_then_adopted(spark,
     assert staging.drift_report(spark, "books") == []
 
 
-def test_colliding_attribute_names_fail_until_mapped(spark, no_books_schema, tmp_path: Path) -> None:
+def test_colliding_attribute_names_fail_until_mapped(
+    spark, no_books_schema, tmp_path: Path
+) -> None:
     items = [{"id": S("1"), "Title": S("upper"), "title": S("lower")}]
     export = sample.write_items_export(tmp_path, "books", items)
     table = get_table("books")
@@ -218,17 +240,23 @@ def test_colliding_attribute_names_fail_until_mapped(spark, no_books_schema, tmp
     assert "'Title' and 'title' both map to column 'title'" in str(failure.value)
     assert not spark.catalog.tableExists("lake.staging.books")  # nothing staged
 
-    schema.schema_path("books").write_text(json.dumps({"attributes": {"Title": {"column": "title_upper"}}}))
+    schema.schema_path("books").write_text(
+        json.dumps({"attributes": {"Title": {"column": "title_upper"}}})
+    )
     ingest.ingest_export(spark, table, str(export))
     row = spark.table("lake.staging.books").first()
     assert (row["title_upper"], row["title"]) == ("upper", "lower")
     assert schema.load_schema("books", ingest.declared_keys(table)).complete
 
 
-def test_simple_schema_file_is_used_without_detection(spark, no_books_schema, tmp_path: Path) -> None:
+def test_simple_schema_file_is_used_without_detection(
+    spark, no_books_schema, tmp_path: Path
+) -> None:
     schema.schema_path("books").write_text(json.dumps({"id": "S", "pages": "N", "title": "S"}))
     items = [{"id": S("1"), "pages": N("12.5"), "title": S("t")}]
-    ingest.ingest_export(spark, get_table("books"), str(sample.write_items_export(tmp_path, "books", items)))
+    ingest.ingest_export(
+        spark, get_table("books"), str(sample.write_items_export(tmp_path, "books", items))
+    )
     row = spark.table("lake.staging.books").first()
     assert str(row["pages"]) == "12.500000000"  # decimal(38,9), the simple form's N
     assert schema.schema_path("books").read_text().startswith('{"id"')  # not rewritten

@@ -6,10 +6,10 @@ import json
 
 import pytest
 from pyspark.sql import functions as F
+from reference import DRIFT, expected, same
 
 from ingestion import decode, values
 from ingestion.schema import parse_type
-from reference import DRIFT, expected, same
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +29,9 @@ NUMBERS = {
 
 
 def test_number_digits_and_fits(spark) -> None:
-    frame = spark.createDataFrame([(n,) for n in [*NUMBERS, "9223372036854775808", "abc"]], "t string")
+    frame = spark.createDataFrame(
+        [(n,) for n in [*NUMBERS, "9223372036854775808", "abc"]], "t string"
+    )
     integer, fraction = values.number_digits("t")
     rows = frame.select(
         "t",
