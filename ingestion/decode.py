@@ -74,11 +74,11 @@ def with_image(df: DataFrame) -> DataFrame:
     return df.withColumn("_image", checked).withColumn("_attrs", F.expr(parse_item("_image")))
 
 
-# --- one value -> struct<v: column type, ok: fits> ---------------------------------------------
-
-
-def _result(value: str, ok: str) -> str:
-    return f"named_struct('v', {value}, 'ok', {ok})"
+# --- one value -> its column value --------------------------------------------------------------
+#
+# ``typed`` gives the value decoded to the column type, null when absent, NULL, or when it does
+# not fit. So "it fits" is always ``is_absent(value) or decoded is not null`` (``fits``): the
+# decision is made once, and top-level scalars stay plain expressions that Spark compiles.
 
 
 def _bind(expression: str, name: str, body: str) -> str:
@@ -86,63 +86,65 @@ def _bind(expression: str, name: str, body: str) -> str:
     return f"transform(array({expression}), {name} -> {body})[0]"
 
 
+def fits(value: str, decoded: str) -> str:
+    return f"({is_absent(value)} or {decoded} is not null)"
+
+
+def _null(descriptor: str) -> str:
+    if descriptor in ("BOOL", "NULL"):
+        return "cast(null as boolean)"
+    return "cast(null as array<string>)" if descriptor in ("SS", "NS", "BS") else "cast(null as string)"
+
+
 def _value_of(descriptor: str, element: str) -> str:
     """A set element as a VALUE struct of that descriptor."""
     members = ", ".join(
-        f"'{d}', {element if d == descriptor else 'cast(null as ' + ('boolean' if d in ('BOOL', 'NULL') else 'array<string>' if d in ('SS', 'NS', 'BS') else 'string') + ')'}"
-        for d in DESCRIPTORS
+        f"'{d}', {element if d == descriptor else _null(d)}" for d in DESCRIPTORS
     )
     return f"named_struct({members})"
 
 
 def typed(value: str, column_type: ColumnType, depth: int = 0) -> str:
-    """SQL for ``struct<v, ok>``: the value decoded to ``column_type``, and whether it fitted
-    (an absent or NULL value fits, as null)."""
-    absent = is_absent(value)
+    """SQL for the value decoded to ``column_type``: null when absent, NULL or not fitting."""
     kind = column_type.kind
     if kind == "string":
-        return _bind(
-            text_sql(value), f"t{depth}", _result(f"t{depth}", f"t{depth} is not null or {absent}")
-        )
+        return text_sql(value)
     if kind == "boolean":
-        return _result(field(value, "BOOL"), f"{field(value, 'BOOL')} is not null or {absent}")
+        return field(value, "BOOL")
     if kind == "binary":
-        return _result(
-            f"unbase64({field(value, 'B')})", f"{field(value, 'B')} is not null or {absent}"
-        )
-    if kind in ("bigint", "decimal"):
+        return f"unbase64({field(value, 'B')})"
+    if kind == "bigint":
         number = field(value, "N")
-        if kind == "bigint":
-            fits, cast = fits_long(number), f"cast(cast({number} as decimal(38,0)) as bigint)"
-        else:
-            fits = fits_decimal(number, column_type.precision, column_type.scale)
-            cast = f"cast({number} as {column_type.sql()})"
-        ok = f"f{depth}"
-        return _bind(fits, ok, _result(f"case when {ok} then {cast} end", f"{ok} or {absent}"))
+        return f"case when {fits_long(number)} then cast(cast({number} as decimal(38,0)) as bigint) end"
+    if kind == "decimal":
+        number = field(value, "N")
+        fitted = fits_decimal(number, column_type.precision, column_type.scale)
+        return f"case when {fitted} then cast({number} as {column_type.sql()}) end"
     if kind == "struct":
-        return _struct(value, column_type, depth, absent)
+        return _struct(value, column_type, depth)
     if kind == "array":
-        return _array(value, column_type, depth, absent)
+        return _array(value, column_type, depth)
     raise ValueError(f"unknown column type {column_type}")
 
 
-def _struct(value: str, column_type: ColumnType, depth: int, absent: str) -> str:
+def _struct(value: str, column_type: ColumnType, depth: int) -> str:
     m, r = f"m{depth}", f"r{depth}"
+    keys = [f"{m}[{sql_string(f.name)}]" for f in column_type.fields]
     decoded = ", ".join(
-        f"'f{i}', {typed(f'{m}[{sql_string(f.name)}]', f.type, depth + 1)}"
-        for i, f in enumerate(column_type.fields)
+        f"'f{i}', {typed(key, f.type, depth + 1)}"
+        for i, (key, f) in enumerate(zip(keys, column_type.fields, strict=True))
     )
     built = ", ".join(
-        f"{sql_string(f.column)}, {r}.f{i}.v" for i, f in enumerate(column_type.fields)
+        f"{sql_string(f.column)}, {r}.f{i}" for i, f in enumerate(column_type.fields)
     )
     known = ", ".join(sql_string(f.name) for f in column_type.fields)
-    fits = " and ".join(f"{r}.f{i}.ok" for i in range(len(column_type.fields)))
-    fitted = f"{m} is not null and {fits} and forall(map_keys({m}), k -> array_contains(array({known}), k))"
-    body = _result(f"case when {fitted} then named_struct({built}) end", f"{absent} or ({fitted})")
+    every = " and ".join(fits(key, f"{r}.f{i}") for i, key in enumerate(keys))
+    fitted = f"{m} is not null and {every} and forall(map_keys({m}), k -> array_contains(array({known}), k))"
+    body = f"case when {fitted} then named_struct({built}) end"
     return _bind(parse_map(value), m, _bind(f"named_struct({decoded})", r, body))
 
 
-def _array(value: str, column_type: ColumnType, depth: int, absent: str) -> str:
+def _array(value: str, column_type: ColumnType, depth: int) -> str:
     assert column_type.element is not None
     es, e, rs = f"es{depth}", f"e{depth}", f"rs{depth}"
     elements = (
@@ -152,14 +154,11 @@ def _array(value: str, column_type: ColumnType, depth: int, absent: str) -> str:
         )
         + ")"
     )
-    values = f"transform({rs}, r -> r.v)"
-    sets_sorted = (
-        f"case when {field(value, 'L')} is null then array_sort({values}) else {values} end"
-    )
-    fitted = f"{es} is not null and forall({rs}, r -> r.ok)"
-    body = _result(f"case when {fitted} then {sets_sorted} end", f"{absent} or ({fitted})")
-    decoded = f"transform({es}, {e} -> {typed(e, column_type.element, depth + 1)})"
-    return _bind(elements, es, _bind(decoded, rs, body))
+    pairs = f"transform({es}, {e} -> named_struct('e', {e}, 'v', {typed(e, column_type.element, depth + 1)}))"
+    values = f"transform({rs}, p -> p.v)"
+    sets_sorted = f"case when {field(value, 'L')} is null then array_sort({values}) else {values} end"
+    fitted = f"{es} is not null and forall({rs}, p -> {fits('p.e', 'p.v')})"
+    return _bind(elements, es, _bind(pairs, rs, f"case when {fitted} then {sets_sorted} end"))
 
 
 # --- the item -> typed columns -----------------------------------------------------------------
@@ -187,14 +186,14 @@ def with_typed_columns(schema: Schema, table: str):
             f"when {is_absent(_attribute(attribute.name))} then "
             f"{_fail(f'{where} is missing in an item of ')}"
         )
-        misfit = f"not `__c{i}`.ok"
+        misfit = f"not {fits(_attribute(attribute.name), f'`__c{i}`')}"
         if attribute.type.kind == "string":  # a string column takes any value: a key only S
             misfit += f" or {field(_attribute(attribute.name), 'S')} is null"
         checks.append(
             f"when {misfit} then "
             f"{_fail(f'{where} is not a value that fits {attribute.type.sql()} in ')}"
         )
-        return F.expr(f"case {' '.join(checks)} else `__c{i}`.v end").alias(attribute.column)
+        return F.expr(f"case {' '.join(checks)} else `__c{i}` end").alias(attribute.column)
 
     def transform(df: DataFrame) -> DataFrame:
         decoded = df.select(
@@ -210,9 +209,9 @@ def with_typed_columns(schema: Schema, table: str):
                 columns.append(key_column(i, attribute, first))
                 first = False
             else:
-                columns.append(F.col(f"`__c{i}`.v").alias(attribute.column))
+                columns.append(F.col(f"`__c{i}`").alias(attribute.column))
         drift = ", ".join(
-            f"case when not `__c{i}`.ok then {sql_string(a.name)} end"
+            f"case when not {fits(_attribute(a.name), f'`__c{i}`')} then {sql_string(a.name)} end"
             for i, a in enumerate(attributes)
             if not a.key
         )

@@ -114,8 +114,8 @@ def test_typed_decoding_matches_the_rules(spark, column_type: str, value: dict) 
     parsed = parse_type(column_type)
     (row,) = (
         _values_frame(spark, [value])
-        .select(F.expr(decode.typed("v", parsed)).alias("r"))
-        .select("r.v", "r.ok")
+        .select("v", F.expr(decode.typed("v", parsed)).alias("d"))
+        .select(F.col("d").alias("v"), F.expr(decode.fits("v", "d")).alias("ok"))
         .collect()
     )
     want = expected(value, parsed)
@@ -140,8 +140,8 @@ def test_struct_decoding_flags_unknown_and_misfit_fields(spark) -> None:
     ]
     rows = (
         _values_frame(spark, cases)
-        .select(F.expr(decode.typed("v", parsed)).alias("r"))
-        .select("r.v", "r.ok")
+        .select("v", F.expr(decode.typed("v", parsed)).alias("d"))
+        .select(F.col("d").alias("v"), F.expr(decode.fits("v", "d")).alias("ok"))
         .collect()
     )
     assert rows[0]["ok"] and rows[0]["v"].asDict() == {"created_by": "me", "n": 2}
