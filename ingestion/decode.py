@@ -65,13 +65,35 @@ def _fail(message: str) -> str:
 
 
 def with_image(df: DataFrame) -> DataFrame:
-    """``_image``: the item's DynamoDB JSON (full export ``Item``), ``_attrs``: it as a map."""
-    image = "coalesce(`_line`.Item, `_line`.NewImage)"
+    """``_image``: the DynamoDB JSON the row carries (a full export's ``Item``; an incremental
+    line's ``NewImage``, or for a delete its ``OldImage`` or else its ``Keys``); ``_attrs``: it
+    as a map."""
+    image = "coalesce(`_line`.Item, `_line`.NewImage, `_line`.OldImage, `_line`.Keys)"
     checked = F.expr(
         f"case when `_line` is null or {image} is null then "
-        f"{_fail('a line is not a DynamoDB JSON item (no Item or NewImage) in ')} else {image} end"
+        f"{_fail('a line is not a DynamoDB JSON item (no Item, NewImage, OldImage or Keys) in ')} "
+        f"else {image} end"
     )
     return df.withColumn("_image", checked).withColumn("_attrs", F.expr(parse_item("_image")))
+
+
+def change_columns(full: bool, version_micros: int, new_image_only: bool) -> tuple[F.Column, F.Column]:
+    """(``_operation``, ``_version``) of a line. Full export: ``snapshot`` at the export time.
+    Incremental: insert (NewImage only), update (both), delete (OldImage or Keys only), or
+    ``upsert`` for a NEW_IMAGE export's NewImage; the version is ``WriteTimestampMicros``."""
+    if full:
+        return F.lit("snapshot"), F.lit(version_micros).cast("bigint")
+    written_new = "'upsert'" if new_image_only else "'insert'"
+    operation = F.expr(
+        "case when `_line`.NewImage is null then 'delete' "
+        f"when `_line`.OldImage is not null then 'update' else {written_new} end"
+    )
+    written = "`_line`.Metadata.WriteTimestampMicros.N"
+    version = F.expr(
+        f"case when {written} rlike '^[0-9]{{1,18}}$' then cast({written} as bigint) else "
+        f"{_fail('a change has no valid Metadata.WriteTimestampMicros in ')} end"
+    )
+    return operation, version
 
 
 # --- one value -> its column value --------------------------------------------------------------

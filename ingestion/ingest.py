@@ -13,8 +13,9 @@ import time
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
-from ingestion import decode, detect, manifest, schema, staging
+from ingestion import decode, detect, ledger, manifest, schema, staging
 from ingestion.tables import TableConfig
 
 log = logging.getLogger(__name__)
@@ -81,8 +82,28 @@ def _add_new_attributes(
     return updated, [f"new columns: {names}"] + [f"conflict: {c}" for c in conflicts]
 
 
-def ingest_export(spark: SparkSession, table: TableConfig, folder: str) -> IngestResult:
-    """Verify an export against its manifests, then stage it in one commit (or skip it)."""
+def check_line_counts(spark: SparkSession, export: manifest.Export) -> None:
+    """Every data file holds as many lines as its manifest entry's ``itemCount`` (one cheap pass
+    that reads lines without parsing them), before anything is staged."""
+    lines = spark.read.text([str(f.path) for f in export.files])
+    counted = {
+        str(row["file"]).rsplit("/", 1)[-1]: int(row["count"])
+        for row in lines.groupBy(F.input_file_name().alias("file")).count().collect()
+    }  # one row per data file
+    for data_file in export.files:
+        found = counted.get(data_file.path.name, 0)
+        if found != data_file.item_count:
+            raise manifest.ExportError(
+                f"{data_file.path}: {found} lines, but manifest-files.json lists itemCount "
+                f"{data_file.item_count} for it: the export is incomplete or altered; nothing staged"
+            )
+
+
+def ingest_export(
+    spark: SparkSession, table: TableConfig, folder: str, allow_gap: bool = False
+) -> IngestResult:
+    """Verify an export against its manifests and the table's chain of exports, then stage it
+    in one commit (or skip it when the ledger has it)."""
     started = time.monotonic()
     export = manifest.read_export(folder)
     log.info(
@@ -93,15 +114,14 @@ def ingest_export(spark: SparkSession, table: TableConfig, folder: str) -> Inges
         export.item_count,
         len(export.files),
     )
-    if export.export_type != manifest.FULL:
-        raise manifest.ExportError(
-            f"{export.folder}: incremental exports are not supported yet (only full exports)"
-        )
-    if export.export_arn in staging.applied_sources(spark, table.name):
+    applied = ledger.entries(spark, table.name)
+    if export.export_arn in {e.source for e in applied}:
         log.info("%s: %s is already in the ledger: nothing to do", table.name, export.export_arn)
         return IngestResult(
             table.name, export.export_arn, 0, export.item_count, True, time.monotonic() - started
         )
+    ledger.check_chain(applied, export, allow_gap)
+    check_line_counts(spark, export)
     current, changes = table_schema(spark, table, export)
     try:
         batch = staging.stage_export(spark, export, table, current)

@@ -109,14 +109,64 @@ def selector(tables: list[TableConfig]) -> list[str]:
     return ["--select", *[f"stg_dynamodb__{t.name}+" for t in tables]]
 
 
+MERGE_LOG = "lake.staging.dynamodb_lakehouse_merges"
+
+
+def ensure_merge_log(spark: SparkSession) -> None:
+    spark.sql(
+        f"create table if not exists {MERGE_LOG} "
+        "(table_name string, batch_id string, merged_at timestamp) using iceberg "
+        "tblproperties ('format-version'='2')"
+    )
+
+
+def new_batches(spark: SparkSession, table: str) -> list[str]:
+    """The ledger's batches (commit order) that the merge log does not hold yet."""
+    from ingestion import ledger
+
+    merged = {
+        row["batch_id"]
+        for row in spark.table(MERGE_LOG).where(F.col("table_name") == table).collect()
+    }  # one row per merged batch: small (maintenance compacts it with the ledger)
+    return [e.batch_id for e in ledger.entries(spark, table) if e.batch_id and e.batch_id not in merged]
+
+
+def record_merged(spark: SparkSession, batches: dict[str, list[str]]) -> None:
+    rows = [(table, batch) for table, ids in batches.items() for batch in ids]
+    if rows:
+        (
+            spark.createDataFrame(rows, "table_name string, batch_id string")
+            .withColumn("merged_at", F.current_timestamp())
+            .writeTo(MERGE_LOG)
+            .append()
+        )
+
+
 def run_merge(
     spark: SparkSession, tables: list[TableConfig], full_refresh: bool = False
 ) -> tuple[list[MergeCounts], float]:
     """`dbt run` then `dbt test` for the tables' models; the counts of what changed.
+
+    The batches to merge are chosen here, by commit order (ledger minus merge log), passed to
+    dbt as a var, and recorded in the merge log only after `dbt run` succeeded: a crash in
+    between re-applies them next time, which changes nothing (latest change per key wins).
     ``full_refresh`` rebuilds the final tables from the whole change log (after ``rebuild``)."""
+    import json
+
     started = time.monotonic()
+    ensure_merge_log(spark)
+    batches = {t.name: new_batches(spark, t.name) for t in tables}
     before = {t.name: current_snapshot(spark, t.name) for t in tables}
-    dbt_invoke(["run", *selector(tables), *(["--full-refresh"] if full_refresh else [])])
+    dbt_invoke(
+        [
+            "run",
+            *selector(tables),
+            *(["--full-refresh"] if full_refresh else []),
+            "--vars",
+            json.dumps({"dynamodb_batches": batches}),
+        ]
+    )
+    record_merged(spark, batches)
     after = {t.name: current_snapshot(spark, t.name) for t in tables}
     dbt_invoke(["test", *selector(tables)])
     counts = [diff_counts(spark, t, before[t.name], after[t.name]) for t in tables]

@@ -9,14 +9,13 @@ commit), then the dbt model is fully refreshed.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from ingestion import decode, detect, ingest, schema, staging
+from ingestion import decode, detect, ingest, ledger, schema, staging
 from ingestion.tables import TableConfig
 
 log = logging.getLogger(__name__)
@@ -33,7 +32,7 @@ def rebuild_staging(spark: SparkSession, table: TableConfig) -> Rebuilt:
     name = staging.staging_table(table.name)
     if not spark.catalog.tableExists(f"{staging.CATALOG}.{staging.STAGING}.{table.name}"):
         raise staging.StagingError(f"{table.name}: nothing staged yet, nothing to rebuild")
-    sources = sorted(staging.applied_sources(spark, table.name))
+    carried = ledger.carried(spark, table.name)
     existing = schema.load_schema(table.name, ingest.declared_keys(table))
     columns_only = {
         n: {"column": e["column"]}
@@ -68,7 +67,7 @@ def rebuild_staging(spark: SparkSession, table: TableConfig) -> Rebuilt:
     try:
         (
             writer.partitionedBy(F.days("_ingested_at"))
-            .option(f"snapshot-property.{staging.LEDGER_SOURCES}", json.dumps(sources))
+            .option(f"snapshot-property.{ledger.LEDGER}", carried)
             .createOrReplace()
         )
     except Exception as exc:

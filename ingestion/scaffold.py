@@ -48,12 +48,7 @@ with
 
 changes as (
 
-    select * from {{{{ ref('stg_dynamodb__{table}') }}}}
-    {{% if is_incremental() %}}
-    where `_ingested_at` > (
-        select coalesce(max(`_ingested_at`), timestamp '1970-01-01') from {{{{ this }}}}
-    )
-    {{% endif %}}
+    {{{{ dynamodb_changes_to_merge('{table}', ref('stg_dynamodb__{table}')) }}}}
 
 ),
 
@@ -68,6 +63,10 @@ final as (
     select * from latest_changes
     {{% if not is_incremental() %}}
     where `_operation` != 'delete'
+      and `_version` >= (
+        select coalesce(max(`_version`), 0) from {{{{ ref('stg_dynamodb__{table}') }}}}
+        where `_operation` = 'snapshot'
+      )
     {{% endif %}}
 
 )

@@ -6,7 +6,6 @@ The ledger of applied sources lives in the snapshot summary of that same commit
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from dataclasses import dataclass
@@ -15,8 +14,8 @@ from datetime import UTC, datetime
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from ingestion import decode
-from ingestion.manifest import Export
+from ingestion import decode, ledger
+from ingestion.manifest import FULL, Export
 from ingestion.naming import quote_table
 from ingestion.schema import METADATA_COLUMNS, Schema
 from ingestion.tables import TableConfig
@@ -25,9 +24,6 @@ log = logging.getLogger(__name__)
 
 CATALOG = "lake"
 STAGING = "staging"
-LEDGER_SOURCE = "dynamodb-lakehouse.source"
-LEDGER_BATCH = "dynamodb-lakehouse.batch-id"
-LEDGER_SOURCES = "dynamodb-lakehouse.sources"  # JSON list: every source, carried by a rebuild
 TABLE_PROPERTIES = {
     "format-version": "2",
     "write.format.default": "parquet",
@@ -67,21 +63,7 @@ def staging_table(table: str) -> str:
 
 def applied_sources(spark: SparkSession, table: str) -> set[str]:
     """Sources recorded in the ledger (the staging table's snapshot summaries)."""
-    if not spark.catalog.tableExists(f"{CATALOG}.{STAGING}.{table}"):
-        return set()
-    rows = (
-        spark.table(f"{staging_table(table)}.snapshots")
-        .select(
-            F.col("summary").getItem(LEDGER_SOURCE).alias("source"),
-            F.col("summary").getItem(LEDGER_SOURCES).alias("sources"),
-        )
-        .where(F.col("source").isNotNull() | F.col("sources").isNotNull())
-        .collect()  # metadata rows, one per commit: small by construction
-    )
-    sources = {row["source"] for row in rows if row["source"]}
-    for row in rows:
-        sources.update(json.loads(row["sources"]) if row["sources"] else [])
-    return sources
+    return {e.source for e in ledger.entries(spark, table)}
 
 
 def read_export(
@@ -89,12 +71,15 @@ def read_export(
 ) -> DataFrame:
     """The export's rows as staging rows: typed columns, raw image and metadata."""
     lines = spark.read.text([str(f.path) for f in export.files])
+    operation, version = decode.change_columns(
+        export.export_type == FULL, export.version_micros, export.output_view == "NEW_IMAGE"
+    )
     return (
         lines.transform(decode.with_envelope)
         .transform(decode.with_image)
         .transform(decode.with_typed_columns(schema, schema.table))
-        .withColumn("_operation", F.lit("snapshot"))
-        .withColumn("_version", F.lit(export.version_micros).cast("bigint"))
+        .withColumn("_operation", operation)
+        .withColumn("_version", version)
         .withColumn("_source", F.lit(export.export_arn))
         .withColumn("_batch_id", F.lit(batch_id))
         .withColumn("_ingested_at", F.timestamp_micros(F.lit(_micros(ingested_at))))
@@ -161,8 +146,12 @@ def stage_export(
         (
             observed.writeTo(staging_table(table.name))
             .option("merge-schema", "true")
-            .option(f"snapshot-property.{LEDGER_SOURCE}", export.export_arn)
-            .option(f"snapshot-property.{LEDGER_BATCH}", batch_id)
+            .options(
+                **{
+                    f"snapshot-property.{k}": v
+                    for k, v in ledger.snapshot_properties(ledger.entry_for(export, batch_id)).items()
+                }
+            )
             .append()
         )
     except Exception as exc:  # a Spark job failure arrives as a Py4J error with the JVM trace

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 
 import pytest
 from pyspark.sql import functions as F
 
-from ingestion import merge
+from ingestion import ledger, merge
 from ingestion.ingest import ingest_export
 from ingestion.tables import get_table
 
@@ -22,6 +23,7 @@ def stage_changes(spark, table: str, key_column: str, changes: list[dict]) -> No
     """
     base = spark.table(f"lake.staging.{table}")
     now = datetime.now(UTC).replace(tzinfo=None)
+    batch = f"test-batch-{uuid.uuid4().hex[:8]}"
     frames = []
     for change in changes:
         row = base.where(F.col(key_column) == change["like"]).limit(1)
@@ -29,7 +31,7 @@ def stage_changes(spark, table: str, key_column: str, changes: list[dict]) -> No
             row.withColumn(key_column, F.lit(change.get("key", change["like"])))
             .withColumn("_operation", F.lit(change["operation"]))
             .withColumn("_version", F.col("_version") + F.lit(change["version_delta"]))
-            .withColumn("_batch_id", F.lit("test-batch"))
+            .withColumn("_batch_id", F.lit(batch))
             .withColumn("_ingested_at", F.lit(now).cast("timestamp"))
         )
         for column, value in change.get("set", {}).items():
@@ -38,7 +40,13 @@ def stage_changes(spark, table: str, key_column: str, changes: list[dict]) -> No
     changes_df = frames[0]
     for frame in frames[1:]:
         changes_df = changes_df.unionByName(frame)
-    changes_df.writeTo(f"lake.staging.{table}").append()
+    # One commit with its ledger entry, as ingestion writes it: merges pick batches by commit.
+    (
+        changes_df.writeTo(f"lake.staging.{table}")
+        .option(f"snapshot-property.{ledger.SOURCE}", f"test-source-{batch}")
+        .option(f"snapshot-property.{ledger.BATCH}", batch)
+        .append()
+    )
 
 
 def latest_summary(spark, table: str) -> dict[str, str]:
@@ -144,8 +152,11 @@ def test_composite_keys_and_dbt_test_guarding_quality(spark, clean_lakehouse, sa
     (
         base.withColumn("_operation", F.lit("delete"))
         .withColumn("_version", F.col("_version") + 1)
+        .withColumn("_batch_id", F.lit("delete-batch"))
         .withColumn("_ingested_at", F.current_timestamp())
         .writeTo("lake.staging.orders")
+        .option(f"snapshot-property.{ledger.SOURCE}", "test-delete")
+        .option(f"snapshot-property.{ledger.BATCH}", "delete-batch")
         .append()
     )
     merge.run_merge(spark, [orders])

@@ -3,8 +3,11 @@
 
     - a change whose `_operation` is 'delete' deletes the row;
     - any other change updates the row or inserts it;
-    - the version guard: a change older than the row's `_version` is ignored (re-runs and exports
-      applied out of order never roll a row back).
+    - the version guard: a change not newer than the row's `_version` is ignored (re-runs and
+      exports applied out of order never roll a row back, and re-applying a change rewrites
+      nothing); at equal versions a delete still applies (as in the latest-change order);
+    - a full export among the merged batches re-baselines the table: a row older than its export
+      time that it does not hold is deleted (`when not matched by source`).
 
   dbt-spark's built-in `merge` has no DELETE clause, and dbt-spark validates strategies against a
   fixed list, so its two dispatch points are overridden below to add this one.
@@ -31,12 +34,18 @@ on {% for key in keys -%}
 {%- endfor %}
 {%- for predicate in predicates %} and {{ predicate }}{% endfor %}
 when matched and change.`_operation` = 'delete' and change.`_version` >= target.`_version` then delete
-when matched and change.`_operation` != 'delete' and change.`_version` >= target.`_version` then update set
+when matched and change.`_operation` != 'delete' and change.`_version` > target.`_version` then update set
   {% for column in quoted -%}
   target.{{ column }} = change.{{ column }}{{ "," if not loop.last }}
   {% endfor -%}
 when not matched and change.`_operation` != 'delete' then insert ({{ quoted | join(', ') }})
   values ({% for column in quoted %}change.{{ column }}{{ ", " if not loop.last }}{% endfor %})
+{%- set table = target.identifier -%}
+{%- set batches = dynamodb_new_batches(table) if table in var('dynamodb_tables', {}) else [] -%}
+{%- set baseline = dynamodb_baseline_version(table, 'lake.staging.' ~ lakehouse_quote(table), batches) if batches else none -%}
+{%- if baseline is not none %}
+when not matched by source and target.`_version` < {{ baseline }} then delete
+{%- endif %}
 {% endmacro %}
 
 {#- dbt-spark's validation, with merge_with_delete accepted for Iceberg tables. -#}

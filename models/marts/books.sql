@@ -4,12 +4,7 @@ with
 
 changes as (
 
-    select * from {{ ref('stg_dynamodb__books') }}
-    {% if is_incremental() %}
-    where `_ingested_at` > (
-        select coalesce(max(`_ingested_at`), timestamp '1970-01-01') from {{ this }}
-    )
-    {% endif %}
+    {{ dynamodb_changes_to_merge('books', ref('stg_dynamodb__books')) }}
 
 ),
 
@@ -24,6 +19,10 @@ final as (
     select * from latest_changes
     {% if not is_incremental() %}
     where `_operation` != 'delete'
+      and `_version` >= (
+        select coalesce(max(`_version`), 0) from {{ ref('stg_dynamodb__books') }}
+        where `_operation` = 'snapshot'
+      )
     {% endif %}
 
 )
