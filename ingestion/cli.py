@@ -29,6 +29,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--items", type=int, help="items per table (default: books 500, orders 2000)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--table", action="append", choices=["books", "orders"], help="only these")
+    p.add_argument(
+        "--incrementals",
+        type=int,
+        default=3,
+        help="incremental exports of orders after its full export (default 3)",
+    )
 
     sub.add_parser("init", help="create the embedded catalog and its namespaces")
 
@@ -37,9 +43,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--partition-key", required=True, metavar="ATTR:TYPE")
     p.add_argument("--sort-key", metavar="ATTR:TYPE")
 
-    p = sub.add_parser("ingest", help="stage exports (folders .../AWSDynamoDB/<ExportId>)")
+    p = sub.add_parser(
+        "ingest", help="stage exports (folders .../AWSDynamoDB/<ExportId>), in order"
+    )
     p.add_argument("--table", required=True)
     p.add_argument("sources", nargs="+", metavar="EXPORT_FOLDER")
+    p.add_argument(
+        "--allow-gap", action="store_true", help="accept an export that leaves a gap in the chain"
+    )
 
     p = sub.add_parser(
         "detect-schema", help="scan every item of a full export and write the schema file"
@@ -65,9 +76,17 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("merge", help="dbt run + dbt test, with a report of the changes")
     p.add_argument("--table", action="append", help="only these tables (default: all)")
 
-    p = sub.add_parser("sync", help="ingest, then merge")
+    p = sub.add_parser("sync", help="ingest the exports in the order given, then merge once")
     p.add_argument("--table", required=True)
     p.add_argument("sources", nargs="+", metavar="EXPORT_FOLDER")
+    p.add_argument(
+        "--allow-gap", action="store_true", help="accept an export that leaves a gap in the chain"
+    )
+
+    p = sub.add_parser(
+        "status", help="per table: the ledger, last applied time, unmerged rows, final rows"
+    )
+    p.add_argument("--table", action="append", help="only these tables (default: all)")
 
     p = sub.add_parser("query", help="run SQL against the lakehouse and print the result")
     p.add_argument("sql")

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from pyspark.errors import AnalysisException, ParseException
+from pyspark.sql import functions as F
 
 from ingestion import catalog, manifest, onboarding, sample, schema, settings, spark_config, staging
 from ingestion.merge import DbtError, MergeCounts
@@ -50,6 +51,56 @@ def cmd_sample(args: argparse.Namespace) -> int:
     folders = sample.write_samples(out, args.items, args.seed, args.table)
     for table, folder in folders.items():
         print(f"{table}: {folder}")
+    if "orders" in folders and args.incrementals:
+        items = args.items or sample.SAMPLE_TABLES["orders"].default_items
+        for folder in sample.write_orders_chain(out, items, args.seed, args.incrementals):
+            print(f"orders (incremental): {folder}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from ingestion import ledger
+    from ingestion.merge import MERGE_LOG, ensure_merge_log, final_table, new_batches
+
+    tables = [get_table(t) for t in args.table] if args.table else list(load_tables().values())
+    spark = spark_config.build_spark("status")
+    ensure_merge_log(spark)
+    for table in tables:
+        entries = ledger.entries(spark, table.name)
+        print(f"{table.name}: {len(entries)} source(s) in the ledger")
+        print(
+            format_table(
+                ["committed", "kind", "from", "to", "source"],
+                [
+                    [
+                        e.committed_at[:19],
+                        e.kind.replace("_EXPORT", ""),
+                        e.start or "",
+                        e.end or "",
+                        e.source.rsplit("/", 1)[-1],
+                    ]
+                    for e in entries
+                ],
+            )
+        )
+        pending = new_batches(spark, table.name)
+        unmerged = (
+            spark.table(staging.staging_table(table.name))
+            .where(F.col("_batch_id").isin(pending))
+            .count()
+            if pending
+            else 0
+        )
+        final = (
+            spark.table(final_table(table.name)).count()
+            if spark.catalog.tableExists(f"lake.lakehouse.{table.name}")
+            else 0
+        )
+        last = max((e.end for e in entries if e.end), default="never")
+        print(
+            f"  last applied time: {last}; staged rows not merged yet: {unmerged} "
+            f"({len(pending)} batch(es)); final rows: {final}  (merge log: {MERGE_LOG})\n"
+        )
     return 0
 
 
@@ -62,11 +113,15 @@ def cmd_add_table(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ingest(table: TableConfig, sources: list[str]) -> int:
+def _ingest(table: TableConfig, sources: list[str], allow_gap: bool = False) -> int:
     from ingestion.ingest import ingest_export
 
     spark = spark_config.build_spark(f"ingest {table.name}")
-    results = [ingest_export(spark, table, source) for source in sources]
+    results = []
+    for number, source in enumerate(sources, 1):
+        if len(sources) > 1:
+            print(f"[{number}/{len(sources)}] {source}", flush=True)
+        results.append(ingest_export(spark, table, source, allow_gap))
     print(
         format_table(
             ["table", "source", "staged rows", "manifest items", "status", "seconds"],
@@ -184,7 +239,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    return _ingest(get_table(args.table), args.sources)
+    return _ingest(get_table(args.table), args.sources, args.allow_gap)
 
 
 def _print_merge(counts: list[MergeCounts], seconds: float) -> None:
@@ -214,7 +269,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def cmd_sync(args: argparse.Namespace) -> int:
     table = get_table(args.table)
-    code = _ingest(table, args.sources)
+    code = _ingest(table, args.sources, args.allow_gap)
     if code != 0:
         return code
     _merge([table])

@@ -77,7 +77,9 @@ def with_image(df: DataFrame) -> DataFrame:
     return df.withColumn("_image", checked).withColumn("_attrs", F.expr(parse_item("_image")))
 
 
-def change_columns(full: bool, version_micros: int, new_image_only: bool) -> tuple[F.Column, F.Column]:
+def change_columns(
+    full: bool, version_micros: int, new_image_only: bool
+) -> tuple[F.Column, F.Column]:
     """(``_operation``, ``_version``) of a line. Full export: ``snapshot`` at the export time.
     Incremental: insert (NewImage only), update (both), delete (OldImage or Keys only), or
     ``upsert`` for a NEW_IMAGE export's NewImage; the version is ``WriteTimestampMicros``."""
@@ -115,14 +117,16 @@ def fits(value: str, decoded: str) -> str:
 def _null(descriptor: str) -> str:
     if descriptor in ("BOOL", "NULL"):
         return "cast(null as boolean)"
-    return "cast(null as array<string>)" if descriptor in ("SS", "NS", "BS") else "cast(null as string)"
+    return (
+        "cast(null as array<string>)"
+        if descriptor in ("SS", "NS", "BS")
+        else "cast(null as string)"
+    )
 
 
 def _value_of(descriptor: str, element: str) -> str:
     """A set element as a VALUE struct of that descriptor."""
-    members = ", ".join(
-        f"'{d}', {element if d == descriptor else _null(d)}" for d in DESCRIPTORS
-    )
+    members = ", ".join(f"'{d}', {element if d == descriptor else _null(d)}" for d in DESCRIPTORS)
     return f"named_struct({members})"
 
 
@@ -156,9 +160,7 @@ def _struct(value: str, column_type: ColumnType, depth: int) -> str:
         f"'f{i}', {typed(key, f.type, depth + 1)}"
         for i, (key, f) in enumerate(zip(keys, column_type.fields, strict=True))
     )
-    built = ", ".join(
-        f"{sql_string(f.column)}, {r}.f{i}" for i, f in enumerate(column_type.fields)
-    )
+    built = ", ".join(f"{sql_string(f.column)}, {r}.f{i}" for i, f in enumerate(column_type.fields))
     known = ", ".join(sql_string(f.name) for f in column_type.fields)
     every = " and ".join(fits(key, f"{r}.f{i}") for i, key in enumerate(keys))
     fitted = f"{m} is not null and {every} and forall(map_keys({m}), k -> array_contains(array({known}), k))"
@@ -178,7 +180,9 @@ def _array(value: str, column_type: ColumnType, depth: int) -> str:
     )
     pairs = f"transform({es}, {e} -> named_struct('e', {e}, 'v', {typed(e, column_type.element, depth + 1)}))"
     values = f"transform({rs}, p -> p.v)"
-    sets_sorted = f"case when {field(value, 'L')} is null then array_sort({values}) else {values} end"
+    sets_sorted = (
+        f"case when {field(value, 'L')} is null then array_sort({values}) else {values} end"
+    )
     fitted = f"{es} is not null and forall({rs}, p -> {fits('p.e', 'p.v')})"
     return _bind(elements, es, _bind(pairs, rs, f"case when {fitted} then {sets_sorted} end"))
 

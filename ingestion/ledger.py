@@ -76,7 +76,10 @@ def entries(spark: SparkSession, table: str) -> list[Entry]:
     rows = (
         spark.table(f"{quote_table('lake', 'staging', table)}.snapshots")
         .select("committed_at", "summary")
-        .where(F.col("summary").getItem(SOURCE).isNotNull() | F.col("summary").getItem(LEDGER).isNotNull())
+        .where(
+            F.col("summary").getItem(SOURCE).isNotNull()
+            | F.col("summary").getItem(LEDGER).isNotNull()
+        )
         .orderBy("committed_at", "snapshot_id")
         .collect()  # one row per commit: small by construction
     )

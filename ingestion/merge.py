@@ -128,7 +128,9 @@ def new_batches(spark: SparkSession, table: str) -> list[str]:
         row["batch_id"]
         for row in spark.table(MERGE_LOG).where(F.col("table_name") == table).collect()
     }  # one row per merged batch: small (maintenance compacts it with the ledger)
-    return [e.batch_id for e in ledger.entries(spark, table) if e.batch_id and e.batch_id not in merged]
+    return [
+        e.batch_id for e in ledger.entries(spark, table) if e.batch_id and e.batch_id not in merged
+    ]
 
 
 def record_merged(spark: SparkSession, batches: dict[str, list[str]]) -> None:
@@ -157,16 +159,21 @@ def run_merge(
     ensure_merge_log(spark)
     batches = {t.name: new_batches(spark, t.name) for t in tables}
     before = {t.name: current_snapshot(spark, t.name) for t in tables}
-    dbt_invoke(
-        [
-            "run",
-            *selector(tables),
-            *(["--full-refresh"] if full_refresh else []),
-            "--vars",
-            json.dumps({"dynamodb_batches": batches}),
-        ]
-    )
-    record_merged(spark, batches)
+    # Nothing new for a table that exists: no dbt run for it (not even an empty commit).
+    to_run = [t for t in tables if full_refresh or batches[t.name] or before[t.name] is None]
+    if to_run:
+        dbt_invoke(
+            [
+                "run",
+                *selector(to_run),
+                *(["--full-refresh"] if full_refresh else []),
+                "--vars",
+                json.dumps({"dynamodb_batches": {t.name: batches[t.name] for t in to_run}}),
+            ]
+        )
+        record_merged(spark, {t.name: batches[t.name] for t in to_run})
+    else:
+        log.info("nothing new to merge for %s", ", ".join(t.name for t in tables))
     after = {t.name: current_snapshot(spark, t.name) for t in tables}
     dbt_invoke(["test", *selector(tables)])
     counts = [diff_counts(spark, t, before[t.name], after[t.name]) for t in tables]

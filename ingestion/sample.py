@@ -179,8 +179,12 @@ def write_full_export(out: Path, table: SampleTable, items: int, seed: int) -> P
     bounds = [(0, 0)] + [
         (start, min(start + ITEMS_PER_FILE, items)) for start in range(0, items, ITEMS_PER_FILE)
     ]
-    partitions = [_items(table, start, stop, seed) for start, stop in bounds]
+    partitions = [_lines(_items(table, start, stop, seed)) for start, stop in bounds]
     return write_export(out, table.name, partitions, moment, rng)
+
+
+def _lines(items: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    return ({"Item": item} for item in items)
 
 
 def _items(table: SampleTable, start: int, stop: int, seed: int) -> Iterator[dict[str, Any]]:
@@ -193,7 +197,7 @@ def write_items_export(
 ) -> Path:
     """A full export of the given items (DynamoDB JSON, as ``{"id": {"S": "1"}}``) in AWS's layout."""
     rng = random.Random(f"{seed}-{table}-items")
-    return write_export(out, table, [iter(()), iter(items)], moment, rng)
+    return write_export(out, table, [iter(()), _lines(iter(items))], moment, rng)
 
 
 def write_export(
@@ -202,28 +206,35 @@ def write_export(
     partitions: list[Iterator[dict[str, Any]]],
     moment: datetime,
     rng: random.Random,
+    window: tuple[datetime, datetime, str] | None = None,
 ) -> Path:
-    """Write a full export, one data file per partition, with its manifests and checksums."""
+    """Write an export, one data file per partition of lines, with its manifests and checksums.
+    ``window`` (from, to, view) makes it an incremental export: its data files go to the
+    ``AWSDynamoDB/data/`` folder shared by every incremental export under the prefix."""
     ident = export_id(moment, rng)
     prefix = f"exports/{table_name}"
     folder = out / table_name / "AWSDynamoDB" / ident
-    (folder / "data").mkdir(parents=True, exist_ok=True)
+    data = folder / "data" if window is None else out / table_name / "AWSDynamoDB" / "data"
+    data_key = (
+        f"{prefix}/AWSDynamoDB/{ident}/data" if window is None else f"{prefix}/AWSDynamoDB/data"
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    data.mkdir(parents=True, exist_ok=True)
     (folder / "_started").write_bytes(b"")
     files: list[dict[str, Any]] = []
     billed = total = 0
     for partition in partitions:
         name = _token(rng, 26) + ".json.gz"
-        lines = (json.dumps({"Item": item}, separators=(",", ":")) for item in partition)
-        count, size = _write_gzip_lines(folder / "data" / name, lines)
+        lines = (json.dumps(line, separators=(",", ":")) for line in partition)
+        count, size = _write_gzip_lines(data / name, lines)
         billed += size
         total += count
-        data = (folder / "data" / name).read_bytes()
         files.append(
             {
                 "itemCount": count,
-                "md5Checksum": md5_base64(folder / "data" / name),
-                "etag": hashlib.md5(data).hexdigest() + "-1",  # noqa: S324
-                "dataFileS3Key": f"{prefix}/AWSDynamoDB/{ident}/data/{name}",
+                "md5Checksum": md5_base64(data / name),
+                "etag": hashlib.md5((data / name).read_bytes()).hexdigest() + "-1",  # noqa: S324
+                "dataFileS3Key": f"{data_key}/{name}",
             }
         )
     table_arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table_name}"
@@ -244,6 +255,16 @@ def write_export(
         "itemCount": total,
         "outputFormat": "DYNAMODB_JSON",
     }
+    if window is not None:
+        start, end, view = window
+        del summary["exportTime"]
+        summary.update(
+            version="2023-08-01",
+            exportFromTime=_iso(start),
+            exportToTime=_iso(end),
+            exportType="INCREMENTAL_EXPORT",
+            outputView=view,
+        )
     manifest_files = "".join(json.dumps(f, separators=(",", ":")) + "\n" for f in files)
     (folder / "manifest-files.json").write_text(manifest_files)
     (folder / "manifest-summary.json").write_text(json.dumps(summary, separators=(",", ":")))
@@ -262,3 +283,99 @@ def write_samples(
         table = SAMPLE_TABLES[name]
         result[name] = write_full_export(out, table, items or table.default_items, seed)
     return result
+
+
+def _order_key(item: dict[str, Any]) -> dict[str, Any]:
+    return {"customer_id": item["customer_id"], "order_id": item["order_id"]}
+
+
+def _full_export_time(seed: int) -> datetime:
+    return BASE_TIME + timedelta(seconds=seed % 86_400)
+
+
+def _change_line(
+    rng: random.Random,
+    start: datetime,
+    view: str,
+    keys: dict[str, Any],
+    old: dict | None,
+    new: dict | None,
+) -> dict[str, Any]:
+    """One line of an incremental export, written at a random moment of its hour."""
+    micros = int((start + timedelta(seconds=rng.uniform(0, 3599))).timestamp() * 1e6)
+    line: dict[str, Any] = {"Metadata": {"WriteTimestampMicros": {"N": str(micros)}}, "Keys": keys}
+    if old is not None and view == "NEW_AND_OLD_IMAGES":
+        line["OldImage"] = old
+    if new is not None:
+        line["NewImage"] = new
+    return line
+
+
+def write_orders_chain(out: Path, items: int, seed: int, increments: int = 3) -> list[Path]:
+    """Incremental exports of ``orders`` chaining from the full export ``write_samples`` writes
+    for the same ``items`` and ``seed``: one-hour windows from its ``exportTime``. They hold
+    inserts, updates (some remove the ``coupon`` attribute), deletes, an order deleted and then
+    re-created, and the last export is a ``NEW_IMAGE`` one (upserts, deletes as keys alone)."""
+    table = SAMPLE_TABLES["orders"]
+    bounds = [
+        (start, min(start + ITEMS_PER_FILE, items)) for start in range(0, items, ITEMS_PER_FILE)
+    ]
+    state = {
+        json.dumps(_order_key(item), sort_keys=True): item
+        for start, stop in bounds
+        for item in _items(table, start, stop, seed)
+    }
+    rng = random.Random(f"{seed}-orders-changes")
+    folders, deleted, next_id = [], [], items
+    size = max(3, items // 50)
+    for k in range(increments):
+        start = _full_export_time(seed) + timedelta(hours=k)
+        end = start + timedelta(hours=1)
+        view = "NEW_IMAGE" if k == increments - 1 else "NEW_AND_OLD_IMAGES"
+        lines: list[dict[str, Any]] = []
+
+        def written(
+            keys: dict[str, Any],
+            old: dict | None,
+            new: dict | None,
+            into: list = lines,
+            start: datetime = start,
+            view: str = view,
+        ) -> None:
+            into.append(_change_line(rng, start, view, keys, old, new))
+
+        touched = rng.sample(sorted(state), min(len(state), 2 * size))
+        for key in touched[:size]:  # updates
+            old = state[key]
+            new = dict(old, status=s(rng.choice(STATUSES)), quantity=n(rng.randint(1, 20)))
+            if "coupon" in new and rng.random() < 0.7:
+                del new["coupon"]  # an update that removes an attribute
+            written(_order_key(old), old, new)
+            state[key] = new
+        for key in touched[size:]:  # deletes
+            old = state.pop(key)
+            written(_order_key(old), old, None)
+            deleted.append(old)
+        for _ in range(size):  # inserts
+            item = order_item(next_id, rng)
+            next_id += 1
+            written(_order_key(item), None, item)
+            state[json.dumps(_order_key(item), sort_keys=True)] = item
+        if k >= 1 and deleted:  # an order deleted earlier, created again
+            again = dict(deleted[0], status=s("PLACED"))
+            written(_order_key(again), None, again)
+            state[json.dumps(_order_key(again), sort_keys=True)] = again
+            deleted.pop(0)
+        rng.shuffle(lines)
+        middle = len(lines) // 2
+        folders.append(
+            write_export(
+                out,
+                table.name,
+                [iter(()), iter(lines[:middle]), iter(lines[middle:])],
+                end + timedelta(minutes=5),
+                rng,
+                window=(start, end, view),
+            )
+        )
+    return folders

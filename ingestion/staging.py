@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from ingestion import decode, ledger
+from ingestion import decode, faults, ledger
 from ingestion.manifest import FULL, Export
 from ingestion.naming import quote_table
 from ingestion.schema import METADATA_COLUMNS, Schema
@@ -76,10 +76,10 @@ def read_export(
     )
     return (
         lines.transform(decode.with_envelope)
-        .transform(decode.with_image)
-        .transform(decode.with_typed_columns(schema, schema.table))
         .withColumn("_operation", operation)
         .withColumn("_version", version)
+        .transform(decode.with_image)
+        .transform(decode.with_typed_columns(schema, schema.table))
         .withColumn("_source", F.lit(export.export_arn))
         .withColumn("_batch_id", F.lit(batch_id))
         .withColumn("_ingested_at", F.timestamp_micros(F.lit(_micros(ingested_at))))
@@ -149,7 +149,9 @@ def stage_export(
             .options(
                 **{
                     f"snapshot-property.{k}": v
-                    for k, v in ledger.snapshot_properties(ledger.entry_for(export, batch_id)).items()
+                    for k, v in ledger.snapshot_properties(
+                        ledger.entry_for(export, batch_id)
+                    ).items()
                 }
             )
             .append()
@@ -158,6 +160,7 @@ def stage_export(
         raise StagingError(
             f"{table.name}: nothing staged from {export.folder}: {spark_reason(exc)}"
         ) from exc
+    faults.point("after-staging-commit")
     metrics = observation.get
     drift = drift_report(spark, table.name, batch_id) if metrics.get("drifted") else []
     return StagedBatch(

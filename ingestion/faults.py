@@ -1,0 +1,15 @@
+"""Fault injection for the crash tests: ``LAKEHOUSE_FAULT=<point>`` kills the process (SIGKILL,
+as ``kill -9`` would) when it reaches that point. Unset, it does nothing.
+
+Points: ``after-staging-commit`` (a batch and its ledger entry are committed, nothing merged yet).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+
+def point(name: str) -> None:
+    if os.environ.get("LAKEHOUSE_FAULT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
