@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     table = get_table(args.table)
     runs = []
     for items in (args.small, args.items):
-        folder = sample.write_samples(scratch / f"exports-{items}", items, seed=1, tables=[args.table])[
-            args.table
-        ]
+        folder = sample.write_samples(
+            scratch / f"exports-{items}", items, seed=1, tables=[args.table]
+        )[args.table]
         export = manifest.read_export(folder, verify=False)
         paths = [str(f.path) for f in export.files]
         spark.read.text(paths).count()  # warm-up: file listing, JIT
@@ -117,14 +117,17 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
         },
         "spark": {
-            k: conf[k] for k in ("spark.master", "spark.driver.memory", "spark.sql.shuffle.partitions")
+            k: conf[k]
+            for k in ("spark.master", "spark.driver.memory", "spark.sql.shuffle.partitions")
         },
         "command": f".venv/bin/python bench/detect_schema.py --items {args.items} --small {args.small} --table {args.table}",
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "detect_schema.json").write_text(json.dumps(figures, indent=2) + "\n")
     print(json.dumps(figures, indent=2))
-    print("\n| items | floor s | detect s | items/s | detect / floor | peak heap MB (floor / detect) |")
+    print(
+        "\n| items | floor s | detect s | items/s | detect / floor | peak heap MB (floor / detect) |"
+    )
     print("|---|---|---|---|---|---|")
     for r in runs:
         print(

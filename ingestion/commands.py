@@ -308,6 +308,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     folders = sample.write_samples(settings.lakehouse_home() / "samples", args.items, args.seed)
     expected = {t: manifest.read_export(f, verify=False).item_count for t, f in folders.items()}
     print(f"sample exports written under {settings.lakehouse_home() / 'samples'}")
+    chain = sample.write_orders_chain(
+        settings.lakehouse_home() / "samples",
+        args.items or sample.SAMPLE_TABLES["orders"].default_items,
+        args.seed,
+    )
     for table, folder in folders.items():
         spark_submit(["ingest", "--table", table, str(folder)])
     counts = _merge([get_table(t) for t in folders])
@@ -326,6 +331,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             ],
         )
     )
+    print(f"\nthen {len(chain)} incremental exports of orders (the last one NEW_IMAGE), in order:")
+    spark_submit(["ingest", "--table", "orders", *map(str, chain)])
+    _merge([get_table("orders")])
     example = (
         "select id, title, author, price, pages from lakehouse.books "
         "order by price desc, id limit 5"

@@ -76,13 +76,18 @@ select * from final
 
 
 def _key_tests(table: TableConfig) -> tuple[str, str]:
-    """Column-level tests for a single key; a model-level combination test for two."""
+    """Column-level tests for a single key, a model-level combination test for two; and the
+    tests of the final table against its change log."""
+    against_staging = "".join(
+        f"\n      - {test}:\n          arguments:\n            table: {table.name}"
+        for test in ("dynamodb_no_deleted_keys", "dynamodb_rows_match_latest_changes")
+    )
     if table.sort_key is None:
-        return "\n        data_tests: [unique, not_null]", ""
+        return "\n        data_tests: [unique, not_null]", "\n    data_tests:" + against_staging
     keys = ", ".join(k.column for k in table.keys)
     model_tests = (
         "\n    data_tests:\n      - unique_combination_of_columns:\n"
-        f"          arguments:\n            combination_of_columns: [{keys}]"
+        f"          arguments:\n            combination_of_columns: [{keys}]" + against_staging
     )
     return "\n        data_tests: [not_null]", model_tests
 

@@ -188,6 +188,13 @@ def test_delete_only_export_then_rerun(spark, clean_lakehouse, chain, tmp_path: 
     counts = sync(spark, [deletes])  # re-run: nothing, no error
     assert (counts[0].inserted, counts[0].updated, counts[0].deleted) == (0, 0, 0)
     assert_final_equals(spark, [*chain, deletes])
+    # The data tests catch a deleted key present in the final table.
+    spark.sql(
+        "insert into lake.lakehouse.orders select * from lake.staging.orders "
+        f"where customer_id = '{victims[0][0]}' and order_id = '{victims[0][1]}' and _operation != 'delete' limit 1"
+    )
+    with pytest.raises(merge.DbtError, match="dbt test"):
+        merge.dbt_invoke(["test", "--select", "orders"])
 
 
 def test_kill_after_staging_commit_then_sync_again(spark, clean_lakehouse, chain) -> None:
