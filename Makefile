@@ -30,6 +30,7 @@ lint: setup ## ruff and mypy
 bench: setup ## benchmarks (not part of CI); writes bench/results/
 	$(BIN)/python bench/ingest_full_export.py
 	$(BIN)/python bench/detect_schema.py
+	$(BIN)/python bench/incremental_apply.py
 
 clean: ## remove the embedded lakehouse and dbt's output (keeps .venv)
 	rm -rf .lakehouse target logs

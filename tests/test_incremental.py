@@ -19,6 +19,7 @@ import pytest
 from reference import expected, same
 
 from ingestion import ingest, ledger, manifest, merge, sample, schema
+from ingestion.cli import main
 from ingestion.tables import get_table
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -142,13 +143,17 @@ def test_out_of_order_export_is_refused_then_applied_in_order(
 
 
 def test_export_of_another_table_and_gaps_are_refused_unless_allowed(
-    spark, clean_lakehouse, chain, tmp_path: Path
+    spark, clean_lakehouse, chain, tmp_path: Path, capsys
 ) -> None:
     orders = get_table("orders")
     with pytest.raises(ledger.ChainError, match="no full export yet"):
         ingest.ingest_export(spark, orders, str(chain[1]))
     books = sample.write_samples(tmp_path, 5, 1, ["books"])["books"]
     ingest.ingest_export(spark, orders, str(chain[0]))
+    assert main(["status", "--table", "orders"]) == 0
+    status = capsys.readouterr().out
+    assert "orders: 1 source(s) in the ledger" in status
+    assert f"staged rows not merged yet: {ITEMS} (1 batch(es)); final rows: 0" in status
     with pytest.raises(ledger.ChainError, match="table/books"):
         ingest.ingest_export(spark, orders, str(books))
     result = ingest.ingest_export(spark, orders, str(chain[2]), allow_gap=True)
