@@ -191,13 +191,14 @@ def test_new_attribute_becomes_a_column_and_misfits_are_kept_then_adopted(
     before = ingest.ingest_export(spark, table, str(_later_export(tmp_path, first, 0)))
     merge.run_merge(spark, [table])
 
-    # A later export: a new attribute, and a value that does not fit bigint.
+    # A later full export (the whole table): a new attribute, and a value that does not fit bigint.
     second = [
+        {"id": S("a"), "pages": N(100), "title": S("A")},
         {"id": S("b"), "pages": N("3.5"), "title": S("B2"), "Added-Later": {"M": {"k": N(1)}}},
         {"id": S("c"), "pages": N(300), "title": S("C")},
     ]
     result = ingest.ingest_export(spark, table, str(_later_export(tmp_path, second, 1)))
-    assert result.rows == 2
+    assert result.rows == 3
     assert any("added_later" in change for change in result.schema_changes)
     assert [(d.attribute, d.rows, json.loads(d.example)) for d in result.drift] == [
         ("pages", 1, {"N": "3.5"})
