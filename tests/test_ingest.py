@@ -171,3 +171,19 @@ def test_damaged_export_is_refused_before_spark_reads_it(
     with pytest.raises(manifest.ExportError, match="MD5"):
         ingest_export(spark, get_table("books"), str(books_export))
     assert _snapshots(spark, "books") == 0
+
+
+def test_line_count_differing_from_item_count_is_refused_before_staging(
+    spark, clean_lakehouse, books_export
+) -> None:
+    export = manifest.read_export(books_export, verify=False)
+    data_file = next(f.path for f in export.files if f.item_count)
+    lines = gzip.decompress(data_file.read_bytes()).decode().splitlines()
+    data_file.write_bytes(gzip.compress(("\n".join(lines[1:]) + "\n").encode()))  # one line less
+    _rewrite_manifest_md5(books_export, data_file)  # the MD5 agrees: only the count is wrong
+    with pytest.raises(manifest.ExportError) as failure:
+        ingest_export(spark, get_table("books"), str(books_export))
+    message = str(failure.value)
+    assert data_file.name in message and f"{len(lines) - 1} lines" in message
+    assert f"itemCount {len(lines)}" in message and "nothing staged" in message
+    assert _snapshots(spark, "books") == 0
