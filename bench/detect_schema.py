@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+import results_file  # bench/ is on sys.path when a benchmark runs as a script
 
 
 def _peak_heap_mb(spark, work: Callable[[], object]) -> tuple[object, float, float]:
@@ -64,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import functions as F
 
     from ingestion import decode, detect, manifest, sample
-    from ingestion.spark_config import build_spark, spark_conf
+    from ingestion.spark_config import build_spark
     from ingestion.tables import get_table
 
     spark = build_spark("bench detect-schema")
@@ -106,25 +105,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(json.dumps(runs[-1]), flush=True)
 
-    conf = spark_conf()
-    figures = {
-        "benchmark": "detect_schema",
-        "table": args.table,
-        "runs": runs,
-        "machine": {
-            "cores": os.cpu_count(),
-            "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30),
-            "python": platform.python_version(),
-        },
-        "spark": {
-            k: conf[k]
-            for k in ("spark.master", "spark.driver.memory", "spark.sql.shuffle.partitions")
-        },
-        "command": f".venv/bin/python bench/detect_schema.py --items {args.items} --small {args.small} --table {args.table}",
-    }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "detect_schema.json").write_text(json.dumps(figures, indent=2) + "\n")
-    print(json.dumps(figures, indent=2))
+    results_file.write(
+        "detect_schema",
+        {"table": args.table, "runs": runs},
+        f".venv/bin/python bench/detect_schema.py --items {args.items} --small {args.small} --table {args.table}",
+    )
     print(
         "\n| items | floor s | detect s | items/s | detect / floor | peak heap MB (floor / detect) |"
     )

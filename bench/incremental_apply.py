@@ -13,14 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+import results_file  # bench/ is on sys.path when a benchmark runs as a script
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
     from ingestion import ingest, manifest, merge, sample
-    from ingestion.spark_config import build_spark, spark_conf
+    from ingestion.spark_config import build_spark
     from ingestion.tables import get_table
 
     full = sample.write_samples(scratch / "exports", args.items, seed=1, tables=["orders"])[
@@ -83,45 +82,36 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     counts, _ = merge.run_merge(spark, [orders])
     merge_s = time.monotonic() - started
-    summary = (
-        merge.latest_summary(spark, "orders")
-        if hasattr(merge, "latest_summary")
-        else dict(
-            spark.table("lake.lakehouse.orders.snapshots")
-            .orderBy("committed_at", ascending=False)
-            .first()["summary"]
-        )
+    latest = (
+        spark.table("lake.lakehouse.orders.snapshots")
+        .orderBy("committed_at", ascending=False)
+        .first()
     )
-    conf = spark_conf()
-    figures = {
-        "benchmark": "incremental_apply",
-        "table_rows": args.items,
-        "changes": len(lines),
-        "deletes": sum(1 for line in lines if "NewImage" not in line),
-        "baseline_full_ingest_and_merge_seconds": round(baseline_s, 1),
-        "incremental_ingest_seconds": round(ingest_s, 1),
-        "merge_seconds": round(merge_s, 1),
-        "inserted_updated_deleted": [counts[0].inserted, counts[0].updated, counts[0].deleted],
-        "merge_commit": {
-            k: summary.get(k)
-            for k in (
-                "added-data-files",
-                "added-records",
-                "added-delete-files",
-                "added-position-deletes",
-                "total-data-files",
-            )
+    assert latest is not None
+    summary = dict(latest["summary"])
+    results_file.write(
+        "incremental_apply",
+        {
+            "table_rows": args.items,
+            "changes": len(lines),
+            "deletes": sum(1 for line in lines if "NewImage" not in line),
+            "baseline_full_ingest_and_merge_seconds": round(baseline_s, 1),
+            "incremental_ingest_seconds": round(ingest_s, 1),
+            "merge_seconds": round(merge_s, 1),
+            "inserted_updated_deleted": [counts[0].inserted, counts[0].updated, counts[0].deleted],
+            "merge_commit": {
+                k: summary.get(k)
+                for k in (
+                    "added-data-files",
+                    "added-records",
+                    "added-delete-files",
+                    "added-position-deletes",
+                    "total-data-files",
+                )
+            },
         },
-        "machine": {"cores": os.cpu_count(), "python": platform.python_version()},
-        "spark": {
-            k: conf[k]
-            for k in ("spark.master", "spark.driver.memory", "spark.sql.shuffle.partitions")
-        },
-        "command": f".venv/bin/python bench/incremental_apply.py --items {args.items}",
-    }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "incremental_apply.json").write_text(json.dumps(figures, indent=2) + "\n")
-    print(json.dumps(figures, indent=2))
+        f".venv/bin/python bench/incremental_apply.py --items {args.items}",
+    )
     spark.stop()
     return 0
 

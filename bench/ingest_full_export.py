@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import os
-import platform
 import tempfile
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+import results_file  # bench/ is on sys.path when a benchmark runs as a script
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ingestion import decode, manifest, sample
     from ingestion.ingest import ingest_export
-    from ingestion.spark_config import build_spark, spark_conf
+    from ingestion.spark_config import build_spark
     from ingestion.tables import get_table
 
     started = time.monotonic()
@@ -66,34 +64,23 @@ def main(argv: list[str] | None = None) -> int:
     ingest_s = time.monotonic() - started
     assert result.rows == floor_rows == args.items, (result.rows, floor_rows)
 
-    conf = spark_conf()
-    figures = {
-        "benchmark": "ingest_full_export",
-        "table": args.table,
-        "items": args.items,
-        "compressed_mb": round(compressed / 1e6, 1),
-        "raw_mb": round(raw / 1e6, 1),
-        "floor_seconds": round(floor_s, 2),
-        "ingest_seconds": round(ingest_s, 2),
-        "ingest_items_per_s": round(args.items / ingest_s),
-        "ingest_raw_mb_per_s": round(raw / 1e6 / ingest_s, 1),
-        "ingest_compressed_mb_per_s": round(compressed / 1e6 / ingest_s, 2),
-        "ratio_to_floor": round(ingest_s / floor_s, 2),
-        "sample_generation_seconds": round(generate_s, 1),
-        "machine": {
-            "cores": os.cpu_count(),
-            "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30),
-            "python": platform.python_version(),
+    figures = results_file.write(
+        "ingest_full_export",
+        {
+            "table": args.table,
+            "items": args.items,
+            "compressed_mb": round(compressed / 1e6, 1),
+            "raw_mb": round(raw / 1e6, 1),
+            "floor_seconds": round(floor_s, 2),
+            "ingest_seconds": round(ingest_s, 2),
+            "ingest_items_per_s": round(args.items / ingest_s),
+            "ingest_raw_mb_per_s": round(raw / 1e6 / ingest_s, 1),
+            "ingest_compressed_mb_per_s": round(compressed / 1e6 / ingest_s, 2),
+            "ratio_to_floor": round(ingest_s / floor_s, 2),
+            "sample_generation_seconds": round(generate_s, 1),
         },
-        "spark": {
-            k: conf[k]
-            for k in ("spark.master", "spark.driver.memory", "spark.sql.shuffle.partitions")
-        },
-        "command": f"make bench  # = .venv/bin/python bench/ingest_full_export.py --items {args.items} --table {args.table}",
-    }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "ingest_full_export.json").write_text(json.dumps(figures, indent=2) + "\n")
-    print(json.dumps(figures, indent=2))
+        f"make bench  # = .venv/bin/python bench/ingest_full_export.py --items {args.items} --table {args.table}",
+    )
     print(
         "\n| benchmark | items | raw MB | floor s | ingest s | items/s | raw MB/s | ingest / floor |\n"
         "|---|---|---|---|---|---|---|---|\n"
