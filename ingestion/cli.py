@@ -16,6 +16,28 @@ from ingestion import settings
 log = logging.getLogger("ddb-lakehouse")
 
 
+def _stream_arguments(p: argparse.ArgumentParser, required: bool) -> None:
+    p.add_argument(
+        "--stream",
+        required=required,
+        metavar="LOCATION",
+        help="where the stream's Lambda writes change files (s3://BUCKET/PREFIX or a folder); "
+        "the table's files are under LOCATION/<table>/",
+    )
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=5.0,
+        help="only files older than this many seconds (default 5)",
+    )
+    p.add_argument(
+        "--max-files",
+        type=int,
+        default=1000,
+        help="at most this many change files per commit (default 1000; the rest next time)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ddb-lakehouse",
@@ -44,12 +66,45 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--sort-key", metavar="ATTR:TYPE")
 
     p = sub.add_parser(
-        "ingest", help="stage exports (folders .../AWSDynamoDB/<ExportId>), in order"
+        "ingest",
+        help="stage exports (folders .../AWSDynamoDB/<ExportId>), in order, or stream change files",
     )
     p.add_argument("--table", required=True)
-    p.add_argument("sources", nargs="+", metavar="EXPORT_FOLDER")
+    p.add_argument("sources", nargs="*", metavar="EXPORT_FOLDER")
     p.add_argument(
         "--allow-gap", action="store_true", help="accept an export that leaves a gap in the chain"
+    )
+    _stream_arguments(p, required=False)
+
+    p = sub.add_parser(
+        "watch",
+        help="every --interval seconds: ingest new stream change files and merge (one Spark session)",
+    )
+    p.add_argument("--table", required=True)
+    _stream_arguments(p, required=True)
+    p.add_argument(
+        "--interval", type=float, default=60.0, help="seconds between ticks (default 60)"
+    )
+    p.add_argument(
+        "--ticks", type=int, help="stop after this many ticks (default: run until stopped)"
+    )
+    p.add_argument(
+        "--test-every",
+        type=int,
+        default=10,
+        help="run `dbt test` every N ticks that merged something (default 10; 1 = every tick)",
+    )
+    p.add_argument(
+        "--maintain-every",
+        type=int,
+        default=60,
+        help="compact the final table every N ticks (default 60; 0 = never)",
+    )
+    p.add_argument(
+        "--max-failures",
+        type=int,
+        default=5,
+        help="stop after this many failed ticks in a row (default 5)",
     )
 
     p = sub.add_parser(

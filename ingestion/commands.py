@@ -17,7 +17,9 @@ from pyspark.sql import functions as F
 from ingestion import catalog, manifest, onboarding, sample, schema, settings, spark_config, staging
 from ingestion.merge import DbtError, MergeCounts
 from ingestion.report import format_table, write_rows
+from ingestion.streams import StreamError
 from ingestion.tables import TableConfig, TableConfigError, get_table, load_tables
+from ingestion.watch import WatchError
 
 log = logging.getLogger("ddb-lakehouse")
 
@@ -33,6 +35,8 @@ USER_ERRORS = (
     spark_config.ConfigError,
     DbtError,
     SubmitError,
+    WatchError,
+    StreamError,
     onboarding.OnboardingError,
     schema.SchemaError,
     AnalysisException,
@@ -239,7 +243,50 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    return _ingest(get_table(args.table), args.sources, args.allow_gap)
+    table = get_table(args.table)
+    if args.stream and args.sources:
+        raise TableConfigError("give export folders or --stream, not both")
+    if args.stream:
+        return _ingest_stream(table, args)
+    if not args.sources:
+        raise TableConfigError("nothing to ingest: give export folders, or --stream LOCATION")
+    return _ingest(table, args.sources, args.allow_gap)
+
+
+def _ingest_stream(table: TableConfig, args: argparse.Namespace) -> int:
+    from ingestion.streams import ingest_stream
+
+    spark = spark_config.build_spark(f"ingest {table.name} stream")
+    r = ingest_stream(spark, table, args.stream, args.settle, args.max_files)
+    newest = r.newest_change.isoformat() if r.newest_change else "-"
+    print(
+        f"{r.table}: {r.files} change files staged ({r.changes} changes, newest {newest}) from "
+        f"{r.location} in {r.seconds:.1f}s; {r.cleaned} files deleted, {r.pending} left"
+    )
+    for change in r.schema_changes:
+        print(f"{r.table}: {change}")
+    if r.drift:
+        _print_drift(list(r.drift))
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from ingestion.watch import WatchOptions, watch
+
+    table = get_table(args.table)
+    options = WatchOptions(
+        stream=args.stream,
+        interval=args.interval,
+        ticks=args.ticks,
+        settle=args.settle,
+        max_files=args.max_files,
+        test_every=args.test_every,
+        maintain_every=args.maintain_every,
+        max_failures=args.max_failures,
+    )
+    spark = spark_config.build_spark(f"watch {table.name}")
+    watch(spark, table, options, report=lambda line: print(line, flush=True))
+    return 0
 
 
 def _print_merge(counts: list[MergeCounts], seconds: float) -> None:

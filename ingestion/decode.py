@@ -47,8 +47,22 @@ ENVELOPE = T.StructType(
                 ]
             ),
         ),
+        # Stream change files (ingestion.stream_writer) only; null in export lines.
+        T.StructField("SequenceNumber", T.StringType()),
+        T.StructField("ApproximateCreationDateTime", T.StringType()),  # the number's text
+        T.StructField("eventName", T.StringType()),
+        T.StructField(
+            "userIdentity",
+            T.StructType(
+                [
+                    T.StructField("type", T.StringType()),
+                    T.StructField("principalId", T.StringType()),
+                ]
+            ),
+        ),
     ]
 )
+TTL_PRINCIPAL = "dynamodb.amazonaws.com"
 NEW_ATTRIBUTES = "dynamodb-lakehouse: attributes not in the schema yet"
 
 
@@ -96,6 +110,48 @@ def change_columns(
         f"{_fail('a change has no valid Metadata.WriteTimestampMicros in ')} end"
     )
     return operation, version
+
+
+def stream_change_columns() -> tuple[F.Column, F.Column, F.Column]:
+    """(``_operation``, ``_version``, ``_sequence``) of a stream change-file line.
+
+    ``eventName`` decides the operation: INSERT -> insert, MODIFY -> update, REMOVE -> delete,
+    or ``ttl_delete`` when DynamoDB's TTL removed the item (``userIdentity.principalId`` is
+    ``dynamodb.amazonaws.com``). ``ApproximateCreationDateTime`` is rounded down to the second
+    (or millisecond), so the version is the END of that second in microseconds: an upper bound of
+    the write time, never older than an export's snapshot of that same second (a change must
+    never lose to a snapshot taken before it). Within one version ``_sequence`` (the
+    SequenceNumber, zero-padded to 40 digits so text order is number order) orders changes."""
+    line = "`_line`"
+    event = f"{line}.eventName"
+    ttl = (
+        f"{line}.userIdentity.principalId = {sql_string(TTL_PRINCIPAL)} "
+        f"and {line}.userIdentity.type = 'Service'"
+    )
+    no_image = _fail(
+        "a stream change without NewImage (the stream's view type must be NEW_IMAGE or "
+        "NEW_AND_OLD_IMAGES) in "
+    )
+    operation = F.expr(
+        f"case when {event} = 'REMOVE' then (case when {ttl} then 'ttl_delete' else 'delete' end) "
+        f"when {event} in ('INSERT', 'MODIFY') and {line}.NewImage is null then {no_image} "
+        f"when {event} = 'INSERT' then 'insert' when {event} = 'MODIFY' then 'update' "
+        f"else {_fail('a stream change whose eventName is not INSERT, MODIFY or REMOVE in ')} end"
+    )
+    created = f"{line}.ApproximateCreationDateTime"
+    version = F.expr(
+        f"case when {created} rlike '^[0-9]{{1,11}}$' then cast({created} as bigint) * 1000000 "
+        "+ 999999 "
+        f"when {created} rlike '^[0-9]{{1,11}}[.][0-9]+$' then "
+        f"cast(floor(cast({created} as decimal(30, 12)) * 1000) as bigint) * 1000 + 999 "
+        f"else {_fail('a stream change without a valid ApproximateCreationDateTime in ')} end"
+    )
+    number = f"{line}.SequenceNumber"
+    sequence = F.expr(
+        f"case when {number} rlike '^[0-9]{{1,40}}$' then lpad({number}, 40, '0') "
+        f"else {_fail('a stream change without a valid SequenceNumber in ')} end"
+    )
+    return operation, version, sequence
 
 
 # --- one value -> its column value --------------------------------------------------------------

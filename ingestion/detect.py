@@ -91,11 +91,21 @@ def detect_export(
     overrides: dict | None = None,
 ) -> schema.Schema:
     """Detect the schema of ``table`` from every item of ``export``."""
+    return detect_images(export_images(spark, export), table, overrides, export.export_arn)
+
+
+def stream_images(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """The images of stream change files (a REMOVE's OldImage or Keys included)."""
+    return spark.read.text(paths).transform(decode.with_envelope).transform(decode.with_image)
+
+
+def detect_images(
+    images: DataFrame, table: TableConfig, overrides: dict | None, source: str
+) -> schema.Schema:
+    """Detect the schema of ``table`` from every image in ``images``."""
     started = time.monotonic()
-    stats = statistics(export_images(spark, export))
-    detected = schema.resolve(
-        table.name, stats, table.key_descriptors, overrides, source=export.export_arn
-    )
+    stats = statistics(images)
+    detected = schema.resolve(table.name, stats, table.key_descriptors, overrides, source=source)
     log.info(
         "%s: schema detected from %d items (%d attributes, %d conflicts) in %.1fs",
         table.name,

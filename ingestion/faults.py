@@ -1,7 +1,9 @@
 """Fault injection for the crash tests: ``LAKEHOUSE_FAULT=<point>`` kills the process (SIGKILL,
 as ``kill -9`` would) when it reaches that point. Unset, it does nothing.
 
-Points: ``after-staging-commit`` (a batch and its ledger entry are committed, nothing merged yet).
+Points: ``after-staging-commit`` (a batch and its ledger entry are committed, nothing merged yet);
+``after-stream-commit`` (change files staged, none deleted yet); ``during-stream-cleanup`` (the
+first of them deleted, the others not).
 """
 
 from __future__ import annotations

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion import decode, detect, ledger, manifest, schema, staging
@@ -50,36 +51,70 @@ def with_keys(table: TableConfig, current: schema.Schema) -> schema.Schema:
     )
 
 
+Images = Callable[[], DataFrame]
+
+
 def table_schema(
     spark: SparkSession, table: TableConfig, export: manifest.Export
 ) -> tuple[schema.Schema, list[str]]:
     """The schema to stage ``export`` with; detected (and written) when the file is missing or
     incomplete. Returns it and what changed, for the run summary."""
+    return schema_for(
+        table, export.export_id, lambda: detect.export_images(spark, export), export.export_arn
+    )
+
+
+def schema_for(
+    table: TableConfig, label: str, images: Images, source: str
+) -> tuple[schema.Schema, list[str]]:
+    """The table's schema from its file; detected from ``images`` (and written) when the file is
+    missing or incomplete. Returns it and what changed, for the run summary."""
     existing = schema.load_schema(table.name, declared_keys(table))
     if existing is not None and existing.complete:
         return with_keys(table, schema.from_file(existing)), []
-    detected = detect.detect_export(spark, export, table, existing.overrides if existing else None)
+    detected = detect.detect_images(
+        images(), table, existing.overrides if existing else None, source
+    )
     path = schema.write_schema(detected)
-    changes = [f"schema detected from {export.export_id} ({detected.items} items): {path}"]
+    changes = [f"schema detected from {label} ({detected.items} items): {path}"]
     changes += [f"conflict: {c}" for c in detected.conflicts]
     return with_keys(table, detected), changes
 
 
-def _add_new_attributes(
-    spark: SparkSession, table: TableConfig, export: manifest.Export, current: schema.Schema
+def add_new_attributes(
+    table: TableConfig, label: str, images: Images, source: str, current: schema.Schema
 ) -> tuple[schema.Schema, list[str]]:
-    """Detect the attributes of ``export`` the schema lacks and append them to the schema file."""
+    """Detect the attributes of ``images`` the schema lacks and append them to the schema file."""
     existing = schema.load_schema(table.name, declared_keys(table))
     overrides = existing.overrides if existing else {}
-    detected = detect.detect_export(spark, export, table, overrides)
+    detected = detect.detect_images(images(), table, overrides, source)
     added = [a for a in detected.attributes if current.get(a.name) is None]
     updated = current.with_attributes(added)
     schema.check_columns(updated)
     path = schema.write_schema(updated)
     names = ", ".join(f"{a.name!r} ({a.column} {a.type.sql()})" for a in added)
-    log.info("%s: new attributes in %s: %s; added to %s", table.name, export.export_id, names, path)
+    log.info("%s: new attributes in %s: %s; added to %s", table.name, label, names, path)
     conflicts = [c for c in detected.conflicts if any(f"attribute {a.name!r}" in c for a in added)]
     return updated, [f"new columns: {names}"] + [f"conflict: {c}" for c in conflicts]
+
+
+def stage_with_evolution(
+    stage: Callable[[schema.Schema], staging.StagedBatch],
+    table: TableConfig,
+    label: str,
+    images: Images,
+    source: str,
+    current: schema.Schema,
+) -> tuple[staging.StagedBatch, list[str]]:
+    """``stage(current)``; when the batch holds attributes the schema lacks, add them to the
+    schema file and stage again (the first attempt committed nothing)."""
+    try:
+        return stage(current), []
+    except staging.StagingError as exc:
+        if decode.NEW_ATTRIBUTES not in str(exc):
+            raise
+    updated, added = add_new_attributes(table, label, images, source, current)
+    return stage(updated), added
 
 
 def check_line_counts(spark: SparkSession, export: manifest.Export) -> None:
@@ -123,14 +158,15 @@ def ingest_export(
     ledger.check_chain(applied, export, allow_gap)
     check_line_counts(spark, export)
     current, changes = table_schema(spark, table, export)
-    try:
-        batch = staging.stage_export(spark, export, table, current)
-    except staging.StagingError as exc:
-        if decode.NEW_ATTRIBUTES not in str(exc):
-            raise
-        current, added = _add_new_attributes(spark, table, export, current)
-        changes += added
-        batch = staging.stage_export(spark, export, table, current)
+    batch, added = stage_with_evolution(
+        lambda columns: staging.stage_export(spark, export, table, columns),
+        table,
+        export.export_id,
+        lambda: detect.export_images(spark, export),
+        export.export_arn,
+        current,
+    )
+    changes += added
     result = IngestResult(
         table=table.name,
         source=export.export_arn,

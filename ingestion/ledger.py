@@ -24,6 +24,8 @@ SOURCE, BATCH, KIND, TABLE_ARN, START, END = (
     PREFIX + k for k in ("source", "batch-id", "kind", "table-arn", "from", "to")
 )
 LEDGER = PREFIX + "ledger"  # JSON list of every entry, written by a rebuild
+FILES = PREFIX + "files"  # a stream batch: its change files, one name per line
+STREAM = "STREAM"  # the kind of a batch of stream change files
 
 
 class ChainError(ExportError):
@@ -39,6 +41,11 @@ class Entry:
     start: str | None  # ISO-8601: full export: exportTime; incremental: exportFromTime
     end: str | None  # full export: exportTime; incremental: exportToTime
     committed_at: str = ""
+    files: str = ""  # STREAM: the change files staged, one name per line
+
+    @property
+    def file_names(self) -> set[str]:
+        return set(self.files.splitlines())
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -65,6 +72,7 @@ def snapshot_properties(entry: Entry) -> dict[str, str]:
         TABLE_ARN: entry.table_arn,
         START: entry.start,
         END: entry.end,
+        FILES: entry.files or None,
     }
     return {k: v for k, v in values.items() if v is not None}
 
@@ -98,6 +106,7 @@ def entries(spark: SparkSession, table: str) -> list[Entry]:
                 summary.get(START),
                 summary.get(END),
                 row["committed_at"].isoformat(),
+                summary.get(FILES, ""),
             )
     return list(found.values())
 
@@ -105,6 +114,21 @@ def entries(spark: SparkSession, table: str) -> list[Entry]:
 def carried(spark: SparkSession, table: str) -> str:
     """Every entry as JSON, for a commit that replaces the table (``rebuild``)."""
     return json.dumps([asdict(e) for e in entries(spark, table)])
+
+
+def stream_source(location: str, batch_id: str) -> str:
+    """The ledger source of one stream batch: the stream folder and the batch."""
+    return f"{location}#{batch_id}"
+
+
+def staged_files(ledger: list[Entry], location: str) -> set[str]:
+    """The change files of the stream at ``location`` that the ledger holds."""
+    return {
+        name
+        for e in ledger
+        if e.kind == STREAM and e.source.startswith(location + "#")
+        for name in e.file_names
+    }
 
 
 def check_chain(ledger: list[Entry], export: Export, allow_gap: bool = False) -> None:

@@ -62,7 +62,7 @@ final as (
 
     select * from latest_changes
     {{% if not is_incremental() %}}
-    where `_operation` != 'delete'
+    where `_operation` not in {{{{ dynamodb_delete_operations('{table}') }}}}
       and `_version` >= (
         select coalesce(max(`_version`), 0) from {{{{ ref('stg_dynamodb__{table}') }}}}
         where `_operation` = 'snapshot'
@@ -115,11 +115,13 @@ def final_yml(table: TableConfig) -> str:
         )
     lines += [
         "      - name: _operation",
-        "        description: The last change applied to the row (snapshot, insert, update, upsert).",
+        "        description: The last change applied to the row (snapshot, insert, update, upsert; ttl_delete when the table keeps TTL expiries).",
         "        data_tests: [not_null]",
         "      - name: _version",
-        "        description: Version of the row (DynamoDB write time or export time, epoch microseconds).",
+        "        description: Version of the row (DynamoDB write time or export time, epoch microseconds; for a stream change the end of its second).",
         "        data_tests: [not_null]",
+        "      - name: _sequence",
+        "        description: The stream record's SequenceNumber (zero-padded to 40 digits) that orders changes within one version; null for exports.",
         "      - name: _source",
         "        description: ARN of the export (or stream file) the row's version came from.",
         "      - name: _source_file",

@@ -38,6 +38,7 @@ from ingestion.naming import column_name, quote
 METADATA_COLUMNS = (
     "_operation",
     "_version",
+    "_sequence",
     "_source",
     "_source_file",
     "_batch_id",

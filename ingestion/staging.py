@@ -45,6 +45,8 @@ class StagedBatch:
     rows: int
     skipped: bool  # the source was already in the ledger
     drift: tuple[Drift, ...] = ()
+    newest_version: int | None = None  # the highest _version staged
+    ingested_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,31 @@ def applied_sources(spark: SparkSession, table: str) -> set[str]:
     return {e.source for e in ledger.entries(spark, table)}
 
 
+def staging_rows(
+    lines: DataFrame,
+    columns: tuple[F.Column, F.Column, F.Column],
+    schema: Schema,
+    source: str,
+    batch_id: str,
+    ingested_at: datetime,
+) -> DataFrame:
+    """Lines of DynamoDB JSON (``value``) as staging rows: typed columns, raw image, metadata.
+    ``columns`` gives each line's (``_operation``, ``_version``, ``_sequence``)."""
+    operation, version, sequence = columns
+    return (
+        lines.transform(decode.with_envelope)
+        .withColumn("_operation", operation)
+        .withColumn("_version", version)
+        .withColumn("_sequence", sequence)
+        .transform(decode.with_image)
+        .transform(decode.with_typed_columns(schema, schema.table))
+        .withColumn("_source", F.lit(source))
+        .withColumn("_batch_id", F.lit(batch_id))
+        .withColumn("_ingested_at", F.timestamp_micros(F.lit(_micros(ingested_at))))
+        .select(*[a.column for a in schema.attributes], *METADATA_COLUMNS)
+    )
+
+
 def read_export(
     spark: SparkSession, export: Export, schema: Schema, batch_id: str, ingested_at: datetime
 ) -> DataFrame:
@@ -74,17 +101,8 @@ def read_export(
     operation, version = decode.change_columns(
         export.export_type == FULL, export.version_micros, export.output_view == "NEW_IMAGE"
     )
-    return (
-        lines.transform(decode.with_envelope)
-        .withColumn("_operation", operation)
-        .withColumn("_version", version)
-        .transform(decode.with_image)
-        .transform(decode.with_typed_columns(schema, schema.table))
-        .withColumn("_source", F.lit(export.export_arn))
-        .withColumn("_batch_id", F.lit(batch_id))
-        .withColumn("_ingested_at", F.timestamp_micros(F.lit(_micros(ingested_at))))
-        .select(*[a.column for a in schema.attributes], *METADATA_COLUMNS)
-    )
+    columns = (operation, version, F.lit(None).cast("string"))
+    return staging_rows(lines, columns, schema, export.export_arn, batch_id, ingested_at)
 
 
 def _ensure_table(spark: SparkSession, name: str, rows: DataFrame) -> None:
@@ -136,40 +154,53 @@ def stage_export(
     ingested_at = datetime.now(UTC).replace(tzinfo=None)
     batch_id = new_batch_id(ingested_at)
     rows = read_export(spark, export, schema, batch_id, ingested_at)
+    return append_batch(
+        spark, table, rows, ledger.entry_for(export, batch_id), export.folder, ingested_at
+    )
+
+
+def append_batch(
+    spark: SparkSession,
+    table: TableConfig,
+    rows: DataFrame,
+    entry: ledger.Entry,
+    where: object,
+    ingested_at: datetime,
+) -> StagedBatch:
+    """Append ``rows`` to the staging table in ONE commit whose snapshot summary is ``entry``."""
     _ensure_table(spark, table.name, rows)
     rows = _in_table_order(spark, table.name, rows)
-    observation = Observation(f"batch {batch_id}")
+    observation = Observation(f"batch {entry.batch_id}")
     observed = rows.observe(
-        observation, F.count(F.lit(1)).alias("rows"), F.count("_drift").alias("drifted")
+        observation,
+        F.count(F.lit(1)).alias("rows"),
+        F.count("_drift").alias("drifted"),
+        F.max("_version").alias("newest"),
     )
+    properties = ledger.snapshot_properties(entry)
     try:
         (
             observed.writeTo(staging_table(table.name))
             .option("merge-schema", "true")
-            .options(
-                **{
-                    f"snapshot-property.{k}": v
-                    for k, v in ledger.snapshot_properties(
-                        ledger.entry_for(export, batch_id)
-                    ).items()
-                }
-            )
+            .options(**{f"snapshot-property.{k}": v for k, v in properties.items()})
             .append()
         )
     except Exception as exc:  # a Spark job failure arrives as a Py4J error with the JVM trace
         raise StagingError(
-            f"{table.name}: nothing staged from {export.folder}: {spark_reason(exc)}"
+            f"{table.name}: nothing staged from {where}: {spark_reason(exc)}"
         ) from exc
     faults.point("after-staging-commit")
     metrics = observation.get
-    drift = drift_report(spark, table.name, batch_id) if metrics.get("drifted") else []
+    drift = drift_report(spark, table.name, entry.batch_id) if metrics.get("drifted") else []
     return StagedBatch(
         table.name,
-        export.export_arn,
-        batch_id,
+        entry.source,
+        entry.batch_id,
         int(metrics["rows"]),
         skipped=False,
         drift=tuple(drift),
+        newest_version=metrics.get("newest"),
+        ingested_at=ingested_at,
     )
 
 

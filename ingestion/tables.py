@@ -18,6 +18,7 @@ from ingestion import settings
 from ingestion.naming import column_name
 
 KEY_DESCRIPTORS = ("S", "N", "B")
+TTL_MODES = ("delete", "keep")
 _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,127}$")
 
 
@@ -42,6 +43,7 @@ class TableConfig:
     name: str
     partition_key: Key
     sort_key: Key | None = None
+    ttl_deletes: str = "delete"  # what a TTL expiry does to the final row: delete | keep
 
     @property
     def keys(self) -> tuple[Key, ...]:
@@ -73,7 +75,12 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
             "written by `ddb-lakehouse detect-schema`), not in dbt_project.yml"
         )
     sort_key = parse_key(entry["sort_key"], name) if entry.get("sort_key") else None
-    config = TableConfig(name, parse_key(entry["partition_key"], name), sort_key)
+    ttl = entry.get("ttl_deletes", "delete")
+    if ttl not in TTL_MODES:
+        raise TableConfigError(
+            f"table {name}: ttl_deletes is {ttl!r}; expected one of {', '.join(TTL_MODES)}"
+        )
+    config = TableConfig(name, parse_key(entry["partition_key"], name), sort_key, ttl)
     if sort_key and sort_key.column == config.partition_key.column:
         raise TableConfigError(
             f"table {name}: partition and sort key map to one column {sort_key.column!r}"

@@ -1,9 +1,10 @@
 {#-
   Incremental strategy `merge_with_delete`: apply the latest change per key to the final table.
 
-    - a change whose `_operation` is 'delete' deletes the row;
+    - a delete (`_operation` 'delete', or 'ttl_delete' unless the table keeps TTL expiries)
+      deletes the row;
     - any other change updates the row or inserts it;
-    - the version guard: a change not newer than the row's `_version` is ignored (re-runs and
+    - the version guard: a change not newer than the row (`_version`, then `_sequence`) is ignored (re-runs and
       exports applied out of order never roll a row back, and re-applying a change rewrites
       nothing); at equal versions a delete still applies (as in the latest-change order);
     - a full export among the merged batches re-baselines the table: a row older than its export
@@ -26,19 +27,20 @@
     {{ exceptions.raise_compiler_error(target ~ " has no " ~ required ~ " column: is it a DynamoDB final table?") }}
   {%- endfor -%}
   {%- set quoted = [] -%}
-  {%- for column in columns -%}{%- do quoted.append(lakehouse_quote(column)) -%}{%- endfor %}
+  {%- for column in columns -%}{%- do quoted.append(lakehouse_quote(column)) -%}{%- endfor -%}
+  {%- set deletes = dynamodb_delete_operations(target.identifier) %}
 merge into {{ target }} as target
 using {{ source }} as change
 on {% for key in keys -%}
   target.{{ lakehouse_quote(key) }} = change.{{ lakehouse_quote(key) }}{{ " and " if not loop.last }}
 {%- endfor %}
 {%- for predicate in predicates %} and {{ predicate }}{% endfor %}
-when matched and change.`_operation` = 'delete' and change.`_version` >= target.`_version` then delete
-when matched and change.`_operation` != 'delete' and change.`_version` > target.`_version` then update set
+when matched and change.`_operation` in {{ deletes }} and {{ dynamodb_is_newer('change', 'target', or_equal=true) }} then delete
+when matched and change.`_operation` not in {{ deletes }} and {{ dynamodb_is_newer('change', 'target') }} then update set
   {% for column in quoted -%}
   target.{{ column }} = change.{{ column }}{{ "," if not loop.last }}
   {% endfor -%}
-when not matched and change.`_operation` != 'delete' then insert ({{ quoted | join(', ') }})
+when not matched and change.`_operation` not in {{ deletes }} then insert ({{ quoted | join(', ') }})
   values ({% for column in quoted %}change.{{ column }}{{ ", " if not loop.last }}{% endfor %})
 {%- set table = target.identifier -%}
 {%- set batches = dynamodb_new_batches(table) if table in var('dynamodb_tables', {}) else [] -%}

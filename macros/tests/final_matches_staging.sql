@@ -23,7 +23,7 @@ select {% for key in keys %}final.{{ key }}{{ ", " if not loop.last }}{% endfor 
 from {{ model }} as final
 join expected
   on {% for key in keys %}final.{{ key }} = expected.{{ key }}{{ " and " if not loop.last }}{% endfor %}
-where expected.`_operation` = 'delete'
+where expected.`_operation` in {{ dynamodb_delete_operations(table) }}
 {% endtest %}
 
 {#- Fails when the final row count differs from the number of keys whose latest change is not a delete. -#}
@@ -32,7 +32,7 @@ with expected as ({{ dynamodb_expected_latest(table) }}),
 counts as (
   select
     (select count(*) from {{ model }}) as final_rows,
-    (select count(*) from expected where `_operation` != 'delete' and in_baseline) as expected_rows
+    (select count(*) from expected where `_operation` not in {{ dynamodb_delete_operations(table) }} and in_baseline) as expected_rows
 )
 select * from counts where final_rows != expected_rows
 {% endtest %}
