@@ -55,6 +55,10 @@ def cmd_sample(args: argparse.Namespace) -> int:
     folders = sample.write_samples(out, args.items, args.seed, args.table)
     for table, folder in folders.items():
         print(f"{table}: {folder}")
+    if "books" in folders:
+        items = args.items or sample.SAMPLE_TABLES["books"].default_items
+        location = sample.write_books_stream(out, items, args.seed)
+        print(f"books (stream change files): {location / 'books'}  (ingest --stream {location})")
     if "orders" in folders and args.incrementals:
         items = args.items or sample.SAMPLE_TABLES["orders"].default_items
         for folder in sample.write_orders_chain(out, items, args.seed, args.incrementals):
@@ -357,24 +361,35 @@ def cmd_demo(args: argparse.Namespace) -> int:
     chain = sample.write_orders_chain(
         out, args.items or sample.SAMPLE_TABLES["orders"].default_items, args.seed
     )
+    stream = sample.write_books_stream(
+        out, args.items or sample.SAMPLE_TABLES["books"].default_items, args.seed
+    )
     exports = {"books": [folders["books"]], "orders": [folders["orders"], *chain]}
+    # Computed now: ingesting the stream deletes its change files.
+    expected = {
+        t: len(sample.live_items(f, [k.name for k in get_table(t).keys]))
+        for t, f in {**exports, "books": [folders["books"], stream / "books"]}.items()
+    }
     print(f"sample exports written under {out}")
     for table, folder in folders.items():
         spark_submit(["ingest", "--table", table, str(folder)])
     _merge([get_table(t) for t in folders])
     print(f"\nthen {len(chain)} incremental exports of orders (the last one NEW_IMAGE), in order:")
     spark_submit(["ingest", "--table", "orders", *map(str, chain)])
-    _merge([get_table("orders")])
+    print("\nand the stream change files of books (as the Lambda function writes them):")
+    spark_submit(["ingest", "--table", "books", "--stream", str(stream), "--settle", "0"])
+    _merge([get_table("orders"), get_table("books")])
     spark = spark_config.build_spark("demo")
     rows = {t: spark.table(f"lake.lakehouse.{t}").count() for t in exports}
-    expected = {
-        t: len(sample.live_items(f, [k.name for k in get_table(t).keys]))
-        for t, f in exports.items()
-    }
     print()
     print(
         format_table(
-            ["final table", "rows", "items the exports leave (computed from the files)", "match"],
+            [
+                "final table",
+                "rows",
+                "items left by the exports and streams (from the files)",
+                "match",
+            ],
             [
                 [f"lakehouse.{t}", rows[t], expected[t], "yes" if rows[t] == expected[t] else "NO"]
                 for t in exports

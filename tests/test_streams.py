@@ -229,17 +229,18 @@ def test_watch_survives_kill_9_and_readers_never_fail(
     reader = threading.Thread(target=duckdb_loop, daemon=True)
     reader.start()
     try:
-        rest = batches[3:]
-        for start in range(0, len(rest), 2):
-            write_stream(location, rest[start : start + 2])
-            try:
-                spark.sql("refresh table lake.lakehouse.books")
-                assert spark.table("lake.lakehouse.books").count() > 0
-                reads["spark"] += 1
-            except Exception as exc:
-                failures.append(f"spark: {exc}")
-            time.sleep(1.5)
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 600
+        for batch in batches[3:]:  # one batch per tick: several merges while the readers read
+            ticks = log.read_text().count("tick ")
+            write_stream(location, [batch])
+            while log.read_text().count("tick ") == ticks and time.monotonic() < deadline:
+                try:
+                    spark.sql("refresh table lake.lakehouse.books")
+                    assert spark.table("lake.lakehouse.books").count() > 0
+                    reads["spark"] += 1
+                except Exception as exc:
+                    failures.append(f"spark: {exc}")
+                time.sleep(0.5)
         while list((location / "books").iterdir()) and time.monotonic() < deadline:
             time.sleep(1)
         ticks_before = log.read_text().count("tick ")
@@ -255,6 +256,9 @@ def test_watch_survives_kill_9_and_readers_never_fail(
     assert "SIGTERM: stopping after this tick" in output and "stopped after" in output
     assert failures == [], failures[:5]
     assert reads["duckdb"] > 5 and reads["spark"] > 2, reads
+    assert "compacted" in output  # maintenance ran while the readers read
+    print(f"reads without a failure: {reads}")
+    print("\n".join(line for line in output.splitlines() if "tick" in line or "compacted" in line))
     assert not list((location / "books").iterdir())
 
     # Expected: the full export, then every stream record (written before, computed from the
