@@ -31,6 +31,7 @@ bench: setup ## benchmarks (not part of CI); writes bench/results/
 	$(BIN)/python bench/ingest_full_export.py
 	$(BIN)/python bench/detect_schema.py
 	$(BIN)/python bench/incremental_apply.py
+	$(BIN)/python bench/freshness.py
 
 clean: ## remove the embedded lakehouse and dbt's output (keeps .venv)
 	rm -rf .lakehouse target logs

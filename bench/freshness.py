@@ -1,8 +1,9 @@
 """Freshness: how long a change takes from its change file landing to being visible in `books`.
 
 Sets up `books` from a full export (not timed), then starts `ddb-lakehouse watch --interval N` as
-its own process and writes change files through the Lambda module's writer (ingestion.
-stream_writer.write_batch, as the deployed function does) at a steady rate: one file per second
+its own process (compaction every 6 ticks) and, once it has warmed up, writes change files
+through the Lambda module's writer (ingestion.stream_writer.write_batch, as the deployed
+function does) at a steady rate: one file per second
 holding `--rate` changes (updates of existing books, inserts, 5% deletes). After `--seconds` it
 waits for watch to merge the last file, stops it with SIGTERM and reads, for every file, the
 moment the merge that made it visible was recorded (the merge log's `merged_at`, written right
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["LAKEHOUSE_HOME"] = str(scratch / "home")
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
-    from ingestion import ingest, merge, sample
+    from ingestion import ingest, merge, sample, sample_stream
     from ingestion.spark_config import build_spark
     from ingestion.stream_writer import write_batch
     from ingestion.tables import get_table
@@ -75,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         str(args.interval),
         "--settle",
         "1",
+        "--maintain-every",
+        "6",
     ]
     with log_path.open("w") as log:
         watcher = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -84,7 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     sequence = 10**20
     next_id = args.items
     try:
-        time.sleep(20)  # watch's JVM start and first (empty) tick
+        # Changes start once watch has warmed up (a process start's one-off cost, reported apart).
+        deadline = time.time() + 300
+        while "watching " not in log_path.read_text() and time.time() < deadline:
+            time.sleep(0.5)
+        warm = re.search(r"warmed up in ([\d.]+)s", log_path.read_text())
         started = time.time()
         while time.time() - started < args.seconds:
             second_started = time.time()
@@ -107,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                     item["id"] = {"S": key}
                     event, old, new = "MODIFY", item, dict(item, price={"N": "9.99"})
                 records.append(
-                    sample.stream_record(
+                    sample_stream.stream_record(
                         "books", event, {"id": {"S": key}}, old, new, int(time.time()), sequence
                     )
                 )
@@ -165,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             "max": round(max(latencies), 1) if latencies else None,
         },
         "target_p95_s": 60,
+        "warm_up_s": float(warm.group(1)) if warm else None,
         "ticks_with_changes": len(busy),
         "tick_mean_s": {
             "total": mean(4),

@@ -14,7 +14,17 @@ from pathlib import Path
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import functions as F
 
-from ingestion import catalog, manifest, onboarding, sample, schema, settings, spark_config, staging
+from ingestion import (
+    catalog,
+    manifest,
+    onboarding,
+    sample,
+    sample_stream,
+    schema,
+    settings,
+    spark_config,
+    staging,
+)
 from ingestion.merge import DbtError, MergeCounts
 from ingestion.report import format_table, write_rows
 from ingestion.streams import StreamError
@@ -57,7 +67,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
         print(f"{table}: {folder}")
     if "books" in folders:
         items = args.items or sample.SAMPLE_TABLES["books"].default_items
-        location = sample.write_books_stream(out, items, args.seed)
+        location = sample_stream.write_books_stream(out, items, args.seed)
         print(f"books (stream change files): {location / 'books'}  (ingest --stream {location})")
     if "orders" in folders and args.incrementals:
         items = args.items or sample.SAMPLE_TABLES["orders"].default_items
@@ -76,6 +86,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     for table in tables:
         entries = ledger.entries(spark, table.name)
         print(f"{table.name}: {len(entries)} source(s) in the ledger")
+        # Every export, and the last few stream batches (a watched table has one per tick).
+        streamed = [e for e in entries if e.kind == ledger.STREAM]
+        shown = [e for e in entries if e.kind != ledger.STREAM or e in streamed[-5:]]
         print(
             format_table(
                 ["committed", "kind", "from", "to", "source"],
@@ -85,12 +98,16 @@ def cmd_status(args: argparse.Namespace) -> int:
                         e.kind.replace("_EXPORT", ""),
                         e.start or "",
                         e.end or "",
-                        e.source.rsplit("/", 1)[-1],
+                        e.source.rsplit("/", 1)[-1]
+                        + (f" ({len(e.file_names)} files)" if e.kind == ledger.STREAM else ""),
                     ]
-                    for e in entries
+                    for e in shown
                 ],
             )
         )
+        if len(streamed) > 5:
+            files = sum(len(e.file_names) for e in streamed)
+            print(f"  ... and {len(streamed) - 5} earlier stream batches ({files} files in all)")
         pending = new_batches(spark, table.name)
         unmerged = (
             spark.table(staging.staging_table(table.name))
@@ -361,7 +378,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     chain = sample.write_orders_chain(
         out, args.items or sample.SAMPLE_TABLES["orders"].default_items, args.seed
     )
-    stream = sample.write_books_stream(
+    stream = sample_stream.write_books_stream(
         out, args.items or sample.SAMPLE_TABLES["books"].default_items, args.seed
     )
     exports = {"books": [folders["books"]], "orders": [folders["orders"], *chain]}

@@ -12,6 +12,10 @@ import argparse
 import glob
 import importlib.util
 import logging
+import subprocess
+import sys
+import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +23,13 @@ log = logging.getLogger(__name__)
 
 ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"
+
+
+# S3A for reading s3:// outside EMR (EMR has EMRFS): not part of the default install. These two
+# jars ship inside the PyPI source package of sagemaker-pyspark (deps/jars/, Apache-2.0); Maven
+# Central is not reachable from where this project is built and tested.
+AWS_SOURCE_PACKAGE = "sagemaker-pyspark==1.4.5"
+AWS_JARS = ("hadoop-aws-3.3.1.jar", "aws-java-sdk-bundle-1.11.901.jar")
 
 
 @dataclass(frozen=True)
@@ -84,13 +95,52 @@ def install() -> None:
     print(f"jars: {', '.join(j.name for j in required_jars())} ready in {target}")
 
 
+def aws_jars_dir() -> Path:
+    return Path(sys.prefix) / "share" / "dynamodb-lakehouse" / "aws-jars"
+
+
+def install_aws() -> list[Path]:
+    """The S3A jars, fetched once from their PyPI source package into the venv (not into
+    PySpark's own jars: only a Spark started with ``LAKEHOUSE_EXTRA_JARS`` uses them)."""
+    target = aws_jars_dir()
+    wanted = [target / name for name in AWS_JARS]
+    if all(path.is_file() for path in wanted):
+        return wanted
+    target.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        log.info("jars: downloading %s (about 180 MB) for its S3A jars", AWS_SOURCE_PACKAGE)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
+             ":all:", "--dest", scratch, AWS_SOURCE_PACKAGE],
+            check=True,
+        )  # fmt: skip
+        archive = next(Path(scratch).glob("*.tar.gz"))
+        with tarfile.open(archive) as tar:
+            for member in tar.getmembers():
+                name = member.name.rsplit("/", 1)[-1]
+                if name in AWS_JARS and "/deps/jars/" in member.name:
+                    source = tar.extractfile(member)
+                    assert source is not None
+                    partial = target / (name + ".part")
+                    partial.write_bytes(source.read())
+                    partial.replace(target / name)
+    missing = [str(p) for p in wanted if not p.is_file()]
+    if missing:
+        raise SystemExit(f"jars: {AWS_SOURCE_PACKAGE} did not hold {', '.join(missing)}")
+    return wanted
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ingestion.jars")
-    parser.add_argument("action", choices=["install", "check"])
+    parser.add_argument("action", choices=["install", "check", "install-aws"])
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.action == "install":
         install()
+        return 0
+    if args.action == "install-aws":
+        paths = install_aws()
+        print("export LAKEHOUSE_EXTRA_JARS=" + ",".join(str(p) for p in paths))
         return 0
     problems = missing_jars()
     for problem in problems:

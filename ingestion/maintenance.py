@@ -1,9 +1,11 @@
 """Maintenance of a final table that never breaks a running query.
 
-Compaction only: ``rewrite_data_files`` (small files and files with position deletes -> fewer,
-bigger files) and ``rewrite_position_delete_files``. Both are ordinary Iceberg commits: the files
-they replace stay on storage, still referenced by the older snapshots a running query reads, so
-no reader ever loses a file under it. Nothing here expires snapshots or removes files: the ledger
+Compaction only: ``rewrite_data_files`` turns small files and files with position deletes into
+fewer, bigger files with the deletes applied, then drops the delete files that no longer apply
+(``remove-dangling-deletes``). These are ordinary Iceberg commits: the files they replace stay on
+storage, still referenced by the older snapshots a running query reads, so no reader ever loses a
+file under it. (``rewrite_position_delete_files`` is not used: Iceberg 1.10 fails on it for a
+table with an array-of-struct column, "Invalid partition field parent", as `books` has.) Nothing here expires snapshots or removes files: the ledger
 of applied sources lives in the staging snapshots, and expiring them safely (keeping the ledger
 and a retention longer than the longest query) is a separate, scheduled step.
 """
@@ -27,39 +29,50 @@ MIN_INPUT_FILES = 5  # compact once this many small files (or files with deletes
 @dataclass(frozen=True)
 class Compaction:
     table: str
+    data_files: tuple[int, int]  # live data files (before, after)
+    delete_files: tuple[int, int]  # live position-delete files (before, after)
     rewritten_data_files: int
-    added_data_files: int
-    rewritten_delete_files: int
     seconds: float
+
+
+def live_files(spark: SparkSession, table: str) -> tuple[int, int]:
+    """(data files, delete files) of the table's current snapshot (metadata only)."""
+    rows = (
+        spark.table(f"{quote_table('lake', FINAL_NAMESPACE, table)}.files")
+        .groupBy("content")
+        .count()
+        .collect()  # at most three rows: data, position deletes, equality deletes
+    )
+    counts = {r["content"]: int(r["count"]) for r in rows}
+    return counts.get(0, 0), counts.get(1, 0) + counts.get(2, 0)
 
 
 def compact(spark: SparkSession, table: str) -> Compaction:
     started = time.monotonic()
     name = f"{FINAL_NAMESPACE}.{table}"
     if not spark.catalog.tableExists(f"lake.{name}"):
-        return Compaction(table, 0, 0, 0, 0.0)
-    target = quote_table(FINAL_NAMESPACE, table).replace("'", "''")
+        return Compaction(table, (0, 0), (0, 0), 0, 0.0)
+    before = live_files(spark, table)
+    target = quote_table(FINAL_NAMESPACE, table)  # table names are validated: no quote inside
     data = spark.sql(
         f"call lake.system.rewrite_data_files(table => '{target}', options => map("
-        f"'min-input-files', '{MIN_INPUT_FILES}', 'delete-file-threshold', '1'))"
+        f"'min-input-files', '{MIN_INPUT_FILES}', 'delete-file-threshold', '1', "
+        "'remove-dangling-deletes', 'true'))"
     ).first()
-    deletes = spark.sql(
-        f"call lake.system.rewrite_position_delete_files(table => '{target}', options => map("
-        f"'min-input-files', '{MIN_INPUT_FILES}'))"
-    ).first()
+    counts = data.asDict() if data else {}
+    after = live_files(spark, table)
     result = Compaction(
         table,
-        int(data["rewritten_data_files_count"]) if data else 0,
-        int(data["added_data_files_count"]) if data else 0,
-        int(deletes["rewritten_delete_files_count"]) if deletes else 0,
+        (before[0], after[0]),
+        (before[1], after[1]),
+        int(counts.get("rewritten_data_files_count") or 0),
         time.monotonic() - started,
     )
     log.info(
-        "%s: compacted %d data files into %d, %d delete files rewritten (%.1fs)",
+        "%s: data files %d -> %d, delete files %d -> %d (%.1fs)",
         name,
-        result.rewritten_data_files,
-        result.added_data_files,
-        result.rewritten_delete_files,
+        *result.data_files,
+        *result.delete_files,
         result.seconds,
     )
     return result

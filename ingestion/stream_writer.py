@@ -143,6 +143,7 @@ def put(destination: str, table: str, name: str, body: bytes, s3: Any = None) ->
     handle, temporary = tempfile.mkstemp(dir=folder, prefix=".writing-", suffix=".tmp")
     with os.fdopen(handle, "wb") as out:
         out.write(body)
+    os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide the file from other readers
     os.replace(temporary, folder / name)
     return str(folder / name)
 

@@ -183,8 +183,8 @@ def ingest_stream(
         batch_id=batch_id,
         kind=ledger.STREAM,
         table_arn=None,
-        start=todo[0].name.split("-", 1)[0],
-        end=todo[-1].name.split("-", 1)[0],
+        start=_file_time(todo[0].name),
+        end=_file_time(todo[-1].name),
         files="\n".join(f.name for f in todo),
     )
     keys = [k.column for k in table.keys]
@@ -226,6 +226,15 @@ def ingest_stream(
         drift=batch.drift,
         schema_changes=tuple(changes + added),
     )
+
+
+def _file_time(name: str) -> str | None:
+    """The earliest change time a change file's name starts with, as ISO 8601 (as the ledger's
+    export times are)."""
+    try:
+        return datetime.strptime(name[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).isoformat()
+    except ValueError:
+        return None
 
 
 def _since(started: float) -> float:

@@ -9,6 +9,7 @@ SIGINT / SIGTERM stop it between ticks (a tick under way finishes first).
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import threading
@@ -20,7 +21,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from ingestion import maintenance, merge, streams
+from ingestion import decode, ingest, maintenance, merge, schema, staging, streams
 from ingestion.tables import TableConfig
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ class Tick:
     merge_seconds: float
     maintain_seconds: float
     pending: int
+    maintain_error: str | None = None
 
     @property
     def seconds(self) -> float:
@@ -52,6 +54,7 @@ class Tick:
             f"{self.seconds:.1f}s (ingest {self.ingest_seconds:.1f}, merge "
             f"{self.merge_seconds:.1f}, maintain {self.maintain_seconds:.1f})"
             + (f", {self.pending} files left for next tick" if self.pending else "")
+            + (f"; maintenance FAILED: {self.maintain_error}" if self.maintain_error else "")
         )
 
 
@@ -85,9 +88,15 @@ def tick(
         test = options.test_every > 0 and (merged + 1) % options.test_every == 0
         results, merge_seconds = merge.run_merge(spark, [table], test=test)
         counts = results[0]
-    maintain_seconds = 0.0
+    maintain_seconds, maintain_error = 0.0, None
     if options.maintain_every and number % options.maintain_every == 0:
-        maintain_seconds = maintenance.compact(spark, table.name).seconds
+        # A failed compaction leaves the table as it was: report it, keep the data flowing.
+        started = time.monotonic()
+        try:
+            maintenance.compact(spark, table.name)
+        except Exception as exc:
+            maintain_error = staging.spark_reason(exc)
+        maintain_seconds = time.monotonic() - started
     lag = (
         datetime.now(UTC).timestamp() - ingested.newest_change.timestamp()
         if ingested.newest_change and counts
@@ -105,7 +114,37 @@ def tick(
         merge_seconds,
         maintain_seconds,
         ingested.pending,
+        maintain_error,
     )
+
+
+def warm_up(spark: SparkSession, table: TableConfig) -> float:
+    """Compile what every tick runs before the first one: the decoding of one synthetic change
+    (Spark's code generation for the table's columns, written nowhere) and dbt's project parse.
+    Without it the first tick that has data takes several times a warm one."""
+    started = time.monotonic()
+    current = schema.load_schema(table.name, ingest.declared_keys(table))
+    if current is not None and current.complete:
+        sample_values = {"S": {"S": "warm-up"}, "N": {"N": "0"}, "B": {"B": ""}}
+        keys = {k.name: sample_values[k.descriptor] for k in table.keys}
+        line = {
+            "Keys": keys,
+            "NewImage": keys,
+            "SequenceNumber": "1",
+            "ApproximateCreationDateTime": 0,
+            "eventName": "INSERT",
+        }
+        rows = staging.staging_rows(
+            spark.createDataFrame([(json.dumps(line),)], "value string"),
+            decode.stream_change_columns(),
+            ingest.with_keys(table, schema.from_file(current)),
+            "warm-up",
+            "warm-up",
+            datetime.now(UTC).replace(tzinfo=None),
+        )
+        rows.write.format("noop").mode("overwrite").save()
+    merge.dbt_invoke(["parse"])
+    return time.monotonic() - started
 
 
 def watch(
@@ -125,6 +164,7 @@ def watch(
     ticks: list[Tick] = []
     failures = 0
     number = 0
+    report(f"warmed up in {warm_up(spark, table):.1f}s")
     report(
         f"watching {options.stream} for {table.name}: a tick every {options.interval:g}s "
         "(Ctrl-C stops between ticks)"

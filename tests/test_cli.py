@@ -28,6 +28,20 @@ def test_unknown_table_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> N
     assert "unknown table 'nope'" in capsys.readouterr().err
 
 
+def test_ingest_needs_exports_or_a_stream_not_both(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["ingest", "--table", "books"]) == 2
+    assert "give export folders, or --stream" in capsys.readouterr().err
+    assert cli.main(["ingest", "--table", "books", "/x", "--stream", "/y"]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+def test_a_stream_location_is_a_folder_or_s3(capsys: pytest.CaptureFixture[str]) -> None:
+    from ingestion import streams
+
+    with pytest.raises(streams.StreamError, match="local folder or s3://"):
+        streams.store_for("gs://bucket/prefix", "books")
+
+
 @pytest.mark.slow
 def test_missing_export_is_a_clear_error(
     spark, capsys: pytest.CaptureFixture[str], tmp_path: Path

@@ -1,7 +1,7 @@
 """The Lambda function on a table's stream (ingestion.stream_writer): plain Python, no Spark.
 
 S3 is moto's server on 127.0.0.1 (a test double for AWS only); the events are shaped like the
-records Lambda receives from DynamoDB Streams (ingestion.sample.stream_record).
+records Lambda receives from DynamoDB Streams (ingestion.sample_stream.stream_record).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from ingestion import sample, stream_writer, streams
+from ingestion import sample_stream, stream_writer, streams
 
 BUCKET = "lakehouse-streams"
 
@@ -55,10 +55,10 @@ def book(key: str, title: str) -> dict:
 
 def records() -> list[dict]:
     return [
-        sample.stream_record("books", "INSERT", {"id": {"S": "b1"}}, None, book("b1", "A"), 1700000001, 101),
-        sample.stream_record("books", "MODIFY", {"id": {"S": "b1"}}, book("b1", "A"), book("b1", "B"), 1700000001, 105),
-        sample.stream_record("books", "REMOVE", {"id": {"S": "b2"}}, book("b2", "C"), None, 1700000002, 109),
-        sample.stream_record("books", "REMOVE", {"id": {"S": "b3"}}, book("b3", "D"), None, 1700000003, 113, ttl=True),
+        sample_stream.stream_record("books", "INSERT", {"id": {"S": "b1"}}, None, book("b1", "A"), 1700000001, 101),
+        sample_stream.stream_record("books", "MODIFY", {"id": {"S": "b1"}}, book("b1", "A"), book("b1", "B"), 1700000001, 105),
+        sample_stream.stream_record("books", "REMOVE", {"id": {"S": "b2"}}, book("b2", "C"), None, 1700000002, 109),
+        sample_stream.stream_record("books", "REMOVE", {"id": {"S": "b3"}}, book("b3", "D"), None, 1700000003, 113, ttl=True),
     ]  # fmt: skip
 
 
@@ -94,7 +94,7 @@ def test_a_retried_batch_overwrites_and_names_sort_by_time(s3) -> None:
     again, _ = stream_writer.write_batch(records(), uri, s3)
     assert failed is None and first == again
     later = [
-        sample.stream_record("books", "INSERT", {"id": {"S": "b9"}}, None, book("b9", "Z"), 1700000100, 200)
+        sample_stream.stream_record("books", "INSERT", {"id": {"S": "b9"}}, None, book("b9", "Z"), 1700000100, 200)
     ]  # fmt: skip
     stream_writer.write_batch(later, uri, s3)
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]]

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import readers
 
-from ingestion import ingest, ledger, merge, sample, staging, streams
+from ingestion import ingest, ledger, merge, sample, sample_stream, staging, streams
 from ingestion.stream_writer import write_batch
 from ingestion.tables import get_table
 
@@ -67,7 +67,7 @@ def test_stream_changes_reach_the_final_table_in_sequence_order(
     file), updates, inserts, REMOVEs and TTL expiries: the final table is the expected state."""
     baseline(spark, books_export)
     location = tmp_path / "streams"
-    names = write_stream(location, sample.books_stream_records(ITEMS, SEED))
+    names = write_stream(location, sample_stream.books_stream_records(ITEMS, SEED))
     expected = sample.live_items([books_export, location / "books"], ["id"])
 
     result = streams.ingest_stream(spark, get_table("books"), str(location), settle_seconds=0)
@@ -97,7 +97,7 @@ def test_settle_time_and_max_files_leave_files_for_later(
 ) -> None:
     location = tmp_path / "streams"
     batches = [
-        [sample.stream_record("books", "INSERT", {"id": {"S": f"s{i}"}}, None,
+        [sample_stream.stream_record("books", "INSERT", {"id": {"S": f"s{i}"}}, None,
                               {"id": {"S": f"s{i}"}, "title": {"S": "t"}}, 1700000000 + i, 500 + i)]
         for i in range(3)
     ]  # fmt: skip
@@ -116,7 +116,7 @@ def test_a_damaged_change_file_stages_nothing_and_stays(
     spark, clean_lakehouse, tmp_path: Path
 ) -> None:
     location = tmp_path / "streams"
-    good = sample.stream_record(
+    good = sample_stream.stream_record(
         "books", "INSERT", {"id": {"S": "g"}}, None, {"id": {"S": "g"}, "title": {"S": "t"}},
         1700000000, 900,
     )  # fmt: skip
@@ -137,7 +137,7 @@ def test_kill_between_commit_and_cleanup_then_run_again(
 ) -> None:
     baseline(spark, books_export)
     location = tmp_path / "streams"
-    names = write_stream(location, sample.books_stream_records(ITEMS, SEED))
+    names = write_stream(location, sample_stream.books_stream_records(ITEMS, SEED))
     expected = sample.live_items([books_export, location / "books"], ["id"])
     command = [sys.executable, "-m", "ingestion.cli", "ingest", "--table", "books"]
     command += ["--stream", str(location), "--settle", "0"]
@@ -175,7 +175,7 @@ def test_ttl_expiries_can_be_kept_flagged(
     assert books.ttl_deletes == "keep"
     baseline(spark, books_export)
     location = tmp_path / "streams"
-    write_stream(location, sample.books_stream_records(ITEMS, SEED))
+    write_stream(location, sample_stream.books_stream_records(ITEMS, SEED))
     expected = sample.live_items([books_export, location / "books"], ["id"], ttl_keep=True)
     deleted = sample.live_items([books_export, location / "books"], ["id"])
     assert len(expected) > len(deleted)  # the sample has TTL expiries
@@ -194,7 +194,7 @@ def test_watch_survives_kill_9_and_readers_never_fail(
     final table in a loop: no read fails, and no change is lost or applied twice."""
     baseline(spark, books_export)
     location = tmp_path / "streams"
-    batches = sample.books_stream_records(ITEMS, SEED)
+    batches = sample_stream.books_stream_records(ITEMS, SEED)
     write_stream(location, batches[:3])
     command = [sys.executable, "-m", "ingestion.cli", "watch", "--table", "books"]
     command += ["--stream", str(location), "--settle", "0", "--interval", "1"]
@@ -256,9 +256,9 @@ def test_watch_survives_kill_9_and_readers_never_fail(
     assert "SIGTERM: stopping after this tick" in output and "stopped after" in output
     assert failures == [], failures[:5]
     assert reads["duckdb"] > 5 and reads["spark"] > 2, reads
-    assert "compacted" in output  # maintenance ran while the readers read
+    assert "data files" in output  # maintenance ran while the readers read
     print(f"reads without a failure: {reads}")
-    print("\n".join(line for line in output.splitlines() if "tick" in line or "compacted" in line))
+    print("\n".join(line for line in output.splitlines() if "tick" in line or "data files" in line))
     assert not list((location / "books").iterdir())
 
     # Expected: the full export, then every stream record (written before, computed from the
@@ -278,3 +278,40 @@ def test_watch_survives_kill_9_and_readers_never_fail(
     assert sorted(staged) == sorted(p.name for p in (replay / "books").iterdir())
     duckdb_ids = {r[0] for r in readers.read_rows(readers.connect(), lakehouse_home, "books", "id")}
     assert duckdb_ids == {json.loads(k)[0]["S"] for k in expected}
+
+
+def test_compaction_applies_deletes_and_readers_agree(
+    spark, clean_lakehouse, books_export, lakehouse_home: Path, tmp_path: Path
+) -> None:
+    """Many small merges leave small data files and position-delete files; compaction (as
+    `watch` runs it) leaves one data file, no delete file, and the same rows for DuckDB."""
+    from ingestion import maintenance
+
+    baseline(spark, books_export)
+    books = get_table("books")
+    batches = sample_stream.books_stream_records(ITEMS, SEED)
+    replay = tmp_path / "replay"
+    write_stream(replay, batches)
+    expected = sample.live_items([books_export, replay / "books"], ["id"])
+    location = tmp_path / "streams"
+    for batch in batches:  # one merge per Lambda batch
+        write_stream(location, [batch])
+        streams.ingest_stream(spark, books, str(location), settle_seconds=0)
+        merge.run_merge(spark, [books], test=False)
+
+    def files() -> dict[int, int]:
+        spark.sql("refresh table lake.lakehouse.books")
+        rows = spark.table("lake.lakehouse.books.files").groupBy("content").count().collect()
+        return {r["content"]: r["count"] for r in rows}  # 0: data, 1: position deletes
+
+    before = files()
+    assert before.get(0, 0) >= 5 and before.get(1, 0) >= 5, before
+    result = maintenance.compact(spark, "books")
+    after = files()
+    assert after == {0: 1}, after
+    assert result.data_files == (before[0], 1) and result.delete_files == (before[1], 0)
+    assert final_images(spark) == expected
+    duckdb_ids = sorted(
+        r[0] for r in readers.read_rows(readers.connect(), lakehouse_home, "books", "id")
+    )
+    assert duckdb_ids == sorted(json.loads(k)[0]["S"] for k in expected)
