@@ -57,7 +57,11 @@ def compact(spark: SparkSession, table: str) -> Compaction:
     data = spark.sql(
         f"call lake.system.rewrite_data_files(table => '{target}', options => map("
         f"'min-input-files', '{MIN_INPUT_FILES}', 'delete-file-threshold', '1', "
-        "'remove-dangling-deletes', 'true'))"
+        # New files get a new sequence number, so the position deletes they absorbed no longer
+        # apply to any live file and are dropped (with the default `true` they would still
+        # "apply" to the rewritten files by sequence number and stay). A merge committing
+        # meanwhile makes the rewrite fail its validation, never apply wrongly.
+        "'use-starting-sequence-number', 'false', 'remove-dangling-deletes', 'true'))"
     ).first()
     counts = data.asDict() if data else {}
     after = live_files(spark, table)

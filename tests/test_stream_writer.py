@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from pathlib import Path
 
 import boto3
+import local_s3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from ingestion import sample_stream, stream_writer, streams
 
@@ -22,19 +21,8 @@ BUCKET = "lakehouse-streams"
 
 @pytest.fixture(scope="module")
 def s3_endpoint():
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
-    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
-    yield endpoint
-    server.stop()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with local_s3.server() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture
