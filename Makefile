@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export SPARK_LOCAL_IP := 127.0.0.1
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-fast lint bench clean
+.PHONY: help setup demo test test-fast lint bench package clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -32,6 +32,9 @@ bench: setup ## benchmarks (not part of CI); writes bench/results/
 	$(BIN)/python bench/detect_schema.py
 	$(BIN)/python bench/incremental_apply.py
 	$(BIN)/python bench/freshness.py
+
+package: setup ## dist/: the Lambda function's zip and the EMR job's project.zip (see README, On AWS)
+	$(BIN)/ddb-lakehouse emr package --out dist
 
 clean: ## remove the embedded lakehouse and dbt's output (keeps .venv)
 	rm -rf .lakehouse target logs

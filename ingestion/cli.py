@@ -38,6 +38,16 @@ def _stream_arguments(p: argparse.ArgumentParser, required: bool) -> None:
     )
 
 
+def _export_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--table-arn", help="the DynamoDB table's ARN (default: table_arn in config)")
+    p.add_argument(
+        "--to", metavar="s3://BUCKET/PREFIX", help="where DynamoDB writes (default: export_to)"
+    )
+    p.add_argument(
+        "--poll", type=float, default=30.0, help="seconds between DescribeExport calls (30)"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ddb-lakehouse",
@@ -131,12 +141,36 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("merge", help="dbt run + dbt test, with a report of the changes")
     p.add_argument("--table", action="append", help="only these tables (default: all)")
 
-    p = sub.add_parser("sync", help="ingest the exports in the order given, then merge once")
+    p = sub.add_parser(
+        "sync",
+        help="ingest the exports in the order given (or export from DynamoDB first), then merge",
+    )
     p.add_argument("--table", required=True)
-    p.add_argument("sources", nargs="+", metavar="EXPORT_FOLDER")
+    p.add_argument("sources", nargs="*", metavar="EXPORT_FOLDER")
     p.add_argument(
         "--allow-gap", action="store_true", help="accept an export that leaves a gap in the chain"
     )
+    p.add_argument(
+        "--from-dynamodb",
+        action="store_true",
+        help="export what the ledger lacks first (full export when the ledger is empty)",
+    )
+    _export_arguments(p)
+    _stream_arguments(p, required=False)
+
+    p = sub.add_parser(
+        "export", help="ask DynamoDB for an export (ExportTableToPointInTime), wait, ingest, merge"
+    )
+    p.add_argument("--table", required=True)
+    kind = p.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--full", action="store_true", help="a full export as of now")
+    kind.add_argument(
+        "--incremental",
+        action="store_true",
+        help="incremental exports from the end of the last applied export up to now",
+    )
+    p.add_argument("--no-ingest", action="store_true", help="only export, do not ingest")
+    _export_arguments(p)
 
     p = sub.add_parser(
         "status", help="per table: the ledger, last applied time, unmerged rows, final rows"
@@ -147,6 +181,25 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("sql")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--limit", type=int, default=1000, help="rows printed as a table (default 1000)")
+
+    p = sub.add_parser("emr", help="run a command of this project on Amazon EMR")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    a = actions.add_parser("package", help="build project.zip (package + dbt project)")
+    a.add_argument("--out", type=Path, default=Path("dist"), help="folder (default dist/)")
+    a = actions.add_parser(
+        "submit",
+        help="package, upload, run `ddb-lakehouse ARGS...` on EMR Serverless or an EMR cluster",
+    )
+    a.add_argument("--code", required=True, metavar="s3://BUCKET/PREFIX", help="where to upload")
+    where = a.add_mutually_exclusive_group(required=True)
+    where.add_argument("--application-id", help="EMR Serverless application")
+    where.add_argument("--cluster-id", help="EMR on EC2 cluster (adds a step)")
+    a.add_argument("--role-arn", help="job execution role (EMR Serverless)")
+    a.add_argument("--warehouse", metavar="s3://BUCKET/PREFIX", help="Iceberg warehouse on S3")
+    a.add_argument("--venv-archive", metavar="s3://...", help="packed virtualenv (venv-pack)")
+    a.add_argument("--poll", type=float, default=30.0, help="seconds between status calls")
+    a.add_argument("--no-wait", action="store_true", help="submit and return")
+    a.add_argument("arguments", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS")
 
     p = sub.add_parser("demo", help="sample -> spark-submit ingest -> dbt run/test -> report")
     p.add_argument("--items", type=int, help="items per table (default: books 500, orders 2000)")

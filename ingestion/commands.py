@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import functions as F
@@ -25,6 +26,8 @@ from ingestion import (
     spark_config,
     staging,
 )
+from ingestion.emr import EmrError
+from ingestion.locations import LocationError
 from ingestion.merge import DbtError, MergeCounts
 from ingestion.report import format_table, write_rows
 from ingestion.streams import StreamError
@@ -45,7 +48,9 @@ USER_ERRORS = (
     spark_config.ConfigError,
     DbtError,
     SubmitError,
+    LocationError,
     WatchError,
+    EmrError,
     StreamError,
     onboarding.OnboardingError,
     schema.SchemaError,
@@ -335,8 +340,81 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(table: TableConfig, args: argparse.Namespace, kind: str | None) -> list[str]:
+    """Run the DynamoDB exports the ledger calls for; return their folders (s3://...)."""
+    from ingestion import exports, ledger
+    from ingestion.stream_writer import split_uri
+
+    table_arn = args.table_arn or table.table_arn
+    destination = args.to or table.export_to
+    if not table_arn or not destination:
+        raise TableConfigError(
+            f"table {table.name}: exporting needs its table ARN and an s3:// destination "
+            "(table_arn / export_to in dbt_project.yml, or --table-arn / --to)"
+        )
+    bucket, prefix = split_uri(destination)
+    spark = spark_config.build_spark(f"export {table.name}")
+    last_end = ledger.last_export_end(ledger.entries(spark, table.name))
+    kind = kind or (manifest.INCREMENTAL if last_end else manifest.FULL)
+    requests = exports.plan(table_arn, bucket, prefix, kind, last_end)
+    if not requests:
+        print(
+            f"{table.name}: up to date (less than 15 minutes since {last_end}): nothing to export"
+        )
+        return []
+    client = _dynamodb_client()
+    folders = []
+    for number, request in enumerate(requests, 1):
+        window = (
+            f" {request.window.start.isoformat()} -> {request.window.end.isoformat()}"
+            if request.window
+            else ""
+        )
+        print(f"[{number}/{len(requests)}] {request.export_type}{window}", flush=True)
+        arn = exports.start(client, request)
+        description = exports.wait(
+            client, arn, args.poll, report=lambda line: print(line, flush=True)
+        )
+        folders.append(exports.export_folder(bucket, description))
+    return folders
+
+
+def _dynamodb_client() -> Any:
+    import boto3
+
+    return boto3.client("dynamodb")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    table = get_table(args.table)
+    kind = manifest.FULL if args.full else manifest.INCREMENTAL
+    folders = _export(table, args, kind)
+    for folder in folders:
+        print(f"exported: {folder}")
+    if folders and not args.no_ingest:
+        code = _ingest(table, folders)
+        if code != 0:
+            return code
+        _merge([table])
+    return 0
+
+
 def cmd_sync(args: argparse.Namespace) -> int:
     table = get_table(args.table)
+    if args.stream:
+        if args.sources or args.from_dynamodb:
+            raise TableConfigError("give --stream, export folders or --from-dynamodb: one of them")
+        _ingest_stream(table, args)
+        _merge([table])
+        return 0
+    if args.from_dynamodb:
+        if args.sources:
+            raise TableConfigError("give export folders or --from-dynamodb, not both")
+        args.sources = _export(table, args, None)
+        if not args.sources:
+            return 0
+    elif not args.sources:
+        raise TableConfigError("nothing to sync: give export folders, or --from-dynamodb")
     code = _ingest(table, args.sources, args.allow_gap)
     if code != 0:
         return code
@@ -369,6 +447,67 @@ def spark_submit(argv: list[str]) -> None:
     print("$ " + " ".join(command[:1] + command[5:]), flush=True)
     if subprocess.run(command, env=env, check=False).returncode != 0:
         raise SubmitError(f"spark-submit {' '.join(argv)} failed (see its output above)")
+
+
+def cmd_emr(args: argparse.Namespace) -> int:
+    from ingestion import emr
+    from ingestion.locations import s3_client
+    from ingestion.stream_writer import split_uri
+
+    built = emr.package(args.out if args.action == "package" else Path(".lakehouse-dist"))
+    if args.action == "package":
+        function = emr.package_lambda(args.out)
+        print(f"job: {built.archive} ({built.digest}) and {built.entry_point}")
+        print(f"Lambda function: {function} (handler ingestion.stream_writer.handler)")
+        return 0
+    arguments = [a for a in args.arguments if a != "--"]
+    if not arguments:
+        raise emr.EmrError("give the command to run after --, e.g. -- sync --table orders ...")
+    bucket, prefix = split_uri(args.code)
+    entry, archive = emr.upload(s3_client(), built, bucket, prefix)
+    print(f"uploaded {archive}")
+    name = "ddb-lakehouse " + " ".join(arguments[:3])
+    if args.application_id:
+        if not args.role_arn or not args.warehouse:
+            raise emr.EmrError("EMR Serverless needs --role-arn and --warehouse")
+        import boto3
+
+        client = boto3.client("emr-serverless")
+        run_id = emr.start_serverless(
+            client,
+            args.application_id,
+            args.role_arn,
+            entry,
+            arguments,
+            emr.spark_parameters(archive, args.warehouse, args.venv_archive),
+            name,
+        )
+        print(f"job run {run_id} on application {args.application_id}")
+        if not args.no_wait:
+            emr.wait(
+                emr.serverless_state(client, args.application_id, run_id),
+                emr.DONE_SERVERLESS,
+                emr.FAILED_SERVERLESS,
+                f"job run {run_id}",
+                args.poll,
+                lambda line: print(line, flush=True),
+            )
+        return 0
+    import boto3
+
+    client = boto3.client("emr")
+    step_id = emr.add_step(client, args.cluster_id, entry, arguments, archive, name)
+    print(f"step {step_id} on cluster {args.cluster_id}")
+    if not args.no_wait:
+        emr.wait(
+            emr.step_state(client, args.cluster_id, step_id),
+            emr.DONE_STEP,
+            emr.FAILED_STEP,
+            f"step {step_id}",
+            args.poll,
+            lambda line: print(line, flush=True),
+        )
+    return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -131,6 +131,12 @@ def staged_files(ledger: list[Entry], location: str) -> set[str]:
     }
 
 
+def last_export_end(ledger: list[Entry]) -> datetime | None:
+    """Where the next incremental export starts: the end of the last applied export."""
+    ends = [e.end for e in ledger if e.kind in (FULL, "INCREMENTAL_EXPORT") and e.end]
+    return datetime.fromisoformat(max(ends)) if ends else None
+
+
 def check_chain(ledger: list[Entry], export: Export, allow_gap: bool = False) -> None:
     """Refuse an export that does not continue the chain (naming expected and found times)."""
     where = f"{export.folder}: {export.export_type} {export.export_id}"

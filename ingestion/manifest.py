@@ -15,6 +15,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ingestion.locations import S3Path
+
+Location = Path | S3Path  # a local path, or an s3:// one (manifests read with boto3)
+
 FULL = "FULL_EXPORT"
 INCREMENTAL = "INCREMENTAL_EXPORT"
 
@@ -25,14 +29,14 @@ class ExportError(ValueError):
 
 @dataclass(frozen=True)
 class DataFile:
-    path: Path
+    path: Location
     item_count: int
     md5: str  # base64, as in the manifest
 
 
 @dataclass(frozen=True)
 class Export:
-    folder: Path
+    folder: Location
     export_arn: str
     table_arn: str
     export_type: str  # FULL_EXPORT | INCREMENTAL_EXPORT
@@ -60,7 +64,7 @@ class Export:
         return int(moment.timestamp()) * 1_000_000 + moment.microsecond
 
 
-def _parse_time(value: Any, field: str, where: Path) -> datetime | None:
+def _parse_time(value: Any, field: str, where: Location) -> datetime | None:
     if value is None:
         return None
     try:
@@ -69,7 +73,7 @@ def _parse_time(value: Any, field: str, where: Path) -> datetime | None:
         raise ExportError(f"{where}: {field} is not an ISO-8601 time: {value!r}") from exc
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Location) -> dict[str, Any]:
     if not path.is_file():
         raise ExportError(
             f"{path} is missing: is this a DynamoDB export folder that has completed?"
@@ -83,7 +87,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     return value
 
 
-def _data_path(folder: Path, key: str) -> Path:
+def _data_path(folder: Location, key: str) -> Location:
     """Map a manifest's bucket-relative ``dataFileS3Key`` onto the export's folder.
 
     The key is ``<s3Prefix>/AWSDynamoDB/...``; the folder is ``.../AWSDynamoDB/<ExportId>``. The
@@ -96,7 +100,7 @@ def _data_path(folder: Path, key: str) -> Path:
     return folder.parent.parent / key[key.index(marker) :]
 
 
-def _read_files(folder: Path) -> list[DataFile]:
+def _read_files(folder: Location) -> list[DataFile]:
     path = folder / "manifest-files.json"
     if not path.is_file():
         raise ExportError(f"{path} is missing: the export is incomplete")
@@ -120,7 +124,7 @@ def _read_files(folder: Path) -> list[DataFile]:
     return files
 
 
-def md5_base64(path: Path) -> str:
+def md5_base64(path: Location) -> str:
     digest = hashlib.md5()  # noqa: S324 - the manifest's checksum, not a security use
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -142,10 +146,17 @@ def verify_files(export: Export) -> None:
 
 
 def read_export(folder: str | Path, verify: bool = True) -> Export:
-    """The export in ``folder`` (``.../AWSDynamoDB/<ExportId>``), checked against its manifests."""
-    if str(folder).startswith("s3://"):
-        raise ExportError(f"{folder}: s3:// exports are not supported yet; copy the export locally")
-    root = Path(folder).resolve()
+    """The export in ``folder`` (``.../AWSDynamoDB/<ExportId>``, local or ``s3://``), checked
+    against its manifests. On ``s3://`` every data file is read once here for its MD5 (boto3),
+    and once more by Spark."""
+    text = str(folder).rstrip("/")
+    root: Location
+    if text.startswith("s3://"):
+        root = S3Path.parse(text)
+    elif "://" in text:
+        raise ExportError(f"{folder}: an export folder is a local path or s3://BUCKET/PREFIX")
+    else:
+        root = Path(folder).resolve()
     summary_path = root / "manifest-summary.json"
     summary = _read_json(summary_path)
     export_type = summary.get("exportType") or FULL

@@ -38,8 +38,10 @@ def export_environment() -> dict[str, str]:
         "LAKEHOUSE_HOME": str(lakehouse_home()),
         "LAKEHOUSE_PROJECT_DIR": str(project_dir()),
         "DBT_PROFILES_DIR": str(project_dir() / "profiles"),
-        "SPARK_LOCAL_IP": "127.0.0.1",
     }
+    if os.environ.get("LAKEHOUSE_TARGET", "local") == "local":
+        # The embedded default listens on loopback only. On a cluster the driver must not.
+        values["SPARK_LOCAL_IP"] = "127.0.0.1"
     # Spark's logging configuration (conf/log4j2.properties), unless the user has their own.
     os.environ.setdefault("SPARK_CONF_DIR", str(project_dir() / "conf"))
     os.environ.update(values)

@@ -24,6 +24,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from ingestion import decode, detect, faults, ingest, ledger, staging
+from ingestion.locations import s3_client
 from ingestion.stream_writer import SUFFIX, split_uri
 from ingestion.tables import TableConfig
 
@@ -77,11 +78,7 @@ class S3Prefix:
         self.bucket = bucket
         self.prefix = "/".join(p for p in (prefix, table) if p) + "/"
         self.location = f"s3://{bucket}/{self.prefix.rstrip('/')}"
-        if client is None:
-            import boto3
-
-            client = boto3.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL_S3") or None)
-        self.client = client
+        self.client = client or s3_client()
 
     def listing(self) -> list[ChangeFile]:
         found = []

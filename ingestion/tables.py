@@ -44,6 +44,8 @@ class TableConfig:
     partition_key: Key
     sort_key: Key | None = None
     ttl_deletes: str = "delete"  # what a TTL expiry does to the final row: delete | keep
+    table_arn: str | None = None  # the DynamoDB table, for `export`
+    export_to: str | None = None  # s3://BUCKET/PREFIX where `export` asks DynamoDB to write
 
     @property
     def keys(self) -> tuple[Key, ...]:
@@ -80,7 +82,19 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         raise TableConfigError(
             f"table {name}: ttl_deletes is {ttl!r}; expected one of {', '.join(TTL_MODES)}"
         )
-    config = TableConfig(name, parse_key(entry["partition_key"], name), sort_key, ttl)
+    export_to = entry.get("export_to")
+    if export_to is not None and not str(export_to).startswith("s3://"):
+        raise TableConfigError(
+            f"table {name}: export_to must be s3://BUCKET/PREFIX, got {export_to!r}"
+        )
+    config = TableConfig(
+        name,
+        parse_key(entry["partition_key"], name),
+        sort_key,
+        ttl,
+        entry.get("table_arn"),
+        export_to,
+    )
     if sort_key and sort_key.column == config.partition_key.column:
         raise TableConfigError(
             f"table {name}: partition and sort key map to one column {sort_key.column!r}"

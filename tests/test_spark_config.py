@@ -48,3 +48,21 @@ def test_bootstrap_is_idempotent_and_creates_namespaces(tmp_path: Path) -> None:
         mode = db.execute("pragma journal_mode").fetchone()[0]
     assert namespaces == {"staging", "lakehouse"}
     assert mode == "wal"
+
+
+def test_emr_and_hive_targets_are_one_setting_away(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAKEHOUSE_WAREHOUSE", "s3://bucket/warehouse")
+    monkeypatch.setenv("LAKEHOUSE_TARGET", "emr")
+    emr = spark_config.spark_conf()
+    assert emr["spark.sql.catalog.lake.catalog-impl"] == "org.apache.iceberg.aws.glue.GlueCatalog"
+    assert emr["spark.sql.catalog.lake.warehouse"] == "s3://bucket/warehouse"
+    assert "spark.master" not in emr and "spark.driver.bindAddress" not in emr
+    assert catalog.bootstrap(emr) is None  # no embedded catalog file on EMR
+    monkeypatch.setenv("LAKEHOUSE_TARGET", "hive")
+    monkeypatch.setenv("LAKEHOUSE_METASTORE_URI", "thrift://metastore:9083")
+    hive = spark_config.spark_conf()
+    assert hive["spark.sql.catalog.lake.type"] == "hive"
+    assert hive["spark.sql.catalog.lake.uri"] == "thrift://metastore:9083"
+    monkeypatch.delenv("LAKEHOUSE_METASTORE_URI")
+    with pytest.raises(spark_config.ConfigError, match="LAKEHOUSE_METASTORE_URI"):
+        spark_config.spark_conf()
