@@ -177,6 +177,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--table", action="append", help="only these tables (default: all)")
 
+    p = sub.add_parser(
+        "maintain",
+        help="compact, carry the ledger forward, expire old snapshots, remove old orphan files",
+    )
+    p.add_argument("--table", action="append", help="only these tables (default: all)")
+    p.add_argument(
+        "--retention-hours",
+        type=float,
+        default=24.0,
+        help="keep every snapshot younger than this (default 24; longer than your longest query)",
+    )
+    p.add_argument(
+        "--keep-snapshots", type=int, default=5, help="and at least this many (default 5)"
+    )
+
     p = sub.add_parser("query", help="run SQL against the lakehouse and print the result")
     p.add_argument("sql")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")

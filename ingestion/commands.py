@@ -83,6 +83,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from ingestion import ledger
+    from ingestion.maintenance import health
     from ingestion.merge import MERGE_LOG, ensure_merge_log, final_table, new_batches
 
     tables = [get_table(t) for t in args.table] if args.table else list(load_tables().values())
@@ -129,8 +130,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         last = max((e.end for e in entries if e.end), default="never")
         print(
             f"  last applied time: {last}; staged rows not merged yet: {unmerged} "
-            f"({len(pending)} batch(es)); final rows: {final}  (merge log: {MERGE_LOG})\n"
+            f"({len(pending)} batch(es)); final rows: {final}  (merge log: {MERGE_LOG})"
         )
+        state = health(spark, table.name)
+        print(f"  final table: {state}\n" if state else "")
     return 0
 
 
@@ -419,6 +422,19 @@ def cmd_sync(args: argparse.Namespace) -> int:
     if code != 0:
         return code
     _merge([table])
+    return 0
+
+
+def cmd_maintain(args: argparse.Namespace) -> int:
+    from datetime import timedelta
+
+    from ingestion.maintenance import maintain
+
+    tables = [get_table(t) for t in args.table] if args.table else list(load_tables().values())
+    spark = spark_config.build_spark("maintain")
+    for table in tables:
+        report = maintain(spark, table, timedelta(hours=args.retention_hours), args.keep_snapshots)
+        print("\n".join(report.lines()), flush=True)
     return 0
 
 

@@ -1,29 +1,36 @@
-"""Maintenance of a final table that never breaks a running query.
+"""Maintenance that never breaks a running query: compaction, then expiry (ingestion.expiry).
 
-Compaction only: ``rewrite_data_files`` turns small files and files with position deletes into
-fewer, bigger files with the deletes applied, then drops the delete files that no longer apply
-(``remove-dangling-deletes``). These are ordinary Iceberg commits: the files they replace stay on
-storage, still referenced by the older snapshots a running query reads, so no reader ever loses a
-file under it. (``rewrite_position_delete_files`` is not used: Iceberg 1.10 fails on it for a
-table with an array-of-struct column, "Invalid partition field parent", as `books` has.) Nothing here expires snapshots or removes files: the ledger
-of applied sources lives in the staging snapshots, and expiring them safely (keeping the ledger
-and a retention longer than the longest query) is a separate, scheduled step.
+Compaction: ``rewrite_data_files`` turns small files and files with position deletes into fewer,
+bigger files with the deletes applied, then drops the delete files that no longer apply
+(``remove-dangling-deletes``); ``rewrite_manifests`` once manifests pile up. These are ordinary
+Iceberg commits: the files they replace stay on storage, still referenced by the older snapshots
+a running query reads, until expiry removes snapshots older than the retention.
+(``rewrite_position_delete_files`` is not used: Iceberg 1.10 fails on it for a table with an
+array-of-struct column, "Invalid partition field parent", as `books` has.)
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
+from ingestion import expiry, merge
 from ingestion.merge import FINAL_NAMESPACE
 from ingestion.naming import quote_table
+from ingestion.tables import TableConfig
 
 log = logging.getLogger(__name__)
 
 MIN_INPUT_FILES = 5  # compact once this many small files (or files with deletes) pile up
+MAX_MANIFESTS = 10  # rewrite manifests beyond this many
+DEFAULT_RETENTION = timedelta(hours=24)  # longer than your longest Athena query
+DEFAULT_KEEP_SNAPSHOTS = 5
+ORPHAN_AGE = timedelta(days=3)
 
 
 @dataclass(frozen=True)
@@ -80,3 +87,95 @@ def compact(spark: SparkSession, table: str) -> Compaction:
         result.seconds,
     )
     return result
+
+
+def rewrite_manifests(spark: SparkSession, table: str) -> int:
+    """Rewrite the manifests of the final table when more than ``MAX_MANIFESTS``; returns how
+    many were rewritten."""
+    name = quote_table("lake", FINAL_NAMESPACE, table)
+    if spark.table(f"{name}.manifests").count() <= MAX_MANIFESTS:
+        return 0
+    target = quote_table(FINAL_NAMESPACE, table)
+    row = spark.sql(f"call lake.system.rewrite_manifests('{target}')").first()
+    return int(row["rewritten_manifests_count"]) if row else 0
+
+
+@dataclass(frozen=True)
+class Report:
+    table: str
+    compaction: Compaction
+    manifests_rewritten: int
+    expired: tuple[expiry.Expiry, ...] = field(default=())
+    seconds: float = 0.0
+
+    def lines(self) -> list[str]:
+        c = self.compaction
+        out = [
+            f"{self.table}: data files {c.data_files[0]} -> {c.data_files[1]}, delete files "
+            f"{c.delete_files[0]} -> {c.delete_files[1]}, manifests rewritten "
+            f"{self.manifests_rewritten} ({self.seconds:.1f}s)"
+        ]
+        out += [
+            f"  {e.table}: snapshots {e.snapshots[0]} -> {e.snapshots[1]}, "
+            f"{e.files_deleted} files deleted with them, {e.orphans_deleted} orphan files removed"
+            for e in self.expired
+        ]
+        return out
+
+
+def maintain(
+    spark: SparkSession,
+    table: TableConfig,
+    retention: timedelta = DEFAULT_RETENTION,
+    keep_snapshots: int = DEFAULT_KEEP_SNAPSHOTS,
+    now: datetime | None = None,
+) -> Report:
+    """Compact the final table, carry the staging ledger forward, expire snapshots older than
+    ``retention`` (keeping ``keep_snapshots``) and remove old orphan files, for the final table,
+    the staging change log and the merge log."""
+    started = time.monotonic()
+    now = now or datetime.now(UTC).replace(tzinfo=None)
+    compaction = compact(spark, table.name)
+    manifests = (
+        rewrite_manifests(spark, table.name)
+        if spark.catalog.tableExists(f"lake.{FINAL_NAMESPACE}.{table.name}")
+        else 0
+    )
+    cutoff, orphans = now - retention, now - ORPHAN_AGE
+    expired = []
+    if spark.catalog.tableExists(f"lake.staging.{table.name}"):
+        merge.ensure_merge_log(spark)
+        merged = {
+            r["batch_id"]
+            for r in spark.table(merge.MERGE_LOG).where(f"table_name = '{table.name}'").collect()
+        }  # one row per merged batch
+        expiry.checkpoint_ledger(spark, table.name, merged, cutoff)
+        expired.append(expiry.expire(spark, "staging", table.name, cutoff, keep_snapshots, orphans))
+    if spark.catalog.tableExists(f"lake.{FINAL_NAMESPACE}.{table.name}"):
+        expired.append(
+            expiry.expire(spark, FINAL_NAMESPACE, table.name, cutoff, keep_snapshots, orphans)
+        )
+    return Report(table.name, compaction, manifests, tuple(expired), time.monotonic() - started)
+
+
+def health(spark: SparkSession, table: str) -> str | None:
+    """One line on the final table's files and snapshots (metadata tables only), or None."""
+    if not spark.catalog.tableExists(f"lake.{FINAL_NAMESPACE}.{table}"):
+        return None
+    name = quote_table("lake", FINAL_NAMESPACE, table)
+    files = (
+        spark.table(f"{name}.files")
+        .groupBy("content")
+        .agg(F.count(F.lit(1)).alias("n"), F.sum("file_size_in_bytes").alias("bytes"))
+        .collect()
+    )  # at most three rows
+    by_content = {r["content"]: (int(r["n"]), int(r["bytes"] or 0)) for r in files}
+    data, size = by_content.get(0, (0, 0))
+    deletes = sum(n for c, (n, _) in by_content.items() if c != 0)
+    snaps = spark.table(f"{name}.snapshots")
+    last = snaps.where(F.col("operation") == "replace").agg(F.max("committed_at")).first()
+    average = size / data / 2**20 if data else 0.0
+    return (
+        f"{data} data files (average {average:.1f} MB), {deletes} delete files, "
+        f"{snaps.count()} snapshots, last compaction: {last[0] if last and last[0] else 'never'}"
+    )

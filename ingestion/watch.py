@@ -66,7 +66,7 @@ class WatchOptions:
     settle: float = streams.DEFAULT_SETTLE_SECONDS
     max_files: int = streams.DEFAULT_MAX_FILES
     test_every: int = 10
-    maintain_every: int = 60
+    maintain_every: int = 60  # compaction and expiry (ingestion.maintenance.maintain)
     max_failures: int = 5
 
 
@@ -93,7 +93,8 @@ def tick(
         # A failed compaction leaves the table as it was: report it, keep the data flowing.
         started = time.monotonic()
         try:
-            maintenance.compact(spark, table.name)
+            for line in maintenance.maintain(spark, table).lines():
+                log.info("maintenance: %s", line)
         except Exception as exc:
             maintain_error = staging.spark_reason(exc)
         maintain_seconds = time.monotonic() - started

@@ -1,0 +1,128 @@
+"""`maintain`: compaction, ledger carried forward, expiry of old snapshots, time travel to kept
+ones, and a reader that never fails while it runs. Real Spark, Iceberg, dbt; DuckDB as the
+independent reader."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import readers
+
+from ingestion import ingest, ledger, maintenance, merge, sample, sample_stream, streams
+from ingestion.stream_writer import write_batch
+from ingestion.tables import get_table
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+ITEMS, SEED = 40, 8
+
+
+def build(spark, tmp_path: Path) -> tuple[Path, dict]:
+    """books: a full export, then one stream merge per Lambda batch (small files, deletes)."""
+    books = get_table("books")
+    export = sample.write_samples(tmp_path / "exports", ITEMS, SEED, ["books"])["books"]
+    ingest.ingest_export(spark, books, str(export))
+    merge.run_merge(spark, [books], test=False)
+    batches = sample_stream.books_stream_records(ITEMS, SEED, changes=60)
+    for batch in batches:
+        write_batch(batch, str(tmp_path / "replay"))
+    expected = sample.live_items([export, tmp_path / "replay" / "books"], ["id"])
+    for batch in batches:
+        write_batch(batch, str(tmp_path / "streams"))
+        streams.ingest_stream(spark, books, str(tmp_path / "streams"), settle_seconds=0)
+        merge.run_merge(spark, [books], test=False)
+    return export, expected
+
+
+def final_ids(spark) -> list[str]:
+    spark.sql("refresh table lake.lakehouse.books")
+    return sorted(r[0] for r in spark.table("lake.lakehouse.books").select("id").collect())
+
+
+def snapshots(spark, name: str) -> list[int]:
+    spark.sql(f"refresh table {name}")
+    return [r[0] for r in spark.table(f"{name}.snapshots").orderBy("committed_at").select("snapshot_id").collect()]  # fmt: skip
+
+
+def test_maintain_compacts_expires_and_keeps_the_ledger(
+    spark, clean_lakehouse, lakehouse_home: Path, tmp_path: Path
+) -> None:
+    export, expected = build(spark, tmp_path)
+    books = get_table("books")
+    ids = sorted(json.loads(k)[0]["S"] for k in expected)
+    assert final_ids(spark) == ids
+    final_before = snapshots(spark, "lake.lakehouse.books")
+    staging_before = snapshots(spark, "lake.staging.books")
+    sources_before = {e.source for e in ledger.entries(spark, "books")}
+
+    # Default retention: everything is younger than 24 hours, nothing expires. Meanwhile a
+    # DuckDB reader loops over the table: no read may fail.
+    failures: list[str] = []
+    reads = 0
+    stop = threading.Event()
+
+    def loop() -> None:
+        nonlocal reads
+        con = readers.connect()
+        while not stop.is_set():
+            try:
+                assert readers.read_rows(con, lakehouse_home, "books", "count(*)")[0][0] == len(ids)
+                reads += 1
+            except Exception as exc:  # any failed read fails the test
+                failures.append(str(exc))
+
+    reader = threading.Thread(target=loop, daemon=True)
+    reader.start()
+    try:
+        young = maintenance.maintain(spark, books)
+        maintenance.maintain(spark, books)
+    finally:
+        stop.set()
+        reader.join(timeout=60)
+    assert failures == [], failures[:3]
+    assert reads > 10
+    print(f"{reads} DuckDB reads during maintenance, none failed")
+    # One data file; the delete files it absorbed are dropped (those of the last merge before
+    # it may stay until a later compaction: they no longer apply to any row).
+    assert young.compaction.data_files[1] == 1
+    assert young.compaction.delete_files[1] < young.compaction.delete_files[0]
+    assert all(e.snapshots[1] >= e.snapshots[0] for e in young.expired)
+    assert set(final_before) <= set(snapshots(spark, "lake.lakehouse.books"))
+
+    # Two days later: all but the last 2 snapshots are older than the retention.
+    later = datetime.now(UTC).replace(tzinfo=None) + timedelta(days=2)
+    old = maintenance.maintain(spark, books, keep_snapshots=2, now=later)
+    kept_final = snapshots(spark, "lake.lakehouse.books")
+    assert len(kept_final) == 2 and len(snapshots(spark, "lake.staging.books")) == 2
+    assert {e.table: e.snapshots[1] for e in old.expired} == {
+        "staging.books": 2,
+        "lakehouse.books": 2,
+    }
+    assert len(staging_before) > 2
+
+    # The ledger survived: the export is still known, the merged stream batches are gone from
+    # it, and nothing is left to merge.
+    entries = ledger.entries(spark, "books")
+    assert {e.source for e in entries if e.kind != ledger.STREAM} == {
+        s for s in sources_before if "#" not in s
+    }
+    assert merge.new_batches(spark, "books") == []
+    again = ingest.ingest_export(spark, books, str(export))
+    assert again.skipped
+    # Time travel: a kept snapshot reads, an expired one is gone.
+    rows = spark.sql(f"select count(*) from lake.lakehouse.books version as of {kept_final[0]}")
+    assert rows.first()[0] > 0
+    with pytest.raises(Exception, match="Cannot find snapshot|snapshot"):
+        spark.sql(
+            f"select count(*) from lake.lakehouse.books version as of {final_before[0]}"
+        ).collect()
+    # Same rows for Spark and for DuckDB after all of it.
+    assert final_ids(spark) == ids
+    duckdb_ids = sorted(
+        r[0] for r in readers.read_rows(readers.connect(), lakehouse_home, "books", "id")
+    )
+    assert duckdb_ids == ids
