@@ -192,6 +192,14 @@ def _parser() -> argparse.ArgumentParser:
         "--keep-snapshots", type=int, default=5, help="and at least this many (default 5)"
     )
 
+    p = sub.add_parser(
+        "register-glue",
+        help="register (or move) the final tables in the AWS Glue catalog for Athena",
+    )
+    p.add_argument("--table", action="append", help="only these tables (default: all)")
+    p.add_argument("--database", default="lakehouse", help="Glue database (default lakehouse)")
+    p.add_argument("--glue-endpoint", help="Glue endpoint URL (default: AWS's)")
+
     p = sub.add_parser("query", help="run SQL against the lakehouse and print the result")
     p.add_argument("sql")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")

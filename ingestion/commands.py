@@ -27,6 +27,7 @@ from ingestion import (
     staging,
 )
 from ingestion.emr import EmrError
+from ingestion.glue import GlueError
 from ingestion.locations import LocationError
 from ingestion.merge import DbtError, MergeCounts
 from ingestion.report import format_table, write_rows
@@ -51,6 +52,7 @@ USER_ERRORS = (
     LocationError,
     WatchError,
     EmrError,
+    GlueError,
     StreamError,
     onboarding.OnboardingError,
     schema.SchemaError,
@@ -435,6 +437,22 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     for table in tables:
         report = maintain(spark, table, timedelta(hours=args.retention_hours), args.keep_snapshots)
         print("\n".join(report.lines()), flush=True)
+    return 0
+
+
+def cmd_register_glue(args: argparse.Namespace) -> int:
+    from ingestion import glue
+
+    tables = [get_table(t) for t in args.table] if args.table else list(load_tables().values())
+    spark = spark_config.build_spark("register-glue")
+    catalog = glue.glue_catalog(args.glue_endpoint)
+    for table in tables:
+        if not spark.catalog.tableExists(f"lake.lakehouse.{table.name}"):
+            print(f"{table.name}: no final table yet, skipped")
+            continue
+        location = glue.current_metadata_location(spark, "lakehouse", table.name)
+        done = glue.register(catalog, args.database, table.name, location)
+        print(f"{done.table}: {'registered' if done.created else 'moved'} to {location}")
     return 0
 
 

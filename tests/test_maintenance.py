@@ -9,10 +9,12 @@ import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import boto3
+import local_s3
 import pytest
 import readers
 
-from ingestion import ingest, ledger, maintenance, merge, sample, sample_stream, streams
+from ingestion import glue, ingest, ledger, maintenance, merge, sample, sample_stream, streams
 from ingestion.stream_writer import write_batch
 from ingestion.tables import get_table
 
@@ -120,9 +122,23 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
         spark.sql(
             f"select count(*) from lake.lakehouse.books version as of {final_before[0]}"
         ).collect()
-    # Same rows for Spark and for DuckDB after all of it.
+    # Same rows for Spark and for DuckDB after all of it, value by value.
     assert final_ids(spark) == ids
-    duckdb_ids = sorted(
-        r[0] for r in readers.read_rows(readers.connect(), lakehouse_home, "books", "id")
+    columns = "id, title, author, price, pages, in_stock, _operation, _version, _sequence, _image"
+    by_spark = sorted(
+        tuple(r) for r in spark.sql(f"select {columns} from lake.lakehouse.books").collect()
     )
-    assert duckdb_ids == ids
+    by_duckdb = sorted(readers.read_rows(readers.connect(), lakehouse_home, "books", columns))
+    assert by_duckdb == by_spark and len(by_spark) == len(ids)
+
+    # Registered in Glue (moto on 127.0.0.1) at the current metadata file.
+    location = glue.current_metadata_location(spark, "lakehouse", "books")
+    assert location.endswith(readers.metadata_location(lakehouse_home, "lakehouse", "books"))
+    with local_s3.server() as endpoint:
+        boto3.client("glue", endpoint_url=endpoint, region_name="eu-west-1").create_database(
+            DatabaseInput={"Name": "lakehouse"}
+        )
+        done = glue.register(
+            glue.glue_catalog(endpoint, "eu-west-1"), "lakehouse", "books", location
+        )
+        assert done.created
