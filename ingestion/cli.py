@@ -38,6 +38,14 @@ def _stream_arguments(p: argparse.ArgumentParser, required: bool) -> None:
     )
 
 
+def _export_folder_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--table", required=True)
+    p.add_argument("sources", nargs="*", metavar="EXPORT_FOLDER")
+    p.add_argument(
+        "--allow-gap", action="store_true", help="accept an export that leaves a gap in the chain"
+    )
+
+
 def _export_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--table-arn", help="the DynamoDB table's ARN (default: table_arn in config)")
     p.add_argument(
@@ -79,11 +87,7 @@ def _parser() -> argparse.ArgumentParser:
         "ingest",
         help="stage exports (folders .../AWSDynamoDB/<ExportId>), in order, or stream change files",
     )
-    p.add_argument("--table", required=True)
-    p.add_argument("sources", nargs="*", metavar="EXPORT_FOLDER")
-    p.add_argument(
-        "--allow-gap", action="store_true", help="accept an export that leaves a gap in the chain"
-    )
+    _export_folder_arguments(p)
     _stream_arguments(p, required=False)
 
     p = sub.add_parser(
@@ -145,11 +149,7 @@ def _parser() -> argparse.ArgumentParser:
         "sync",
         help="ingest the exports in the order given (or export from DynamoDB first), then merge",
     )
-    p.add_argument("--table", required=True)
-    p.add_argument("sources", nargs="*", metavar="EXPORT_FOLDER")
-    p.add_argument(
-        "--allow-gap", action="store_true", help="accept an export that leaves a gap in the chain"
-    )
+    _export_folder_arguments(p)
     p.add_argument(
         "--from-dynamodb",
         action="store_true",

@@ -501,11 +501,11 @@ def cmd_emr(args: argparse.Namespace) -> int:
     entry, archive = emr.upload(s3_client(), built, bucket, prefix)
     print(f"uploaded {archive}")
     name = "ddb-lakehouse " + " ".join(arguments[:3])
+    import boto3
+
     if args.application_id:
         if not args.role_arn or not args.warehouse:
             raise emr.EmrError("EMR Serverless needs --role-arn and --warehouse")
-        import boto3
-
         client = boto3.client("emr-serverless")
         run_id = emr.start_serverless(
             client,
@@ -516,31 +516,18 @@ def cmd_emr(args: argparse.Namespace) -> int:
             emr.spark_parameters(archive, args.warehouse, args.venv_archive),
             name,
         )
-        print(f"job run {run_id} on application {args.application_id}")
-        if not args.no_wait:
-            emr.wait(
-                emr.serverless_state(client, args.application_id, run_id),
-                emr.DONE_SERVERLESS,
-                emr.FAILED_SERVERLESS,
-                f"job run {run_id}",
-                args.poll,
-                lambda line: print(line, flush=True),
-            )
-        return 0
-    import boto3
-
-    client = boto3.client("emr")
-    step_id = emr.add_step(client, args.cluster_id, entry, arguments, archive, name)
-    print(f"step {step_id} on cluster {args.cluster_id}")
+        what = f"job run {run_id} on application {args.application_id}"
+        state = emr.serverless_state(client, args.application_id, run_id)
+        done, failed = emr.DONE_SERVERLESS, emr.FAILED_SERVERLESS
+    else:
+        client = boto3.client("emr")
+        step_id = emr.add_step(client, args.cluster_id, entry, arguments, archive, name)
+        what = f"step {step_id} on cluster {args.cluster_id}"
+        state = emr.step_state(client, args.cluster_id, step_id)
+        done, failed = emr.DONE_STEP, emr.FAILED_STEP
+    print(what)
     if not args.no_wait:
-        emr.wait(
-            emr.step_state(client, args.cluster_id, step_id),
-            emr.DONE_STEP,
-            emr.FAILED_STEP,
-            f"step {step_id}",
-            args.poll,
-            lambda line: print(line, flush=True),
-        )
+        emr.wait(state, done, failed, what, args.poll, lambda line: print(line, flush=True))
     return 0
 
 
