@@ -82,6 +82,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("name")
     p.add_argument("--partition-key", required=True, metavar="ATTR:TYPE")
     p.add_argument("--sort-key", metavar="ATTR:TYPE")
+    p.add_argument(
+        "--buckets",
+        type=int,
+        metavar="N",
+        help="partition the final table by bucket(N, partition key): merges touch only the "
+        "buckets their changes hit (for big tables; about one bucket per GB)",
+    )
 
     p = sub.add_parser(
         "ingest",

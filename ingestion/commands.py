@@ -140,7 +140,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_add_table(args: argparse.Namespace) -> int:
-    written = onboarding.add_table(args.name, args.partition_key, args.sort_key)
+    written = onboarding.add_table(args.name, args.partition_key, args.sort_key, args.buckets)
     print(f"table {args.name} registered; wrote:")
     for path in written:
         print(f"  {path.relative_to(settings.project_dir())}")

@@ -24,19 +24,27 @@ def _sources_path(root: Path) -> Path:
     return root / "models/staging/dynamodb/__sources.yml"
 
 
-def add_table(name: str, partition_key: str, sort_key: str | None) -> list[Path]:
+def add_table(
+    name: str, partition_key: str, sort_key: str | None, buckets: int | None = None
+) -> list[Path]:
     root = settings.project_dir()
     project_path = root / "dbt_project.yml"
     sources_path = _sources_path(root)
     if name in load_tables(project_path):
         raise OnboardingError(f"table {name!r} is already configured in {project_path}")
-    entry = {"partition_key": partition_key, **({"sort_key": sort_key} if sort_key else {})}
+    entry: dict[str, object] = {"partition_key": partition_key}
+    if sort_key:
+        entry["sort_key"] = sort_key
+    if buckets is not None:
+        entry["buckets"] = buckets
     table = table_from_entry(name, entry)  # validates name and keys
 
     project_text = project_path.read_text().rstrip("\n") + "\n"
     project_text += f"    {name}:\n      partition_key: {partition_key}\n"
     if sort_key:
         project_text += f"      sort_key: {sort_key}\n"
+    if buckets is not None:
+        project_text += f"      buckets: {buckets}\n"
     sources_text = sources_path.read_text().rstrip("\n") + "\n"
     sources_text += (
         f"      - name: {name}\n        description: Change log of the DynamoDB table `{name}`.\n"

@@ -42,7 +42,7 @@ models:
 """
 
 FINAL_SQL = """\
-{{{{ config(unique_key=dynamodb_key_columns('{table}')) }}}}
+{{{{ config(unique_key=dynamodb_key_columns('{table}'), partition_by=dynamodb_partition_by('{table}')) }}}}
 
 with
 

@@ -18,6 +18,7 @@ from ingestion import settings
 from ingestion.naming import column_name
 
 KEY_DESCRIPTORS = ("S", "N", "B")
+MAX_BUCKETS = 1024
 TTL_MODES = ("delete", "keep")
 _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,127}$")
 
@@ -46,6 +47,7 @@ class TableConfig:
     ttl_deletes: str = "delete"  # what a TTL expiry does to the final row: delete | keep
     table_arn: str | None = None  # the DynamoDB table, for `export`
     export_to: str | None = None  # s3://BUCKET/PREFIX where `export` asks DynamoDB to write
+    buckets: int | None = None  # final table partitioned by bucket(N, partition key column)
 
     @property
     def keys(self) -> tuple[Key, ...]:
@@ -87,6 +89,13 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         raise TableConfigError(
             f"table {name}: export_to must be s3://BUCKET/PREFIX, got {export_to!r}"
         )
+    buckets = entry.get("buckets")
+    if buckets is not None and (
+        isinstance(buckets, bool) or not isinstance(buckets, int) or not 2 <= buckets <= MAX_BUCKETS
+    ):
+        raise TableConfigError(
+            f"table {name}: buckets is {buckets!r}; expected a whole number from 2 to {MAX_BUCKETS}"
+        )
     config = TableConfig(
         name,
         parse_key(entry["partition_key"], name),
@@ -94,6 +103,7 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         ttl,
         entry.get("table_arn"),
         export_to,
+        buckets,
     )
     if sort_key and sort_key.column == config.partition_key.column:
         raise TableConfigError(

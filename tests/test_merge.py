@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
@@ -11,6 +12,8 @@ from pyspark.sql import functions as F
 from ingestion import ledger, merge
 from ingestion.ingest import ingest_export
 from ingestion.tables import get_table
+
+ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -163,6 +166,18 @@ def test_composite_keys_and_dbt_test_guarding_quality(spark, clean_lakehouse, sa
     remaining = spark.table("lake.lakehouse.orders")
     assert remaining.count() == 59
     assert remaining.where(F.col("customer_id") == first["customer_id"]).count() == siblings - 1
+
+    # `buckets: 16`: the table is partitioned by bucket(16, customer_id), and the merge of one
+    # customer's change filtered its target scan to that customer's bucket, and wrote only there.
+    layout = {r["col_name"]: r["data_type"] for r in spark.sql("describe lake.lakehouse.orders").collect()}
+    assert layout.get("Part 0") == "bucket(16, customer_id)"
+    bucket = spark.sql(
+        "select lake.system.bucket(16, customer_id) from lake.lakehouse.orders "
+        f"where customer_id = '{first['customer_id']}'"
+    ).first()[0]
+    compiled = (ROOT / "target/run/dynamodb_lakehouse/models/marts/orders.sql").read_text()
+    assert f"lake.system.bucket(16, target.`customer_id`) in ({bucket})" in compiled
+    assert latest_summary(spark, "orders")["changed-partition-count"] == "1"
 
     # A duplicate key in the final table makes `dbt test` fail loudly.
     spark.sql("insert into lake.lakehouse.orders select * from lake.lakehouse.orders limit 1")

@@ -19,6 +19,7 @@ def test_sample_tables_are_configured() -> None:
     assert [k.column for k in tables["books"].keys] == ["id"]
     assert [k.column for k in tables["orders"].keys] == ["customer_id", "order_id"]
     assert tables["orders"].key_descriptors == {"customer_id": "S", "order_id": "S"}
+    assert (tables["books"].buckets, tables["orders"].buckets) == (None, 16)
 
 
 def test_committed_models_are_what_add_table_renders() -> None:
@@ -35,6 +36,9 @@ def test_committed_models_are_what_add_table_renders() -> None:
         ({"partition_key": "id:BOOL"}, "must be ATTRIBUTE:TYPE"),
         ({"partition_key": "id:S", "attributes": {"x": "S"}}, "live in the table's schema file"),
         ({"partition_key": "id:S", "sort_key": "ID:N"}, "map to one column 'id'"),
+        ({"partition_key": "id:S", "buckets": 1}, "buckets is 1; expected a whole number"),
+        ({"partition_key": "id:S", "buckets": "16"}, "buckets is '16'"),
+        ({"partition_key": "id:S", "buckets": 4096}, "from 2 to 1024"),
     ],
 )
 def test_invalid_entries_are_refused(entry: dict, message: str) -> None:
@@ -63,7 +67,7 @@ def project_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_add_table_writes_config_source_and_models(project_copy: Path) -> None:
     before = (project_copy / "dbt_project.yml").read_text()
-    written = onboarding.add_table("sessions", "user_id:S", "started_at:N")
+    written = onboarding.add_table("sessions", "user_id:S", "started_at:N", buckets=8)
     assert (project_copy / "models/marts/sessions.sql").is_file()
     assert (project_copy / "models/staging/dynamodb/stg_dynamodb__sessions.sql").is_file()
     assert len(written) == 6
@@ -71,6 +75,7 @@ def test_add_table_writes_config_source_and_models(project_copy: Path) -> None:
     assert after.startswith(before.rstrip("\n"))  # appended: comments kept
     table = load_tables(project_copy / "dbt_project.yml")["sessions"]
     assert [k.column for k in table.keys] == ["user_id", "started_at"]
+    assert table.buckets == 8
     sources = yaml.safe_load((project_copy / "models/staging/dynamodb/__sources.yml").read_text())
     assert "sessions" in [t["name"] for t in sources["sources"][0]["tables"]]
     model_yml = yaml.safe_load((project_copy / "models/marts/sessions.yml").read_text())

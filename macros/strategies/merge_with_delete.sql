@@ -8,7 +8,12 @@
       exports applied out of order never roll a row back, and re-applying a change rewrites
       nothing); at equal versions a delete still applies (as in the latest-change order);
     - a full export among the merged batches re-baselines the table: a row older than its export
-      time that it does not hold is deleted (`when not matched by source`).
+      time that it does not hold is deleted (`when not matched by source`);
+    - pruning: for a table partitioned by bucket(N, partition key) (`buckets: N`), the merge
+      condition also holds `lake.system.bucket(N, target.key) in (<the buckets of the changes>)`,
+      which Iceberg turns into a partition filter on the target scan: the merge reads and writes
+      only the buckets its changes hit. The list is computed from the changes, so it never
+      excludes a row the changes match. Not with a re-baseline, which must see every row.
 
   dbt-spark's built-in `merge` has no DELETE clause, and dbt-spark validates strategies against a
   fixed list, so its two dispatch points are overridden below to add this one.
@@ -28,7 +33,13 @@
   {%- endfor -%}
   {%- set quoted = [] -%}
   {%- for column in columns -%}{%- do quoted.append(lakehouse_quote(column)) -%}{%- endfor -%}
-  {%- set deletes = dynamodb_delete_operations(target.identifier) %}
+  {%- set deletes = dynamodb_delete_operations(target.identifier) -%}
+  {%- set table = target.identifier -%}
+  {%- set batches = dynamodb_new_batches(table) if table in var('dynamodb_tables', {}) else [] -%}
+  {%- set baseline = dynamodb_baseline_version(table, 'lake.staging.' ~ lakehouse_quote(table), batches) if batches else none -%}
+  {%- if baseline is none -%}
+    {%- set predicates = predicates + dynamodb_bucket_predicates(table, source, keys[0]) -%}
+  {%- endif %}
 merge into {{ target }} as target
 using {{ source }} as change
 on {% for key in keys -%}
@@ -42,13 +53,21 @@ when matched and change.`_operation` not in {{ deletes }} and {{ dynamodb_is_new
   {% endfor -%}
 when not matched and change.`_operation` not in {{ deletes }} then insert ({{ quoted | join(', ') }})
   values ({% for column in quoted %}change.{{ column }}{{ ", " if not loop.last }}{% endfor %})
-{%- set table = target.identifier -%}
-{%- set batches = dynamodb_new_batches(table) if table in var('dynamodb_tables', {}) else [] -%}
-{%- set baseline = dynamodb_baseline_version(table, 'lake.staging.' ~ lakehouse_quote(table), batches) if batches else none -%}
 {%- if baseline is not none %}
 when not matched by source and target.`_version` < {{ baseline }} then delete
 {%- endif %}
 {% endmacro %}
+
+{#- The bucket filter of a merge into a bucketed table (see above): a list of 0 or 1 predicates. -#}
+{% macro dynamodb_bucket_predicates(table, source, key) -%}
+  {%- set buckets = dynamodb_buckets(table) if table in var('dynamodb_tables', {}) else none -%}
+  {%- if not buckets or not execute -%}{{ return([]) }}{%- endif -%}
+  {%- set function = 'lake.system.bucket(' ~ (buckets | int) ~ ', ' -%}
+  {%- set query = 'select distinct ' ~ function ~ lakehouse_quote(key) ~ ') from ' ~ source -%}
+  {%- set hit = run_query(query).columns[0].values() | list -%}
+  {%- if hit | length == 0 -%}{{ return([]) }}{%- endif -%}
+  {{ return([function ~ 'target.' ~ lakehouse_quote(key) ~ ') in (' ~ (hit | map('int') | sort | join(', ')) ~ ')']) }}
+{%- endmacro %}
 
 {#- dbt-spark's validation, with merge_with_delete accepted for Iceberg tables. -#}
 {% macro dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) %}

@@ -1,4 +1,4 @@
-{{ config(unique_key=dynamodb_key_columns('books')) }}
+{{ config(unique_key=dynamodb_key_columns('books'), partition_by=dynamodb_partition_by('books')) }}
 
 with
 

@@ -1,4 +1,4 @@
-{{ config(unique_key=dynamodb_key_columns('orders')) }}
+{{ config(unique_key=dynamodb_key_columns('orders'), partition_by=dynamodb_partition_by('orders')) }}
 
 with
 
