@@ -9,6 +9,12 @@ The ledger lives in the staging table's snapshot summaries; before its snapshots
 empty commit carries every entry forward (``dynamodb-lakehouse.ledger``), as ``rebuild`` does.
 Stream batches that are merged and older than the retention are left out of it: their change
 files were deleted long ago, and the merge log no longer needs them.
+
+The staging change log keeps, per key, what a merge or a rebuild still needs (``prune_change_log``):
+its latest change (a later, older change is compared against it, so a late change never brings a
+deleted item back) and every row of the newest full export (its version re-baselines a full
+build). A change superseded by a later one of its key, merged, and ingested before the retention
+goes.
 """
 
 from __future__ import annotations
@@ -18,10 +24,11 @@ import logging
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
 
 from ingestion import ledger
-from ingestion.naming import quote_table
+from ingestion.naming import quote, quote_table
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +45,12 @@ def snapshot_count(spark: SparkSession, name: str) -> int:
     return spark.table(f"{name}.snapshots").count()
 
 
-def checkpoint_ledger(spark: SparkSession, table: str, merged: set[str], cutoff: datetime) -> int:
-    """One empty commit on the staging table carrying the ledger; returns the entries carried."""
+def checkpoint_ledger(
+    spark: SparkSession, table: str, merged: set[str], cutoff: datetime
+) -> datetime:
+    """One empty commit on the staging table carrying the ledger; returns its commit time.
+    Expiry must keep that commit (expire older than at most this time): it holds the entries
+    of every commit before it."""
     entries = ledger.entries(spark, table)
     kept = [
         e
@@ -62,7 +73,13 @@ def checkpoint_ledger(spark: SparkSession, table: str, merged: set[str], cutoff:
     log.info(
         "staging.%s: ledger carried forward (%d of %d entries)", table, len(kept), len(entries)
     )
-    return len(kept)
+    committed = (
+        spark.table(f"{name}.snapshots")
+        .where(F.col("summary").getItem(ledger.LEDGER).isNotNull())
+        .agg(F.max("committed_at"))
+        .first()
+    )
+    return committed[0] if committed and committed[0] else cutoff
 
 
 def expire(
@@ -98,3 +115,60 @@ def expire(
         orphans,
     )
     return Expiry(f"{namespace}.{table}", (before, after), deleted, orphans)
+
+
+# The order of changes of a key, as dynamodb_latest_change_per_key (macros/latest_change.sql).
+ORDER = ("_version", "_sequence", "_ingested_at", "_batch_id", "_is_delete")
+
+
+def _ordered(frame: DataFrame) -> DataFrame:
+    return frame.withColumn("_sequence", F.coalesce(F.col("_sequence"), F.lit(""))).withColumn(
+        "_is_delete", F.col("_operation").isin("delete", "ttl_delete")
+    )
+
+
+def prune_change_log(
+    spark: SparkSession, table: str, keys: list[str], merged: DataFrame, cutoff: datetime
+) -> int:
+    """Delete the staged changes that are superseded by a later change of their key, merged
+    (their ``_batch_id`` in ``merged``, one column ``batch_id``) and ingested before ``cutoff``;
+    the newest full export's rows stay. One commit; returns the rows deleted."""
+    name = quote_table("lake", "staging", table)
+    staged = _ordered(spark.table(name))
+    newest_full = (
+        staged.where(F.col("_operation") == "snapshot")
+        .orderBy(F.col("_version").desc())
+        .select("_batch_id")
+        .limit(1)
+    )
+    by_key = Window.partitionBy(*keys)
+    order = F.struct(*ORDER)
+    superseded = (
+        staged.withColumn("_latest", F.max(order).over(by_key))
+        .where(order < F.col("_latest"))
+        .where(F.col("_ingested_at") < F.lit(cutoff))
+        .join(merged.select(F.col("batch_id").alias("_batch_id")), "_batch_id", "left_semi")
+        .join(newest_full, "_batch_id", "left_anti")
+        .select(*keys, *ORDER, "_operation")
+        .distinct()
+        # Materialised (on the executors): computed once, and no longer a plan over the table
+        # the DELETE below rewrites.
+        .localCheckpoint()
+    )
+    if superseded.isEmpty():
+        return 0
+    superseded.createOrReplaceTempView("lakehouse_superseded_changes")
+    before = spark.table(name).count()
+    # DELETE, not MERGE: Spark 3.5 cannot resolve a MERGE into a table that accepts any schema
+    # (`write.spark.accept-any-schema`, which staging tables set).
+    columns = [*keys, "_version", "_ingested_at", "_batch_id", "_operation"]
+    spark.sql(
+        f"delete from {name} where ({', '.join(quote(c) for c in columns)}, "
+        "coalesce(`_sequence`, '')) in (select "
+        f"{', '.join(quote(c) for c in columns)}, `_sequence` from lakehouse_superseded_changes)"
+    )
+    deleted = before - spark.table(name).count()
+    log.info(
+        "staging.%s: %d superseded, merged changes removed from the change log", table, deleted
+    )
+    return deleted

@@ -31,6 +31,7 @@ MAX_MANIFESTS = 10  # rewrite manifests beyond this many
 DEFAULT_RETENTION = timedelta(hours=24)  # longer than your longest Athena query
 DEFAULT_KEEP_SNAPSHOTS = 5
 ORPHAN_AGE = timedelta(days=3)
+MERGE_LOG_TABLE = merge.MERGE_LOG.rsplit(".", 1)[1]
 
 
 @dataclass(frozen=True)
@@ -107,13 +108,15 @@ class Report:
     manifests_rewritten: int
     expired: tuple[expiry.Expiry, ...] = field(default=())
     seconds: float = 0.0
+    pruned: int = 0  # superseded, merged changes removed from the staging change log
 
     def lines(self) -> list[str]:
         c = self.compaction
         out = [
             f"{self.table}: data files {c.data_files[0]} -> {c.data_files[1]}, delete files "
             f"{c.delete_files[0]} -> {c.delete_files[1]}, manifests rewritten "
-            f"{self.manifests_rewritten} ({self.seconds:.1f}s)"
+            f"{self.manifests_rewritten}, {self.pruned} superseded changes removed from "
+            f"staging ({self.seconds:.1f}s)"
         ]
         out += [
             f"  {e.table}: snapshots {e.snapshots[0]} -> {e.snapshots[1]}, "
@@ -142,20 +145,38 @@ def maintain(
         else 0
     )
     cutoff, orphans = now - retention, now - ORPHAN_AGE
-    expired = []
+    expired, pruned = [], 0
     if spark.catalog.tableExists(f"lake.staging.{table.name}"):
         merge.ensure_merge_log(spark)
         merged = {
             r["batch_id"]
             for r in spark.table(merge.MERGE_LOG).where(f"table_name = '{table.name}'").collect()
         }  # one row per merged batch
-        expiry.checkpoint_ledger(spark, table.name, merged, cutoff)
-        expired.append(expiry.expire(spark, "staging", table.name, cutoff, keep_snapshots, orphans))
+        pruned = expiry.prune_change_log(
+            spark,
+            table.name,
+            [k.column for k in table.keys],
+            spark.table(merge.MERGE_LOG).where(F.col("table_name") == table.name),
+            cutoff,
+        )
+        # The checkpoint comes last and is never expired: it alone holds the ledger of the
+        # commits expiry removes.
+        checkpoint = expiry.checkpoint_ledger(spark, table.name, merged, cutoff)
+        expired.append(
+            expiry.expire(
+                spark, "staging", table.name, min(cutoff, checkpoint), keep_snapshots, orphans
+            )
+        )
+        expired.append(
+            expiry.expire(spark, "staging", MERGE_LOG_TABLE, cutoff, keep_snapshots, orphans)
+        )
     if spark.catalog.tableExists(f"lake.{FINAL_NAMESPACE}.{table.name}"):
         expired.append(
             expiry.expire(spark, FINAL_NAMESPACE, table.name, cutoff, keep_snapshots, orphans)
         )
-    return Report(table.name, compaction, manifests, tuple(expired), time.monotonic() - started)
+    return Report(
+        table.name, compaction, manifests, tuple(expired), time.monotonic() - started, pruned
+    )
 
 
 def health(spark: SparkSession, table: str) -> str | None:

@@ -16,12 +16,21 @@
   {%- if table in given -%}{{ return(given[table]) }}{%- endif -%}
   {%- if not execute -%}{{ return([]) }}{%- endif -%}
   {%- set logged = adapter.get_relation(database=none, schema='staging', identifier='dynamodb_lakehouse_merges') -%}
+  {#- A batch's id is in its commit's summary or, once `maintain` expired that commit, in the
+      ledger a later commit carries forward (`dynamodb-lakehouse.ledger`, a JSON list). -#}
   {%- set query -%}
-    select distinct summary['dynamodb-lakehouse.batch-id'] as batch_id
-    from lake.staging.{{ lakehouse_quote(table) }}.snapshots
-    where summary['dynamodb-lakehouse.batch-id'] is not null
+    select distinct batch_id from (
+      select summary['dynamodb-lakehouse.batch-id'] as batch_id
+      from lake.staging.{{ lakehouse_quote(table) }}.snapshots
+      union all
+      select carried.batch_id
+      from lake.staging.{{ lakehouse_quote(table) }}.snapshots
+      lateral view explode(
+        from_json(summary['dynamodb-lakehouse.ledger'], 'array<struct<batch_id:string>>')) as carried
+    ) as batches
+    where batch_id is not null and batch_id != ''
     {%- if logged %}
-      and summary['dynamodb-lakehouse.batch-id'] not in (
+      and batch_id not in (
         select batch_id from lake.staging.dynamodb_lakehouse_merges where table_name = '{{ table }}')
     {%- endif %}
   {%- endset -%}

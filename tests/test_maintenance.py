@@ -50,6 +50,22 @@ def snapshots(spark, name: str) -> list[int]:
     return [r[0] for r in spark.table(f"{name}.snapshots").orderBy("committed_at").select("snapshot_id").collect()]  # fmt: skip
 
 
+def change_id(row) -> tuple:
+    return (row["id"], row["_batch_id"], row["_version"], row["_sequence"], row["_operation"])
+
+
+def needed(staged: list) -> list:
+    """What the change log must keep: each key's latest change (the order of
+    macros/latest_change.sql) and every row of the newest full export."""
+    order = lambda r: (r["_version"], r["_sequence"] or "", r["_ingested_at"], r["_batch_id"], r["_operation"] in ("delete", "ttl_delete"))  # noqa: E731  # fmt: skip
+    latest: dict = {}
+    for row in staged:
+        if row["id"] not in latest or order(row) > order(latest[row["id"]]):
+            latest[row["id"]] = row
+    full = max((r for r in staged if r["_operation"] == "snapshot"), key=lambda r: r["_version"])
+    return [r for r in staged if r is latest[r["id"]] or r["_batch_id"] == full["_batch_id"]]
+
+
 def test_maintain_compacts_expires_and_keeps_the_ledger(
     spark, clean_lakehouse, lakehouse_home: Path, tmp_path: Path
 ) -> None:
@@ -95,6 +111,9 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
     assert all(e.snapshots[1] >= e.snapshots[0] for e in young.expired)
     assert set(final_before) <= set(snapshots(spark, "lake.lakehouse.books"))
 
+    assert young.pruned == 0  # every change is younger than the retention
+    staged = spark.table("lake.staging.books").collect()
+
     # Two days later: all but the last 2 snapshots are older than the retention.
     later = datetime.now(UTC).replace(tzinfo=None) + timedelta(days=2)
     old = maintenance.maintain(spark, books, keep_snapshots=2, now=later)
@@ -102,8 +121,13 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
     assert len(kept_final) == 2 and len(snapshots(spark, "lake.staging.books")) == 2
     assert {e.table: e.snapshots[1] for e in old.expired} == {
         "staging.books": 2,
+        "staging.dynamodb_lakehouse_merges": 2,
         "lakehouse.books": 2,
     }
+    # The change log kept each key's latest change and the full export, nothing else.
+    kept = {change_id(r) for r in needed(staged)}
+    assert old.pruned == len(staged) - len(kept) > 0
+    assert {change_id(r) for r in spark.table("lake.staging.books").collect()} == kept
     assert len(staging_before) > 2
 
     # The ledger survived: the export is still known, the merged stream batches are gone from
@@ -130,6 +154,23 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
     )
     by_duckdb = sorted(readers.read_rows(readers.connect(), lakehouse_home, "books", columns))
     assert by_duckdb == by_spark and len(by_spark) == len(ids)
+
+    # A full rebuild from the pruned change log gives the same table.
+    merge.run_merge(spark, [books], full_refresh=True, test=False)
+    assert sorted(tuple(r) for r in spark.sql(f"select {columns} from lake.lakehouse.books").collect()) == by_spark  # fmt: skip
+
+    # A batch staged, then left unmerged while its commit expires, is still merged by a plain
+    # `dbt run` (it finds the batch in the ledger carried forward).
+    key = {"id": {"S": ids[0]}}
+    new = {**key, "title": {"S": "kept in the ledger"}}
+    change = sample_stream.stream_record("books", "MODIFY", key, None, new, 4_000_000_000, 10**30)
+    write_batch([change], str(tmp_path / "streams"))
+    streams.ingest_stream(spark, books, str(tmp_path / "streams"), settle_seconds=0)
+    maintenance.maintain(spark, books, keep_snapshots=1, now=later)
+    assert len(snapshots(spark, "lake.staging.books")) == 1
+    merge.dbt_invoke(["run", "--select", "books"])
+    title = spark.sql(f"select title from lake.lakehouse.books where id = '{ids[0]}'").first()
+    assert title[0] == "kept in the ledger"
 
     # Registered in Glue (moto on 127.0.0.1) at the current metadata file.
     location = glue.current_metadata_location(spark, "lakehouse", "books")

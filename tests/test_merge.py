@@ -169,7 +169,9 @@ def test_composite_keys_and_dbt_test_guarding_quality(spark, clean_lakehouse, sa
 
     # `buckets: 16`: the table is partitioned by bucket(16, customer_id), and the merge of one
     # customer's change filtered its target scan to that customer's bucket, and wrote only there.
-    layout = {r["col_name"]: r["data_type"] for r in spark.sql("describe lake.lakehouse.orders").collect()}
+    layout = {
+        r["col_name"]: r["data_type"] for r in spark.sql("describe lake.lakehouse.orders").collect()
+    }
     assert layout.get("Part 0") == "bucket(16, customer_id)"
     bucket = spark.sql(
         "select lake.system.bucket(16, customer_id) from lake.lakehouse.orders "
