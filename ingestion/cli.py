@@ -36,6 +36,13 @@ def _stream_arguments(p: argparse.ArgumentParser, required: bool) -> None:
         default=1000,
         help="at most this many change files per commit (default 1000; the rest next time)",
     )
+    p.add_argument(
+        "--max-rejects",
+        type=int,
+        default=0,
+        help="damaged lines (not JSON, no Keys...) a run may set aside in "
+        "staging.<table>_rejects; more fail the run before any commit (default 0)",
+    )
 
 
 def _export_folder_arguments(p: argparse.ArgumentParser) -> None:

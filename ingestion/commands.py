@@ -288,11 +288,14 @@ def _ingest_stream(table: TableConfig, args: argparse.Namespace) -> int:
     from ingestion.streams import ingest_stream
 
     spark = spark_config.build_spark(f"ingest {table.name} stream")
-    r = ingest_stream(spark, table, args.stream, args.settle, args.max_files)
+    r = ingest_stream(
+        spark, table, args.stream, args.settle, args.max_files, max_rejects=args.max_rejects
+    )
     newest = r.newest_change.isoformat() if r.newest_change else "-"
     print(
         f"{r.table}: {r.files} change files staged ({r.changes} changes, newest {newest}) from "
         f"{r.location} in {r.seconds:.1f}s; {r.cleaned} files deleted, {r.pending} left"
+        + (f"; {r.rejected} damaged lines in staging.{r.table}_rejects" if r.rejected else "")
     )
     for change in r.schema_changes:
         print(f"{r.table}: {change}")
@@ -311,6 +314,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         ticks=args.ticks,
         settle=args.settle,
         max_files=args.max_files,
+        max_rejects=args.max_rejects,
         test_every=args.test_every,
         maintain_every=args.maintain_every,
         max_failures=args.max_failures,

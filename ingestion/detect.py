@@ -94,9 +94,10 @@ def detect_export(
     return detect_images(export_images(spark, export), table, overrides, export.export_arn)
 
 
-def stream_images(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """The images of stream change files (a REMOVE's OldImage or Keys included)."""
-    return spark.read.text(paths).transform(decode.with_envelope).transform(decode.with_image)
+def stream_images(lines: DataFrame) -> DataFrame:
+    """The images of stream change-file lines (``value``; a REMOVE's OldImage or Keys
+    included)."""
+    return lines.transform(decode.with_envelope).transform(decode.with_image)
 
 
 def detect_images(

@@ -68,6 +68,7 @@ def checkpoint_ledger(
         .limit(0)
         .writeTo(name)
         .option(f"snapshot-property.{ledger.LEDGER}", json.dumps([asdict(e) for e in kept]))
+        .option(f"snapshot-property.{ledger.MAINTAINED}", "true")
         .append()
     )
     log.info(

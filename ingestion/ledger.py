@@ -24,6 +24,7 @@ SOURCE, BATCH, KIND, TABLE_ARN, START, END = (
     PREFIX + k for k in ("source", "batch-id", "kind", "table-arn", "from", "to")
 )
 LEDGER = PREFIX + "ledger"  # JSON list of every entry, written by a rebuild
+MAINTAINED = PREFIX + "maintained"  # on the ledger checkpoint `maintain` commits
 FILES = PREFIX + "files"  # a stream batch: its change files, one name per line
 STREAM = "STREAM"  # the kind of a batch of stream change files
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from ingestion import expiry, merge
+from ingestion import expiry, ledger, merge
 from ingestion.merge import FINAL_NAMESPACE
 from ingestion.naming import quote_table
 from ingestion.tables import TableConfig
@@ -73,6 +73,14 @@ def compact(spark: SparkSession, table: str) -> Compaction:
     ).first()
     counts = data.asDict() if data else {}
     after = live_files(spark, table)
+    if after[1]:
+        # Position deletes older than every live data file no longer apply to any row. In an
+        # unpartitioned table Iceberg drops them table-wide on the NEXT merging commit (its
+        # dangling-delete action skips such tables), so the deletes of the merges since the
+        # previous compaction would stay until a later merge. A metadata-only delete of no row
+        # (no `_version` is negative) is that commit: it removes them now.
+        spark.sql(f"delete from {quote_table('lake', FINAL_NAMESPACE, table)} where `_version` < 0")
+        after = live_files(spark, table)
     result = Compaction(
         table,
         (before[0], after[0]),
@@ -179,8 +187,27 @@ def maintain(
     )
 
 
+def metadata_bytes(spark: SparkSession, name: str) -> int:
+    """Bytes of the table's current metadata: its metadata file, manifest list and manifests
+    (what every query and commit reads first)."""
+    current = spark.table(f"{name}.metadata_log_entries").orderBy(F.col("timestamp").desc()).first()
+    snapshot = spark.table(f"{name}.snapshots").orderBy(F.col("committed_at").desc()).first()
+    files = [current["file"]] if current else []
+    if snapshot and snapshot["manifest_list"]:
+        files.append(snapshot["manifest_list"])
+    jvm = spark.sparkContext._jvm  # Hadoop's FileSystem: the same paths Spark reads (s3a://...)
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    size = 0
+    for file in files:
+        path = jvm.org.apache.hadoop.fs.Path(file)  # type: ignore[union-attr]
+        size += path.getFileSystem(conf).getFileStatus(path).getLen()
+    manifests = spark.table(f"{name}.manifests").agg(F.sum("length")).first()
+    return size + int(manifests[0] or 0 if manifests else 0)
+
+
 def health(spark: SparkSession, table: str) -> str | None:
-    """One line on the final table's files and snapshots (metadata tables only), or None."""
+    """One line on the final table's files, snapshots, metadata and last maintenance (metadata
+    tables only), or None."""
     if not spark.catalog.tableExists(f"lake.{FINAL_NAMESPACE}.{table}"):
         return None
     name = quote_table("lake", FINAL_NAMESPACE, table)
@@ -194,9 +221,17 @@ def health(spark: SparkSession, table: str) -> str | None:
     data, size = by_content.get(0, (0, 0))
     deletes = sum(n for c, (n, _) in by_content.items() if c != 0)
     snaps = spark.table(f"{name}.snapshots")
-    last = snaps.where(F.col("operation") == "replace").agg(F.max("committed_at")).first()
+    maintained = None
+    if spark.catalog.tableExists(f"lake.staging.{table}"):
+        maintained = (
+            spark.table(f"{quote_table('lake', 'staging', table)}.snapshots")
+            .where(F.col("summary").getItem(ledger.MAINTAINED).isNotNull())
+            .agg(F.max("committed_at"))
+            .first()[0]
+        )
     average = size / data / 2**20 if data else 0.0
     return (
         f"{data} data files (average {average:.1f} MB), {deletes} delete files, "
-        f"{snaps.count()} snapshots, last compaction: {last[0] if last and last[0] else 'never'}"
+        f"{snaps.count()} snapshots, metadata {metadata_bytes(spark, name) / 1024:.0f} KB, "
+        f"last maintenance: {maintained or 'never'}"
     )

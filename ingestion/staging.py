@@ -196,7 +196,7 @@ def append_batch(
         table.name,
         entry.source,
         entry.batch_id,
-        int(metrics["rows"]),
+        int(metrics.get("rows") or 0),  # no metrics when no task ran (an export of zero items)
         skipped=False,
         drift=tuple(drift),
         newest_version=metrics.get("newest"),

@@ -6,6 +6,14 @@ others in ONE Iceberg commit whose snapshot summary lists their names, and only 
 A crash at any point is safe: before the commit nothing is staged and the files are still there;
 after it, the ledger names the files and the next run deletes them without staging them again.
 
+A damaged line (not JSON, no ``Keys``, a key attribute missing or of the wrong type, an unknown
+``eventName``, no ``NewImage`` for an insert or update, no valid time or sequence number) is
+rejected: counted, and with ``max_rejects`` (default 0) exceeded the run fails before any commit,
+naming the first one (file, line, reason), and the files stay. Within the limit the rejected lines
+go to ``staging.<table>_rejects`` (file, line number, reason, raw text, batch) before the good
+ones are staged; recording them is idempotent (keyed by file and line), so a run repeated after a
+crash never records a line twice.
+
 Duplicates (Lambda delivers at least once, and a retried batch may be split differently) collapse:
 within a batch by key, version and sequence number; across batches in the merge, where the latest
 change per key wins and an identical change changes nothing.
@@ -21,17 +29,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
 
 from ingestion import decode, detect, faults, ingest, ledger, staging
 from ingestion.locations import s3_client
+from ingestion.naming import quote_table
 from ingestion.stream_writer import SUFFIX, split_uri
 from ingestion.tables import TableConfig
+from ingestion.values import sql_string
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SETTLE_SECONDS = 5.0
 DEFAULT_MAX_FILES = 1000
+DEFAULT_MAX_REJECTS = 0
 
 
 class StreamError(RuntimeError):
@@ -136,6 +148,87 @@ class StreamResult:
     seconds: float
     drift: tuple[staging.Drift, ...] = ()
     schema_changes: tuple[str, ...] = field(default=())
+    rejected: int = 0  # damaged lines set aside in staging.<table>_rejects
+
+
+def rejects_table(table: str) -> str:
+    return quote_table("lake", "staging", f"{table}_rejects")
+
+
+def reject_reason(table: TableConfig) -> F.Column:
+    """Why a change-file line (``value``) cannot be staged, or null when it can."""
+    line = (
+        "from_json(value, 'eventName string, Keys string, NewImage string, "
+        "ApproximateCreationDateTime string, SequenceNumber string')"
+    )
+    keys = f"from_json({line}.Keys, 'map<string, map<string, string>>')"
+    checks = [
+        (
+            "get_json_object(value, '$') is null or ltrim(value) not like '{%'",
+            "not a JSON object",
+        ),
+        (f"{line}.Keys is null or {keys} is null", "no Keys"),
+        *[
+            (
+                f"element_at(element_at({keys}, {sql_string(k.name)}), '{k.descriptor}') is null",
+                f"Keys lacks {k.name!r} of type {k.descriptor}",
+            )
+            for k in table.keys
+        ],
+        (
+            f"coalesce({line}.eventName, '') not in ('INSERT', 'MODIFY', 'REMOVE')",
+            "eventName is not INSERT, MODIFY or REMOVE",
+        ),
+        (
+            f"{line}.eventName in ('INSERT', 'MODIFY') and {line}.NewImage is null",
+            "no NewImage (the stream's view type must be NEW_IMAGE or NEW_AND_OLD_IMAGES)",
+        ),
+        (
+            f"coalesce({line}.ApproximateCreationDateTime, '') "
+            "not rlike '^[0-9]{1,11}([.][0-9]+)?$'",
+            "no valid ApproximateCreationDateTime",
+        ),
+        (
+            f"coalesce({line}.SequenceNumber, '') not rlike '^[0-9]{{1,40}}$'",
+            "no valid SequenceNumber",
+        ),
+    ]
+    cases = " ".join(f"when {test} then {sql_string(reason)}" for test, reason in checks)
+    return F.expr(f"case {cases} end")
+
+
+def rejected_lines(classified: DataFrame) -> DataFrame:
+    """The rejected lines of ``classified`` (``value``, ``_reject``, ``_file``, ``_id``) with
+    their 1-based line number in their file. A change file is gzip'd, so Spark reads it whole in
+    one partition, in order: a line's number is its id minus its file's first id, plus one."""
+    first = F.min("_id").over(Window.partitionBy("_file"))
+    return (
+        classified.withColumn("line", F.col("_id") - first + 1)
+        .where(F.col("_reject").isNotNull())
+        .select(
+            F.col("_file").alias("file"),
+            "line",
+            F.col("_reject").alias("reason"),
+            F.col("value").alias("raw"),
+        )
+    )
+
+
+def record_rejects(spark: SparkSession, table: str, rejects: DataFrame, batch_id: str) -> None:
+    """Add the rejected lines to ``staging.<table>_rejects``, once per file and line."""
+    name = rejects_table(table)
+    spark.sql(
+        f"create table if not exists {name} (file string, line bigint, reason string, "
+        "raw string, batch_id string, rejected_at timestamp) using iceberg "
+        "tblproperties ('format-version'='2')"
+    )
+    rejects.withColumn("batch_id", F.lit(batch_id)).withColumn(
+        "rejected_at", F.current_timestamp()
+    ).createOrReplaceTempView("lakehouse_new_rejects")
+    spark.sql(
+        f"merge into {name} as t using lakehouse_new_rejects as s "
+        "on t.file = s.file and t.line = s.line when not matched then insert *"
+    )
 
 
 def ingest_stream(
@@ -145,6 +238,7 @@ def ingest_stream(
     settle_seconds: float = DEFAULT_SETTLE_SECONDS,
     max_files: int = DEFAULT_MAX_FILES,
     now: float | None = None,
+    max_rejects: int = DEFAULT_MAX_REJECTS,
 ) -> StreamResult:
     """Stage the table's settled change files in one commit, then delete them."""
     started = time.monotonic()
@@ -170,11 +264,37 @@ def ingest_stream(
         )
     paths = [f.uri for f in todo]
     label = f"{len(todo)} change file(s) in {store.location}"
+    classified = (
+        spark.read.text(paths)
+        .withColumn("_reject", reject_reason(table))
+        .withColumn("_file", F.input_file_name())
+        .withColumn("_id", F.monotonically_increasing_id())
+    )
+    rejects = rejected_lines(classified).localCheckpoint()  # computed once, kept on executors
+    rejected = rejects.count()
+    if rejected > max_rejects:
+        first = rejects.orderBy("file", "line").first()
+        assert first is not None
+        raise StreamError(
+            f"{label}: {rejected} damaged line(s), more than --max-rejects {max_rejects}; the "
+            f"first: {first['file']} line {first['line']}: {first['reason']}. Nothing was "
+            "staged and the files stay; fix or remove them, or raise --max-rejects to set "
+            f"such lines aside in staging.{table.name}_rejects"
+        )
+    good = classified.where(F.col("_reject").isNull()).select("value")
     current, changes = ingest.schema_for(
-        table, label, lambda: detect.stream_images(spark, paths), store.location
+        table, label, lambda: detect.stream_images(good), store.location
     )
     ingested_at = datetime.now(UTC).replace(tzinfo=None)
     batch_id = staging.new_batch_id(ingested_at)
+    if rejected:
+        record_rejects(spark, table.name, rejects, batch_id)
+        log.warning(
+            "%s: %d damaged line(s) set aside in staging.%s_rejects",
+            table.name,
+            rejected,
+            table.name,
+        )
     entry = ledger.Entry(
         source=ledger.stream_source(store.location, batch_id),
         batch_id=batch_id,
@@ -188,7 +308,7 @@ def ingest_stream(
 
     def stage(columns_schema: Any) -> staging.StagedBatch:
         rows = staging.staging_rows(
-            spark.read.text(paths),
+            good,
             decode.stream_change_columns(),
             columns_schema,
             entry.source,
@@ -198,7 +318,7 @@ def ingest_stream(
         return staging.append_batch(spark, table, rows, entry, label, ingested_at)
 
     batch, added = ingest.stage_with_evolution(
-        stage, table, label, lambda: detect.stream_images(spark, paths), store.location, current
+        stage, table, label, lambda: detect.stream_images(good), store.location, current
     )
     faults.point("after-stream-commit")
     names = [f.name for f in todo]
@@ -222,6 +342,7 @@ def ingest_stream(
         seconds=_since(started),
         drift=batch.drift,
         schema_changes=tuple(changes + added),
+        rejected=rejected,
     )
 
 

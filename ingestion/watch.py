@@ -41,6 +41,7 @@ class Tick:
     maintain_seconds: float
     pending: int
     maintain_error: str | None = None
+    rejected: int = 0
 
     @property
     def seconds(self) -> float:
@@ -54,6 +55,7 @@ class Tick:
             f"{self.seconds:.1f}s (ingest {self.ingest_seconds:.1f}, merge "
             f"{self.merge_seconds:.1f}, maintain {self.maintain_seconds:.1f})"
             + (f", {self.pending} files left for next tick" if self.pending else "")
+            + (f", {self.rejected} damaged lines set aside" if self.rejected else "")
             + (f"; maintenance FAILED: {self.maintain_error}" if self.maintain_error else "")
         )
 
@@ -65,6 +67,7 @@ class WatchOptions:
     ticks: int | None = None
     settle: float = streams.DEFAULT_SETTLE_SECONDS
     max_files: int = streams.DEFAULT_MAX_FILES
+    max_rejects: int = streams.DEFAULT_MAX_REJECTS
     test_every: int = 10
     maintain_every: int = 60  # compaction and expiry (ingestion.maintenance.maintain)
     max_failures: int = 5
@@ -80,7 +83,12 @@ def tick(
     """One tick: ingest, merge when something was staged (or the final table is missing),
     maintain every ``maintain_every`` ticks. ``merged`` counts earlier ticks that merged."""
     ingested = streams.ingest_stream(
-        spark, table, options.stream, options.settle, options.max_files
+        spark,
+        table,
+        options.stream,
+        options.settle,
+        options.max_files,
+        max_rejects=options.max_rejects,
     )
     counts = None
     merge_seconds = 0.0
@@ -116,6 +124,7 @@ def tick(
         maintain_seconds,
         ingested.pending,
         maintain_error,
+        ingested.rejected,
     )
 
 

@@ -5,6 +5,7 @@ independent reader."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -76,6 +77,7 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
     final_before = snapshots(spark, "lake.lakehouse.books")
     staging_before = snapshots(spark, "lake.staging.books")
     sources_before = {e.source for e in ledger.entries(spark, "books")}
+    assert maintenance.health(spark, "books").endswith("last maintenance: never")
 
     # Default retention: everything is younger than 24 hours, nothing expires. Meanwhile a
     # DuckDB reader loops over the table: no read may fail.
@@ -104,14 +106,19 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
     assert failures == [], failures[:3]
     assert reads > 10
     print(f"{reads} DuckDB reads during maintenance, none failed")
-    # One data file; the delete files it absorbed are dropped (those of the last merge before
-    # it may stay until a later compaction: they no longer apply to any row).
+    # One data file, and no delete file: all of them were absorbed and dropped.
     assert young.compaction.data_files[1] == 1
-    assert young.compaction.delete_files[1] < young.compaction.delete_files[0]
+    assert young.compaction.delete_files[0] > 0 and young.compaction.delete_files[1] == 0
     assert all(e.snapshots[1] >= e.snapshots[0] for e in young.expired)
     assert set(final_before) <= set(snapshots(spark, "lake.lakehouse.books"))
 
     assert young.pruned == 0  # every change is younger than the retention
+    health = maintenance.health(spark, "books")
+    assert re.fullmatch(
+        r"1 data files \(average 0\.0 MB\), 0 delete files, \d+ snapshots, "
+        r"metadata [1-9]\d* KB, last maintenance: 20\d\d-.*",
+        health,
+    ), health
     staged = spark.table("lake.staging.books").collect()
 
     # Two days later: all but the last 2 snapshots are older than the retention.

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import readers
 
-from ingestion import ingest, ledger, merge, sample, sample_stream, staging, streams
+from ingestion import ingest, ledger, merge, sample, sample_stream, streams
 from ingestion.stream_writer import write_batch
 from ingestion.tables import get_table
 
@@ -112,23 +112,61 @@ def test_settle_time_and_max_files_leave_files_for_later(
     assert spark.table("lake.staging.books").count() == 3
 
 
-def test_a_damaged_change_file_stages_nothing_and_stays(
+def test_damaged_lines_fail_the_run_or_go_to_the_rejects_table(
     spark, clean_lakehouse, tmp_path: Path
 ) -> None:
     location = tmp_path / "streams"
-    good = sample_stream.stream_record(
-        "books", "INSERT", {"id": {"S": "g"}}, None, {"id": {"S": "g"}, "title": {"S": "t"}},
-        1700000000, 900,
-    )  # fmt: skip
-    write_stream(location, [[good]])
-    bad = dict(json.loads(gzip.decompress(next((location / "books").iterdir()).read_bytes())))
-    bad["eventName"] = "UPSERT"
+    books = get_table("books")
+
+    def change(key: str, seq: int) -> dict:
+        image = {"id": {"S": key}, "title": {"S": key.upper()}}
+        return sample_stream.stream_record("books", "INSERT", {"id": {"S": key}}, None, image, 1700000000, seq)  # fmt: skip
+
+    write_stream(location, [[change("g", 900)]])
+    good = json.loads(gzip.decompress(next((location / "books").iterdir()).read_bytes()))
+    lines = [
+        json.dumps(
+            change("a", 901)
+            | good
+            | {"SequenceNumber": "901", "Keys": {"id": {"S": "a"}}, "NewImage": {"id": {"S": "a"}}}
+        ),  # fmt: skip
+        "this is not json",
+        json.dumps({k: v for k, v in good.items() if k != "Keys"}),
+        json.dumps(good | {"Keys": {"id": {"N": "7"}}}),
+        json.dumps(good | {"eventName": "UPSERT"}),
+        json.dumps(
+            good
+            | {"SequenceNumber": "901", "Keys": {"id": {"S": "b"}}, "NewImage": {"id": {"S": "b"}}}
+        ),  # fmt: skip
+    ]
     damaged = location / "books" / "20231114T221400Z-damaged.json.gz"
-    damaged.write_bytes(gzip.compress((json.dumps(bad) + "\n").encode()))
-    with pytest.raises(staging.StagingError, match="eventName is not INSERT, MODIFY or REMOVE"):
-        streams.ingest_stream(spark, get_table("books"), str(location), settle_seconds=0)
+    damaged.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+
+    # Default --max-rejects 0: the run fails before any commit, naming file, line and reason.
+    with pytest.raises(streams.StreamError, match=r"4 damaged line\(s\), more than --max-rejects 0; the first: .*20231114T221400Z-damaged.json.gz line 2: not a JSON object"):  # fmt: skip
+        streams.ingest_stream(spark, books, str(location), settle_seconds=0)
     assert damaged.exists() and len(list((location / "books").iterdir())) == 2
     assert ledger.entries(spark, "books") == []
+    assert not spark.catalog.tableExists("lake.staging.books_rejects")
+
+    # Within the limit: the good lines are staged, the damaged ones set aside with their reason.
+    done = streams.ingest_stream(spark, books, str(location), settle_seconds=0, max_rejects=4)
+    assert (done.files, done.changes, done.rejected) == (2, 3, 4)
+    staged = sorted(r[0] for r in spark.table("lake.staging.books").select("id").collect())
+    assert staged == ["a", "b", "g"]
+    rejects = spark.table("lake.staging.books_rejects").orderBy("line").collect()
+    assert [(Path(r["file"]).name, r["line"], r["reason"]) for r in rejects] == [
+        (damaged.name, 2, "not a JSON object"),
+        (damaged.name, 3, "no Keys"),
+        (damaged.name, 4, "Keys lacks 'id' of type S"),
+        (damaged.name, 5, "eventName is not INSERT, MODIFY or REMOVE"),
+    ]
+    assert rejects[0]["raw"] == "this is not json" and rejects[0]["batch_id"] == done.batch_id
+    assert list((location / "books").iterdir()) == []
+    # Recording the same rejects again (a run repeated after a crash) adds nothing.
+    again = spark.table("lake.staging.books_rejects").select("file", "line", "reason", "raw")
+    streams.record_rejects(spark, "books", again.localCheckpoint(), "repeat")
+    assert spark.table("lake.staging.books_rejects").count() == 4
 
 
 @pytest.mark.parametrize("fault", ["after-stream-commit", "during-stream-cleanup"])
