@@ -223,12 +223,13 @@ def health(spark: SparkSession, table: str) -> str | None:
     snaps = spark.table(f"{name}.snapshots")
     maintained = None
     if spark.catalog.tableExists(f"lake.staging.{table}"):
-        maintained = (
+        last = (
             spark.table(f"{quote_table('lake', 'staging', table)}.snapshots")
             .where(F.col("summary").getItem(ledger.MAINTAINED).isNotNull())
             .agg(F.max("committed_at"))
-            .first()[0]
+            .first()
         )
+        maintained = last[0] if last else None
     average = size / data / 2**20 if data else 0.0
     return (
         f"{data} data files (average {average:.1f} MB), {deletes} delete files, "
