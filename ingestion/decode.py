@@ -20,6 +20,7 @@ from pyspark.sql import types as T
 from ingestion.schema import Attribute, ColumnType, Schema
 from ingestion.values import (
     DESCRIPTORS,
+    descriptor,
     field,
     fits_decimal,
     fits_long,
@@ -250,6 +251,13 @@ def _attribute(name: str) -> str:
     return f"`_attrs`[{sql_string(name)}]"
 
 
+UNKNOWN_DESCRIPTOR = (
+    "table {table}: a value with an unknown type descriptor (expected one of "
+    + ", ".join(DESCRIPTORS)
+    + ") in attribute(s) "
+)
+
+
 def with_typed_columns(schema: Schema, table: str):
     """The schema's attributes as typed columns (keys first, never null) and ``_drift``."""
     attributes = list(schema.attributes)
@@ -260,6 +268,12 @@ def with_typed_columns(schema: Schema, table: str):
         where = f"table {table}: key attribute {attribute.name!r}"
         checks = []
         if first:
+            untyped = f"map_filter(`_attrs`, (k, v) -> v is not null and {descriptor('v')} is null)"
+            checks.append(
+                f"when size({untyped}) > 0 then raise_error(concat("
+                f"{sql_string(UNKNOWN_DESCRIPTOR.format(table=table))}, "
+                f"array_join(map_keys({untyped}), ', '), ' of an item of ', _source_file))"
+            )
             checks.append(
                 f"when size({unknown}) > 0 then raise_error(concat({sql_string(NEW_ATTRIBUTES + ': ')}, "
                 f"array_join({unknown}, ', '), ' in ', _source_file))"

@@ -121,10 +121,16 @@ def check_line_counts(spark: SparkSession, export: manifest.Export) -> None:
     """Every data file holds as many lines as its manifest entry's ``itemCount`` (one cheap pass
     that reads lines without parsing them), before anything is staged."""
     lines = spark.read.text([str(f.path) for f in export.files])
-    counted = {
-        str(row["file"]).rsplit("/", 1)[-1]: int(row["count"])
-        for row in lines.groupBy(F.input_file_name().alias("file")).count().collect()
-    }  # one row per data file
+    try:
+        counted = {
+            str(row["file"]).rsplit("/", 1)[-1]: int(row["count"])
+            for row in lines.groupBy(F.input_file_name().alias("file")).count().collect()
+        }  # one row per data file
+    except Exception as exc:  # an unreadable file (a damaged gzip whose MD5 agrees)
+        raise manifest.ExportError(
+            f"{export.folder}: a data file cannot be read: {staging.spark_reason(exc)}; "
+            "nothing staged"
+        ) from exc
     for data_file in export.files:
         found = counted.get(data_file.path.name, 0)
         if found != data_file.item_count:

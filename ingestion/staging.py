@@ -7,6 +7,7 @@ The ledger of applied sources lives in the snapshot summary of that same commit
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -131,10 +132,15 @@ def spark_reason(exc: Exception) -> str:
     marker = "[USER_RAISED_EXCEPTION] "
     if marker in text:
         return text[text.index(marker) + len(marker) :].splitlines()[0].split(" SQLSTATE")[0]
+    raised = "java.lang.RuntimeException: "  # raise_error, when Spark evaluates it interpreted
+    if raised in text:
+        return text[text.index(raised) + len(raised) :].splitlines()[0]
+    reading = re.search(r"while reading file (\S+?)\.?(?:\s|$)", text)
+    where = f" (while reading {reading.group(1)})" if reading else ""
     for line in text.splitlines():
         if "Exception" in line or "Error" in line:
-            return line.strip()[:500]
-    return text[:500]
+            return line.strip()[:500] + where
+    return text[:500] + where
 
 
 def _micros(moment: datetime) -> int:

@@ -122,8 +122,12 @@ def _edit_first_item(folder: Path, edit) -> Path:
             "key attribute 'id' is not a value that fits string",
         ),
         (lambda line: "this is not json", "not a DynamoDB JSON item"),
+        (
+            lambda line: line.replace('"title":{"S":', '"title":{"Q":', 1),
+            "unknown type descriptor",
+        ),
     ],
-    ids=["missing-key", "key-of-another-type", "not-json"],
+    ids=["missing-key", "key-of-another-type", "not-json", "unknown-type-descriptor"],
 )
 def test_bad_items_stop_the_ingest_and_nothing_is_staged(
     spark, clean_lakehouse, books_export, edit, reason
@@ -186,4 +190,20 @@ def test_line_count_differing_from_item_count_is_refused_before_staging(
     message = str(failure.value)
     assert data_file.name in message and f"{len(lines) - 1} lines" in message
     assert f"itemCount {len(lines)}" in message and "nothing staged" in message
+    assert _snapshots(spark, "books") == 0
+
+
+def test_corrupted_gzip_whose_md5_agrees_is_refused_naming_the_file(
+    spark, clean_lakehouse, books_export
+) -> None:
+    export = manifest.read_export(books_export, verify=False)
+    data_file = next(f.path for f in export.files if f.item_count)
+    data = bytearray(data_file.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte in the deflate stream
+    data_file.write_bytes(bytes(data))
+    _rewrite_manifest_md5(books_export, data_file)  # the MD5 agrees: only the gzip is broken
+    with pytest.raises((manifest.ExportError, staging.StagingError)) as failure:
+        ingest_export(spark, get_table("books"), str(books_export))
+    message = str(failure.value)
+    assert data_file.name in message and "nothing staged" in message
     assert _snapshots(spark, "books") == 0
