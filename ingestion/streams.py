@@ -33,7 +33,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from ingestion import decode, detect, faults, ingest, ledger, staging
-from ingestion.locations import s3_client
+from ingestion.locations import S3Path, s3_client
 from ingestion.naming import quote_table
 from ingestion.stream_writer import SUFFIX, split_uri
 from ingestion.tables import TableConfig
@@ -86,6 +86,7 @@ class S3Prefix:
     """Change files under ``s3://bucket/prefix/<table>/`` (listed and deleted with boto3)."""
 
     def __init__(self, uri: str, table: str, client: Any = None) -> None:
+        S3Path.parse(uri)  # a valid bucket name and no `..`, before anything is called
         bucket, prefix = split_uri(uri)
         self.bucket = bucket
         self.prefix = "/".join(p for p in (prefix, table) if p) + "/"

@@ -129,3 +129,12 @@ def test_local_folder_writes_are_atomic_and_complete(tmp_path: Path) -> None:
     files = list((tmp_path / "streams" / "books").iterdir())
     assert [f.name for f in files] == [Path(written[0].uri).name]  # no temporary file left
     assert len(read_lines(files[0].read_bytes())) == 4
+
+
+@pytest.mark.parametrize("uri", ["s3://Not_A_Bucket/changes", "s3://bucket/../changes", "s3:///x"])
+def test_stream_locations_are_validated_before_any_call(uri: str) -> None:
+    from ingestion import streams
+    from ingestion.locations import LocationError
+
+    with pytest.raises(LocationError, match="expected s3://BUCKET/KEY"):
+        streams.store_for(uri, "books")
