@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export SPARK_LOCAL_IP := 127.0.0.1
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-fast lint bench package clean
+.PHONY: help setup demo test test-faults test-fast lint bench package clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -17,8 +17,11 @@ setup: ## install Java/SQLite JDBC if missing, create .venv, install pinned pack
 demo: setup ## sample exports -> spark-submit ingest -> dbt run + dbt test -> report and a query
 	$(BIN)/ddb-lakehouse demo
 
-test: setup ## the whole test suite (real Spark, Iceberg and dbt)
-	$(BIN)/pytest
+test: setup ## the test suite (real Spark, Iceberg and dbt), without the fault-injection suite
+	$(BIN)/pytest -m "not faults"
+
+test-faults: setup ## kill -9 at every point of an export's way, and concurrent ingests (about 8 min)
+	$(BIN)/pytest -m faults
 
 test-fast: setup ## only the tests that need no Spark
 	$(BIN)/pytest -m "not slow"

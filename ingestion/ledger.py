@@ -99,15 +99,20 @@ def entries(spark: SparkSession, table: str) -> list[Entry]:
             for carried in json.loads(summary[LEDGER]):
                 found.setdefault(carried["source"], Entry(**carried))
         if summary.get(SOURCE):
-            found[summary[SOURCE]] = Entry(
+            # The first commit of a source counts: a second one (two processes staging one
+            # export at once) removes its rows again (staging.append_batch).
+            found.setdefault(
                 summary[SOURCE],
-                summary.get(BATCH, ""),
-                summary.get(KIND, FULL),
-                summary.get(TABLE_ARN),
-                summary.get(START),
-                summary.get(END),
-                row["committed_at"].isoformat(),
-                summary.get(FILES, ""),
+                Entry(
+                    summary[SOURCE],
+                    summary.get(BATCH, ""),
+                    summary.get(KIND, FULL),
+                    summary.get(TABLE_ARN),
+                    summary.get(START),
+                    summary.get(END),
+                    row["committed_at"].isoformat(),
+                    summary.get(FILES, ""),
+                ),
             )
     return list(found.values())
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from ingestion import settings
+from ingestion import faults, settings
 from ingestion.naming import quote_table
 from ingestion.tables import TableConfig
 
@@ -99,7 +101,15 @@ def dbt_invoke(args: list[str]) -> None:
     project = settings.project_dir()
     full = [*args, "--project-dir", str(project), "--profiles-dir", str(project / "profiles")]
     log.info("dbt %s", " ".join(args))
-    result = dbtRunner().invoke(full)
+    callbacks: list[Any] = []
+    if os.environ.get("LAKEHOUSE_FAULT") == "during-merge":  # the crash tests (ingestion.faults)
+
+        def on_event(event: Any) -> None:
+            if "merge into" in str(getattr(event.data, "sql", "")).lower():
+                faults.point("during-merge")
+
+        callbacks.append(on_event)
+    result = dbtRunner(callbacks=callbacks).invoke(full)
     if not result.success:
         detail = f": {result.exception}" if result.exception else ""
         raise DbtError(f"`dbt {' '.join(args)}` failed{detail} (see the dbt output above)")
@@ -172,6 +182,7 @@ def run_merge(
                 json.dumps({"dynamodb_batches": {t.name: batches[t.name] for t in to_run}}),
             ]
         )
+        faults.point("after-merge-commit")
         record_merged(spark, {t.name: batches[t.name] for t in to_run})
     else:
         log.info("nothing new to merge for %s", ", ".join(t.name for t in tables))

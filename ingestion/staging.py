@@ -20,6 +20,7 @@ from ingestion.manifest import FULL, Export
 from ingestion.naming import quote_table
 from ingestion.schema import METADATA_COLUMNS, Schema
 from ingestion.tables import TableConfig
+from ingestion.values import sql_string
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +185,7 @@ def append_batch(
         F.max("_version").alias("newest"),
     )
     properties = ledger.snapshot_properties(entry)
+    faults.point("before-staging-commit")
     try:
         (
             observed.writeTo(staging_table(table.name))
@@ -196,6 +198,7 @@ def append_batch(
             f"{table.name}: nothing staged from {where}: {spark_reason(exc)}"
         ) from exc
     faults.point("after-staging-commit")
+    _keep_first_commit(spark, table.name, entry)
     metrics = observation.get
     drift = drift_report(spark, table.name, entry.batch_id) if metrics.get("drifted") else []
     return StagedBatch(
@@ -208,6 +211,28 @@ def append_batch(
         newest_version=metrics.get("newest"),
         ingested_at=ingested_at,
     )
+
+
+def _keep_first_commit(spark: SparkSession, table: str, entry: ledger.Entry) -> None:
+    """Two processes staging one source at once both commit (Iceberg appends never conflict).
+    The first commit counts; a later one deletes its own rows again and fails, so no row is
+    staged twice (a process killed in between leaves identical rows, which a merge collapses)."""
+    commits = (
+        spark.table(f"{staging_table(table)}.snapshots")
+        .where(F.col("summary").getItem(ledger.SOURCE) == entry.source)
+        .orderBy("committed_at", "snapshot_id")
+        .select(F.col("summary").getItem(ledger.BATCH).alias("batch"))
+        .collect()  # one row per commit of this source: one, or two in a race
+    )
+    if len(commits) > 1 and commits[0]["batch"] != entry.batch_id:
+        spark.sql(
+            f"delete from {staging_table(table)} where `_batch_id` = {sql_string(entry.batch_id)}"
+        )
+        raise StagingError(
+            f"{table}: {entry.source} was staged by another process at the same time (batch "
+            f"{commits[0]['batch']}); this run's copy (batch {entry.batch_id}) was removed again "
+            "and nothing more is needed"
+        )
 
 
 def drift_report(spark: SparkSession, table: str, batch_id: str | None = None) -> list[Drift]:
