@@ -169,6 +169,7 @@ def test_damaged_lines_fail_the_run_or_go_to_the_rejects_table(
     assert spark.table("lake.staging.books_rejects").count() == 4
 
 
+@pytest.mark.faults  # make test-faults
 @pytest.mark.parametrize("fault", ["after-stream-commit", "during-stream-cleanup"])
 def test_kill_between_commit_and_cleanup_then_run_again(
     spark, clean_lakehouse, books_export, tmp_path: Path, fault: str
@@ -224,6 +225,7 @@ def test_ttl_expiries_can_be_kept_flagged(
     assert flagged == len(expected) - len(deleted)
 
 
+@pytest.mark.faults  # make test-faults
 def test_watch_survives_kill_9_and_readers_never_fail(
     spark, clean_lakehouse, books_export, lakehouse_home: Path, tmp_path: Path
 ) -> None:
