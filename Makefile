@@ -35,6 +35,7 @@ bench: setup ## benchmarks (not part of CI); writes bench/results/
 	$(BIN)/python bench/detect_schema.py
 	$(BIN)/python bench/incremental_apply.py
 	$(BIN)/python bench/freshness.py
+	$(BIN)/python bench/maintenance.py
 
 package: setup ## dist/: the Lambda function's zip and the EMR job's project.zip (see README, On AWS)
 	$(BIN)/ddb-lakehouse emr package --out dist
