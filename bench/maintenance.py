@@ -24,7 +24,6 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -106,30 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         return len(by_spark)
 
     def with_reader(work):
-        failures: list[str] = []
-        reads = 0
-        stop = threading.Event()
-
-        def loop() -> None:
-            nonlocal reads
-            con = readers.connect()
-            while not stop.is_set():
-                try:
-                    got = readers.read_rows(con, home, "books", "count(*)")[0][0]
-                    assert got == len(expected), f"{got} rows, expected {len(expected)}"
-                    reads += 1
-                except Exception as exc:  # every failed read is counted and reported
-                    failures.append(str(exc)[:200])
-
-        reader = threading.Thread(target=loop, daemon=True)
-        reader.start()
         started = time.monotonic()
-        try:
+        with readers.reading(home, "books", len(expected)) as loop:
             report = work()
-        finally:
-            stop.set()
-            reader.join(timeout=60)
-        return report, time.monotonic() - started, reads, failures
+        return report, time.monotonic() - started, loop.reads, loop.failures
 
     rows = agree()
     before = state()

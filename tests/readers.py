@@ -8,6 +8,10 @@ from its PyPI wheel.
 from __future__ import annotations
 
 import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -45,3 +49,35 @@ def read_rows(
 ) -> list[tuple]:
     location = metadata_location(home, "lakehouse", table)
     return con.execute(f"select {columns} from iceberg_scan('{location}')").fetchall()
+
+
+@dataclass
+class Loop:
+    reads: int = 0  # reads that returned the expected row count
+    failures: list[str] = field(default_factory=list)  # every other read, with its error
+
+
+@contextmanager
+def reading(home: Path, table: str, rows: int) -> Iterator[Loop]:
+    """A DuckDB reader counting the final table's rows in a loop while the block runs: each read
+    resolves the current metadata file afresh, as a new Athena query would."""
+    loop = Loop()
+    stop = threading.Event()
+
+    def run() -> None:
+        con = connect()
+        while not stop.is_set():
+            try:
+                got = read_rows(con, home, table, "count(*)")[0][0]
+                assert got == rows, f"{got} rows, expected {rows}"
+                loop.reads += 1
+            except Exception as exc:  # every failed read is recorded for the caller to judge
+                loop.failures.append(str(exc)[:300])
+
+    reader = threading.Thread(target=run, daemon=True)
+    reader.start()
+    try:
+        yield loop
+    finally:
+        stop.set()
+        reader.join(timeout=60)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -81,31 +80,12 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
 
     # Default retention: everything is younger than 24 hours, nothing expires. Meanwhile a
     # DuckDB reader loops over the table: no read may fail.
-    failures: list[str] = []
-    reads = 0
-    stop = threading.Event()
-
-    def loop() -> None:
-        nonlocal reads
-        con = readers.connect()
-        while not stop.is_set():
-            try:
-                assert readers.read_rows(con, lakehouse_home, "books", "count(*)")[0][0] == len(ids)
-                reads += 1
-            except Exception as exc:  # any failed read fails the test
-                failures.append(str(exc))
-
-    reader = threading.Thread(target=loop, daemon=True)
-    reader.start()
-    try:
+    with readers.reading(lakehouse_home, "books", len(ids)) as loop:
         young = maintenance.maintain(spark, books)
         maintenance.maintain(spark, books)
-    finally:
-        stop.set()
-        reader.join(timeout=60)
-    assert failures == [], failures[:3]
-    assert reads > 10
-    print(f"{reads} DuckDB reads during maintenance, none failed")
+    assert loop.failures == [], loop.failures[:3]
+    assert loop.reads > 10
+    print(f"{loop.reads} DuckDB reads during maintenance, none failed")
     # One data file, and no delete file: all of them were absorbed and dropped.
     assert young.compaction.data_files[1] == 1
     assert young.compaction.delete_files[0] > 0 and young.compaction.delete_files[1] == 0
