@@ -97,18 +97,57 @@ def number_digits(text: str) -> tuple[str, str]:
     return integer, fractional
 
 
+def fraction_digits(text: str) -> str:
+    """The number's fractional digits (``fits_*`` need only these); null when it is not a number.
+
+    Compact on purpose: an item with hundreds of number attributes puts one copy per attribute
+    into the plan, and Spark's analysis time grows with the expression tree.
+    """
+    plain = f"coalesce({text} rlike {_PLAIN_NUMBER}, false)"
+    plain_fraction = (
+        f"(case when instr({text}, '.') > 0 "
+        f"then length(trim(TRAILING '0' FROM substring_index({text}, '.', -1))) else 0 end)"
+    )
+    whole = f"regexp_extract({text}, {_NUMBER}, 1)"
+    significant = (
+        f"regexp_replace(concat({whole}, regexp_extract({text}, {_NUMBER}, 2)), '0+$', '')"
+    )
+    exponent = f"coalesce(cast(nullif(regexp_extract({text}, {_NUMBER}, 3), '') as int), 0)"
+    valid = f"coalesce({text} rlike {_NUMBER} and {text} rlike '[0-9]', false)"
+    return (
+        f"(case when {plain} then {plain_fraction} when not {valid} then null "
+        f"else greatest(length({significant}) - length({whole}) - {exponent}, 0) end)"
+    )
+
+
+def _bound(text: str, body: str) -> str:
+    """``body`` (over ``num``) with ``num`` bound to ``text``: a one-element ``transform``. Spark
+    evaluates a lambda interpreted, so the generated code holds a reference, not the body: an
+    item with a thousand number attributes stays within what Janino compiles in a 1 GB heap."""
+    return f"transform(array({text}), num -> {body})[0]"
+
+
 def fits_decimal(text: str, precision: int, scale: int) -> str:
-    integer, fractional = number_digits(text)
-    return f"coalesce({integer} <= {precision - scale} and {fractional} <= {scale}, false)"
+    """Exactly representable in ``decimal(precision, scale)``: no fractional digit beyond the
+    scale (so the cast does not round), and the cast does not overflow. Plain numbers that
+    visibly fit take a compiled regular expression; others the exact rule."""
+    whole, fraction = precision - scale, f"([.][0-9]{{1,{scale}}})?" if scale else ""
+    fast = f"^-?[0-9]{{1,{whole}}}{fraction}$" if whole else f"^-?0[.][0-9]{{1,{scale}}}$"
+    exact = (
+        f"coalesce({fraction_digits('num')} <= {scale} "
+        f"and try_cast(num as decimal({precision},{scale})) is not null, false)"
+    )
+    return f"(coalesce({text} rlike '{fast}', false) or {_bound(text, exact)})"
 
 
 def fits_long(text: str) -> str:
-    integer, fractional = number_digits(text)
+    """An integer value within ``bigint``'s range (``1.5E+3`` fits, ``3.5`` does not). Up to 18
+    digits take a compiled regular expression; others the exact rule."""
     exact = (
-        f"(case when {integer} < 19 then true when {integer} = 19 "
-        f"then cast({text} as decimal(38,0)) between {LONG_MIN} and {LONG_MAX} else false end)"
+        f"coalesce({fraction_digits('num')} = 0 and try_cast(num as decimal(38,0)) "
+        f"between {LONG_MIN} and {LONG_MAX}, false)"
     )
-    return f"coalesce({fractional} = 0 and {exact}, false)"
+    return f"(coalesce({text} rlike '^-?[0-9]{{1,18}}$', false) or {_bound(text, exact)})"
 
 
 # --- text and JSON rendering ------------------------------------------------------------------
@@ -153,10 +192,9 @@ def dynamodb_to_json(text: str) -> str:
         f"case when acc rlike {nested} then {_replace('acc', _NESTED)} else acc end)"
     )
     markers = sql_string(_MAP_OPEN + _MAP_CLOSE + _LIST_OPEN + _LIST_CLOSE + _DONE)
-    return (
-        f"(case when {loop} rlike {nested} then null "
-        f"else translate({loop}, {markers}, '{{}}[]') end)"
-    )
+    # The loop's result bound once (a one-element transform): the plan holds one copy of it.
+    done = f"case when j rlike {nested} then null else translate(j, {markers}, '{{}}[]') end"
+    return f"transform(array({loop}), j -> {done})[0]"
 
 
 def _sorted_set_json(value: str) -> str:
@@ -170,13 +208,15 @@ def _sorted_set_json(value: str) -> str:
 def text_sql(value: str) -> str:
     """A value as text, for ``string`` columns: S as is, N its exact digits, BOOL true/false,
     B its base64; sets as sorted JSON arrays, maps and lists as plain JSON. NULL -> null."""
-    m = f"concat('{{\"M\":', {field(value, 'M')}, '}}')"
-    lst = f"concat('{{\"L\":', {field(value, 'L')}, '}}')"
+    nested = (
+        f"coalesce(concat('{{\"M\":', {field(value, 'M')}, '}}'), "
+        f"concat('{{\"L\":', {field(value, 'L')}, '}}'))"
+    )
     return (
         f"coalesce({field(value, 'S')}, {field(value, 'N')}, cast({field(value, 'BOOL')} as string), "
         f"{field(value, 'B')}, {_sorted_set_json(value)}, "
-        f"case when {field(value, 'M')} is not null then {dynamodb_to_json(m)} end, "
-        f"case when {field(value, 'L')} is not null then {dynamodb_to_json(lst)} end)"
+        f"case when {field(value, 'M')} is not null or {field(value, 'L')} is not null "
+        f"then {dynamodb_to_json(nested)} end)"
     )
 
 
