@@ -20,7 +20,7 @@ demo: setup ## sample exports -> spark-submit ingest -> dbt run + dbt test -> re
 test: setup ## the test suite (real Spark, Iceberg and dbt), without the fault-injection suite
 	$(BIN)/pytest -m "not faults"
 
-test-faults: setup ## kill -9 at every point of an export's way, and concurrent ingests (about 8 min)
+test-faults: setup ## kill -9 at every point of an export's way, and concurrent ingests (about 12 min)
 	$(BIN)/pytest -m faults
 
 test-fast: setup ## only the tests that need no Spark
@@ -30,12 +30,13 @@ lint: setup ## ruff and mypy
 	$(BIN)/ruff check ingestion tests bench
 	$(BIN)/mypy
 
-bench: setup ## benchmarks (not part of CI); writes bench/results/
-	$(BIN)/python bench/ingest_full_export.py
-	$(BIN)/python bench/detect_schema.py
-	$(BIN)/python bench/incremental_apply.py
+bench: setup ## benchmarks (not part of CI, about 2 hours on 2 cores); bench/results/ + README table
+	$(BIN)/python bench/scale.py
+	$(BIN)/python bench/daily_sync.py
 	$(BIN)/python bench/freshness.py
 	$(BIN)/python bench/maintenance.py
+	$(BIN)/python bench/detect_schema.py
+	$(BIN)/python bench/report.py
 
 package: setup ## dist/: the Lambda function's zip and the EMR job's project.zip (see README, On AWS)
 	$(BIN)/ddb-lakehouse emr package --out dist

@@ -271,9 +271,10 @@ def ingest_stream(
         .withColumn("_file", F.input_file_name())
         .withColumn("_id", F.monotonically_increasing_id())
     )
-    rejects = rejected_lines(classified).localCheckpoint()  # computed once, kept on executors
-    rejected = rejects.count()
-    if rejected > max_rejects:
+    # A plain count first (no shuffle); line numbers (a window per file) only when lines failed.
+    rejected = classified.where(F.col("_reject").isNotNull()).count()
+    rejects = rejected_lines(classified).localCheckpoint() if rejected else None
+    if rejects is not None and rejected > max_rejects:
         first = rejects.orderBy("file", "line").first()
         assert first is not None
         raise StreamError(
@@ -288,7 +289,7 @@ def ingest_stream(
     )
     ingested_at = datetime.now(UTC).replace(tzinfo=None)
     batch_id = staging.new_batch_id(ingested_at)
-    if rejected:
+    if rejects is not None:
         record_rejects(spark, table.name, rejects, batch_id)
         log.warning(
             "%s: %d damaged line(s) set aside in staging.%s_rejects",

@@ -1,0 +1,108 @@
+"""End-to-end sync of `orders`: a full export, then 7 incremental exports, then maintenance.
+
+Each step is what a scheduled run does: ingest the export (verified against its manifest and the
+chain) and merge it (`dbt run` + `dbt test`). The incrementals are the sample's chain
+(`sample.write_orders_chain`): each changes 6% of the table (2% updates, 2% deletes, 2% inserts;
+the last one a NEW_IMAGE export). Then `maintain` (compaction, change-log pruning, snapshot expiry
+at a clock two days later, so the retention has passed). The final row count is checked against
+the items the exports leave, computed in plain Python.
+
+Usage: .venv/bin/python bench/daily_sync.py [--items 1000000] [--increments 7]
+Writes bench/results/daily_sync.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import results_file  # bench/ is on sys.path when a benchmark runs as a script
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", type=int, default=1_000_000)
+    parser.add_argument("--increments", type=int, default=7)
+    args = parser.parse_args(argv)
+    scratch = Path(tempfile.mkdtemp(prefix="lakehouse-bench-sync-"))
+    os.environ["LAKEHOUSE_HOME"] = str(scratch / "home")
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+
+    from ingestion import ingest, maintenance, merge, sample
+    from ingestion.spark_config import build_spark
+    from ingestion.tables import get_table
+
+    started = time.monotonic()
+    full = sample.write_samples(scratch / "exports", args.items, seed=1, tables=["orders"])
+    chain = sample.write_orders_chain(scratch / "exports", args.items, 1, args.increments)
+    folders = [full["orders"], *chain]
+    expected = len(sample.live_items(folders, ["customer_id", "order_id"]))
+    generated_s = time.monotonic() - started
+
+    spark = build_spark("bench daily sync")
+    orders = get_table("orders")
+    steps = []
+    for i, folder in enumerate(folders):
+        started = time.monotonic()
+        staged = ingest.ingest_export(spark, orders, str(folder))
+        ingest_s = time.monotonic() - started
+        started = time.monotonic()
+        counts, _ = merge.run_merge(spark, [orders])
+        merge_s = time.monotonic() - started
+        steps.append(
+            {
+                "step": "full export" if i == 0 else f"incremental {i}",
+                "rows_staged": staged.rows,
+                "ingest_seconds": round(ingest_s, 1),
+                "merge_seconds": round(merge_s, 1),
+                "inserted_updated_deleted": [
+                    counts[0].inserted,
+                    counts[0].updated,
+                    counts[0].deleted,
+                ],
+            }
+        )
+        print(f"daily sync: {steps[-1]}", flush=True)
+
+    health_before = maintenance.health(spark, "orders")
+    files_before = maintenance.live_files(spark, "orders")
+    later = datetime.now(UTC).replace(tzinfo=None) + timedelta(days=2)
+    started = time.monotonic()
+    report = maintenance.maintain(spark, orders, now=later)
+    maintain_s = time.monotonic() - started
+    health_after = maintenance.health(spark, "orders")
+    files_after = maintenance.live_files(spark, "orders")
+    rows = spark.table("lake.lakehouse.orders").count()
+    assert rows == expected, (rows, expected)
+
+    total = sum(s["ingest_seconds"] + s["merge_seconds"] for s in steps) + maintain_s
+    results_file.write(
+        "daily_sync",
+        {
+            "table": "orders",
+            "items": args.items,
+            "increments": args.increments,
+            "rows_after": rows,
+            "rows_expected": expected,
+            "steps": steps,
+            "maintain_seconds": round(maintain_s, 1),
+            "total_seconds": round(total, 1),
+            "data_and_delete_files_before_maintain": list(files_before),
+            "data_and_delete_files_after_maintain": list(files_after),
+            "before_maintain": health_before,
+            "after_maintain": health_after,
+            "maintain_report": report.lines(),
+            "sample_generation_seconds": round(generated_s, 1),
+        },
+        f".venv/bin/python bench/daily_sync.py --items {args.items} --increments {args.increments}",
+    )
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

