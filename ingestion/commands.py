@@ -305,9 +305,10 @@ def _ingest_stream(table: TableConfig, args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from ingestion.watch import WatchOptions, watch
+    from ingestion.watch import WatchOptions, only_watch, watch
 
     table = get_table(args.table)
+    lock = only_watch(settings.lakehouse_home(), table.name)  # held until the process ends
     options = WatchOptions(
         stream=args.stream,
         interval=args.interval,
@@ -321,6 +322,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     )
     spark = spark_config.build_spark(f"watch {table.name}")
     watch(spark, table, options, report=lambda line: print(line, flush=True))
+    lock.close()
     return 0
 
 

@@ -42,6 +42,23 @@ def test_a_stream_location_is_a_folder_or_s3(capsys: pytest.CaptureFixture[str])
         streams.store_for("gs://bucket/prefix", "books")
 
 
+def test_a_second_watch_of_a_table_stops_with_a_clear_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ingestion.watch import only_watch
+
+    monkeypatch.setenv("LAKEHOUSE_HOME", str(tmp_path))
+    held = only_watch(tmp_path, "books")  # the first watch (this process holds the lock)
+    # The second is refused before Spark starts; another table is not affected.
+    assert cli.main(["watch", "--table", "books", "--stream", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "another watch of table books is running on this machine" in err
+    assert f"pid {os.getpid()}" in err
+    only_watch(tmp_path, "orders").close()
+    held.close()  # the first one ends (the kernel also frees it on kill -9)
+    only_watch(tmp_path, "books").close()
+
+
 @pytest.mark.slow
 def test_missing_export_is_a_clear_error(
     spark, capsys: pytest.CaptureFixture[str], tmp_path: Path
