@@ -173,15 +173,21 @@ def run_merge(
     # Nothing new for a table that exists: no dbt run for it (not even an empty commit).
     to_run = [t for t in tables if full_refresh or batches[t.name] or before[t.name] is None]
     if to_run:
-        dbt_invoke(
-            [
-                "run",
-                *selector(to_run),
-                *(["--full-refresh"] if full_refresh else []),
-                "--vars",
-                json.dumps({"dynamodb_batches": {t.name: batches[t.name] for t in to_run}}),
-            ]
-        )
+        try:
+            dbt_invoke(
+                [
+                    "run",
+                    *selector(to_run),
+                    *(["--full-refresh"] if full_refresh else []),
+                    "--vars",
+                    json.dumps({"dynamodb_batches": {t.name: batches[t.name] for t in to_run}}),
+                ]
+            )
+        finally:
+            # The changes a bucketed merge cached (merge_with_delete), in every outcome. dbt's
+            # temporary views live in its own session, the cache in the shared state: clear that
+            # (nothing else of this process is cached across a merge).
+            spark.catalog.clearCache()
         faults.point("after-merge-commit")
         record_merged(spark, {t.name: batches[t.name] for t in to_run})
     else:

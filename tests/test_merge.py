@@ -180,6 +180,10 @@ def test_composite_keys_and_dbt_test_guarding_quality(spark, clean_lakehouse, sa
     compiled = (ROOT / "target/run/dynamodb_lakehouse/models/marts/orders.sql").read_text()
     assert f"lake.system.bucket(16, target.`customer_id`) in ({bucket})" in compiled
     assert latest_summary(spark, "orders")["changed-partition-count"] == "1"
+    # The strategy cached the changes for the bucket list and the MERGE; nothing stays cached.
+    logs = [ROOT / "logs/dbt.log.1", ROOT / "logs/dbt.log"]  # dbt rotates its log at 10 MB
+    assert any("cache table orders__dbt_tmp" in p.read_text() for p in logs if p.exists())
+    assert spark._jsparkSession.sharedState().cacheManager().isEmpty()
 
     # A duplicate key in the final table makes `dbt test` fail loudly.
     spark.sql("insert into lake.lakehouse.orders select * from lake.lakehouse.orders limit 1")

@@ -14,6 +14,9 @@
       which Iceberg turns into a partition filter on the target scan: the merge reads and writes
       only the buckets its changes hit. The list is computed from the changes, so it never
       excludes a row the changes match. Not with a re-baseline, which must see every row.
+      The changes (latest per key, with their keys' history from the change log) are cached
+      first (`cache table`, eager), so the list and the MERGE compute them once: on 5M rows
+      that pass was a third of `dbt run`. `ddb-lakehouse merge` clears the cache after `dbt run`.
 
   dbt-spark's built-in `merge` has no DELETE clause, and dbt-spark validates strategies against a
   fixed list, so its two dispatch points are overridden below to add this one.
@@ -63,6 +66,7 @@ when not matched by source and target.`_version` < {{ baseline }} then delete
   {%- set buckets = dynamodb_buckets(table) if table in var('dynamodb_tables', {}) else none -%}
   {%- if not buckets or not execute -%}{{ return([]) }}{%- endif -%}
   {%- set function = 'lake.system.bucket(' ~ (buckets | int) ~ ', ' -%}
+  {%- do run_query('cache table ' ~ source) -%}
   {%- set query = 'select distinct ' ~ function ~ lakehouse_quote(key) ~ ') from ' ~ source -%}
   {%- set hit = run_query(query).columns[0].values() | list -%}
   {%- if hit | length == 0 -%}{{ return([]) }}{%- endif -%}
