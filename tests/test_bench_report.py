@@ -48,7 +48,11 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         },
         # 100k -> 1M: 1.4x (met); 1M -> 5M: 20 -> 40 s over log10(5) = 0.7 decades: 2.7x per 10x
         "incremental_apply": {
-            "runs": [apply_run(100_000, 14.29), apply_run(1_000_000, 20.0), apply_run(5_000_000, 40.0)]  # fmt: skip
+            "runs": [
+                apply_run(100_000, 14.29),
+                apply_run(1_000_000, 20.0),
+                apply_run(5_000_000, 40.0),
+            ]  # fmt: skip
         },
     }
     for name, doc in docs.items():
