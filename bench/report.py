@@ -38,19 +38,24 @@ def _label(n: int) -> str:
     return f"{n / 1e6:g}M" if n >= 1_000_000 else f"{n / 1e3:g}k"
 
 
-def ingest(doc: dict) -> list[Row]:
-    runs = doc["runs"]
+def _against_floor(runs: list[dict], stage: str, title: str, name: str) -> None:
+    """Bars of the floor and of ``<stage>_seconds`` per run, with the ratio over each."""
     fig, ax = plt.subplots(figsize=(6, 3.6))
     x = range(len(runs))
     ax.bar([i - 0.2 for i in x], [r["floor_seconds"] for r in runs], 0.4, label="floor")
-    ax.bar([i + 0.2 for i in x], [r["ingest_seconds"] for r in runs], 0.4, label="ingest")
+    ax.bar([i + 0.2 for i in x], [r[f"{stage}_seconds"] for r in runs], 0.4, label=stage)
     for i, r in enumerate(runs):
-        ax.annotate(f"{r['ratio_to_floor']}x", (i + 0.2, r["ingest_seconds"]), ha="center", va="bottom")  # fmt: skip
+        ax.annotate(f"{r['ratio_to_floor']}x", (i + 0.2, r[f"{stage}_seconds"]), ha="center", va="bottom")  # fmt: skip
     ax.set_xticks(list(x), [_label(r["items"]) + " items" for r in runs])
     ax.set_ylabel("seconds")
-    ax.set_title(f"Full-export ingest ({doc['table']}) vs floor")
+    ax.set_title(title)
     ax.legend()
-    _save(fig, "ingest_full_export")
+    _save(fig, name)
+
+
+def ingest(doc: dict) -> list[Row]:
+    runs = doc["runs"]
+    _against_floor(runs, "ingest", f"Full-export ingest ({doc['table']}) vs floor", "ingest_full_export")  # fmt: skip
     target = doc.get("target_ratio_to_floor", 2.0)
     return [
         (
@@ -211,15 +216,7 @@ def maintenance(doc: dict) -> list[Row]:
 
 def detect(doc: dict) -> list[Row]:
     runs = doc["runs"]
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    x = range(len(runs))
-    ax.bar([i - 0.2 for i in x], [r["floor_seconds"] for r in runs], 0.4, label="floor")
-    ax.bar([i + 0.2 for i in x], [r["detect_seconds"] for r in runs], 0.4, label="detect")
-    ax.set_xticks(list(x), [_label(r["items"]) + " items" for r in runs])
-    ax.set_ylabel("seconds")
-    ax.set_title("Schema detection vs floor")
-    ax.legend()
-    _save(fig, "detect_schema")
+    _against_floor(runs, "detect", "Schema detection vs floor", "detect_schema")
     return [
         (
             f"schema detection ({doc['table']})",
