@@ -2,7 +2,7 @@
 
 Each step is what a scheduled run does: ingest the export (verified against its manifest and the
 chain) and merge it (`dbt run` + `dbt test`). The incrementals are the sample's chain
-(`sample.write_orders_chain`): each changes 6% of the table (2% updates, 2% deletes, 2% inserts;
+(`orders_chain.write_orders_chain`): each changes 6% of the table (2% updates, 2% deletes, 2% inserts;
 the last one a NEW_IMAGE export). Then `maintain` (compaction, change-log pruning, snapshot expiry
 at a clock two days later, so the retention has passed). The final row count is checked against
 the items the exports leave, computed in plain Python.
@@ -32,15 +32,17 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["LAKEHOUSE_HOME"] = str(scratch / "home")
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
-    from ingestion import ingest, maintenance, merge, sample
-    from ingestion.spark_config import build_spark
-    from ingestion.tables import get_table
+    from ingestion.dynamodb.tables import get_table
+    from ingestion.lake import ingest, maintenance, merge
+    from ingestion.lake.spark_config import build_spark
+    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import live, orders_chain
 
     started = time.monotonic()
-    full = sample.write_samples(scratch / "exports", args.items, seed=1, tables=["orders"])
-    chain = sample.write_orders_chain(scratch / "exports", args.items, 1, args.increments)
+    full = sample_exports.write_samples(scratch / "exports", args.items, seed=1, tables=["orders"])
+    chain = orders_chain.write_orders_chain(scratch / "exports", args.items, 1, args.increments)
     folders = [full["orders"], *chain]
-    expected = len(sample.live_items(folders, ["customer_id", "order_id"]))
+    expected = len(live.live_items(folders, ["customer_id", "order_id"]))
     generated_s = time.monotonic() - started
 
     spark = build_spark("bench daily sync")

@@ -62,15 +62,17 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import functions as F
 
-    from ingestion import decode, detect, manifest, sample
-    from ingestion.spark_config import build_spark
-    from ingestion.tables import get_table
+    from ingestion.dynamodb import decode, detect
+    from ingestion.dynamodb.tables import get_table
+    from ingestion.lake.spark_config import build_spark
+    from ingestion.samples import exports as sample_exports
+    from ingestion.sources import manifest
 
     spark = build_spark("bench detect-schema")
     table = get_table(args.table)
     runs = []
     for items in (args.small, args.items):
-        folder = sample.write_samples(
+        folder = sample_exports.write_samples(
             scratch / f"exports-{items}", items, seed=1, tables=[args.table]
         )[args.table]
         export = manifest.read_export(folder, verify=False)

@@ -2,7 +2,7 @@
 
 Sets up `books` from a full export (not timed), then starts `ddb-lakehouse watch --interval N` as
 its own process (compaction every 6 ticks) and, once it has warmed up, writes change files
-through the Lambda module's writer (ingestion.stream_writer.write_batch, as the deployed
+through the Lambda module's writer (ingestion.sources.stream_writer.write_batch, as the deployed
 function does) at a steady rate: one file per second
 holding `--rate` changes (updates of existing books, inserts, 5% deletes). After `--seconds` it
 waits for watch to merge the last file, stops it with SIGTERM and reads, for every file, the
@@ -51,13 +51,16 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["LAKEHOUSE_HOME"] = str(scratch / "home")
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
-    from ingestion import ingest, merge, sample, sample_stream
-    from ingestion.spark_config import build_spark
-    from ingestion.stream_writer import write_batch
-    from ingestion.tables import get_table
+    from ingestion.dynamodb.tables import get_table
+    from ingestion.lake import ingest, merge
+    from ingestion.lake.spark_config import build_spark
+    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import items
+    from ingestion.samples import stream as sample_stream
+    from ingestion.sources.stream_writer import write_batch
 
     books = get_table("books")
-    full = sample.write_samples(scratch / "exports", args.items, seed=3, tables=["books"])["books"]
+    full = sample_exports.write_samples(scratch / "exports", args.items, seed=3, tables=["books"])["books"]
     spark = build_spark("bench freshness setup")
     ingest.ingest_export(spark, books, str(full))
     merge.run_merge(spark, [books])
@@ -106,11 +109,11 @@ def main(argv: list[str] | None = None) -> int:
                     key = f"book-{next_id:08d}"
                     next_id += 1
                     keys.append(key)
-                    event, old, new = "INSERT", None, sample.book_item(next_id, rng)
+                    event, old, new = "INSERT", None, items.book_item(next_id, rng)
                     new["id"] = {"S": key}
                 else:
                     key = rng.choice(keys)
-                    item = sample.book_item(int(key[5:]), rng)
+                    item = items.book_item(int(key[5:]), rng)
                     item["id"] = {"S": key}
                     event, old, new = "MODIFY", item, dict(item, price={"N": "9.99"})
                 records.append(
@@ -132,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         watcher.wait(timeout=300)
 
     spark = build_spark("bench freshness results")
-    from ingestion import ledger
+    from ingestion.lake import ledger
 
     merged_at = {
         row["batch_id"]: row["micros"] / 1e6

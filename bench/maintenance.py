@@ -48,15 +48,18 @@ def main(argv: list[str] | None = None) -> int:
 
     import readers
 
-    from ingestion import ingest, maintenance, merge, sample, sample_stream, streams
-    from ingestion.spark_config import build_spark
-    from ingestion.stream_writer import write_batch
-    from ingestion.tables import get_table
+    from ingestion.dynamodb.tables import get_table
+    from ingestion.lake import ingest, maintenance, merge, streams
+    from ingestion.lake.spark_config import build_spark
+    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import live
+    from ingestion.samples import stream as sample_stream
+    from ingestion.sources.stream_writer import write_batch
 
     books = get_table("books")
     spark = build_spark("bench-maintenance")
     spark.sparkContext.setLogLevel("ERROR")
-    export = sample.write_samples(scratch / "exports", args.items, 5, ["books"])["books"]
+    export = sample_exports.write_samples(scratch / "exports", args.items, 5, ["books"])["books"]
     ingest.ingest_export(spark, books, str(export))
     merge.run_merge(spark, [books], test=False)
     records = [
@@ -68,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     batches = batches[: args.merges]
     for batch in batches:
         write_batch(batch, str(scratch / "replay"))
-    expected = sample.live_items([export, scratch / "replay" / "books"], ["id"])
+    expected = live.live_items([export, scratch / "replay" / "books"], ["id"])
 
     merge_seconds = []
     for number, batch in enumerate(batches, 1):

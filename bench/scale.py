@@ -48,10 +48,11 @@ def peak_rss_mb(spark) -> float:
 def ingest_phase(folder: Path) -> dict:
     from pyspark.sql import functions as F
 
-    from ingestion import decode, manifest
-    from ingestion.ingest import ingest_export
-    from ingestion.spark_config import build_spark
-    from ingestion.tables import get_table
+    from ingestion.dynamodb import decode
+    from ingestion.dynamodb.tables import get_table
+    from ingestion.lake.ingest import ingest_export
+    from ingestion.lake.spark_config import build_spark
+    from ingestion.sources import manifest
 
     export = manifest.read_export(folder, verify=False)
     paths = [str(f.path) for f in export.files]
@@ -78,9 +79,11 @@ def ingest_phase(folder: Path) -> dict:
 
 
 def apply_phase(scratch: Path, folder: Path, changes: int) -> dict:
-    from ingestion import ingest, manifest, merge, sample
-    from ingestion.spark_config import build_spark
-    from ingestion.tables import get_table
+    from ingestion.dynamodb.tables import get_table
+    from ingestion.lake import ingest, merge
+    from ingestion.lake.spark_config import build_spark
+    from ingestion.samples import exports as sample_exports
+    from ingestion.sources import manifest
 
     export = manifest.read_export(folder, verify=False)
     spark = build_spark("bench apply")
@@ -106,9 +109,9 @@ def apply_phase(scratch: Path, folder: Path, changes: int) -> dict:
         micros = {"N": str(int((start + timedelta(seconds=1 + i % 3000)).timestamp() * 1e6))}
         line = {"Metadata": {"WriteTimestampMicros": micros}, "Keys": keys, "OldImage": image}
         if i % 10:  # every tenth change a delete
-            line["NewImage"] = dict(image, status={"S": rng.choice(sample.STATUSES)})
+            line["NewImage"] = dict(image, status={"S": rng.choice(sample_exports.STATUSES)})
         lines.append(line)
-    incremental = sample.write_export(
+    incremental = sample_exports.write_export(
         scratch / "exports",
         "orders",
         [iter(lines)],
@@ -184,13 +187,14 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps(figures))
         return 0
 
-    from ingestion import manifest, sample
+    from ingestion.samples import exports as sample_exports
+    from ingestion.sources import manifest
 
     ingests, applies = [], []
     for size in args.sizes:
         scratch = Path(tempfile.mkdtemp(prefix=f"lakehouse-bench-{size}-"))
         started = time.monotonic()
-        folder = sample.write_samples(scratch / "exports", size, seed=1, tables=["orders"])[
+        folder = sample_exports.write_samples(scratch / "exports", size, seed=1, tables=["orders"])[
             "orders"
         ]
         generated_s = time.monotonic() - started

@@ -38,7 +38,7 @@ def lakehouse_home() -> Path:
 
 @pytest.fixture(scope="session")
 def spark():
-    from ingestion.spark_config import build_spark
+    from ingestion.lake.spark_config import build_spark
 
     session = build_spark("tests")
     yield session
@@ -63,7 +63,7 @@ def clean_lakehouse(spark) -> Iterator[None]:
 @pytest.fixture(scope="session")
 def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Small full exports of books and orders (60 items each), in AWS's layout."""
-    from ingestion import sample
+    from ingestion.samples import exports as sample_exports
 
     out = tmp_path_factory.mktemp("exports")
-    return sample.write_samples(out, items=60, seed=11)
+    return sample_exports.write_samples(out, items=60, seed=11)

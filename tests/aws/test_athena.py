@@ -1,0 +1,58 @@
+"""The example Athena queries in athena/: they parse in sqlglot's Athena dialect, name only
+columns the final tables have, and (translated to Spark SQL by sqlglot) run against real final
+tables built from the sample exports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlglot
+from sqlglot import exp
+
+from ingestion.dynamodb import schema_file, types
+from ingestion.dynamodb.tables import get_table, load_tables
+from ingestion.lake import merge
+from ingestion.lake.ingest import declared_keys, ingest_export
+
+ROOT = Path(__file__).resolve().parents[2]
+QUERIES = sorted((ROOT / "athena").glob("*.sql"))
+
+
+def final_columns(table: str) -> set[str]:
+    loaded = schema_file.load_schema(table, declared_keys(get_table(table)))
+    assert loaded is not None
+    return {a.column for a in schema_file.from_file(loaded).attributes} | set(types.METADATA_COLUMNS)
+
+
+@pytest.mark.parametrize("path", QUERIES, ids=[p.name for p in QUERIES])
+def test_query_parses_as_athena_sql_and_names_real_columns(path: Path) -> None:
+    tree = sqlglot.parse_one(path.read_text(), read="athena", error_level=sqlglot.ErrorLevel.RAISE)
+    tables = {f"{t.db}.{t.name}" for t in tree.find_all(exp.Table) if t.db}
+    assert tables and tables <= {f"lakehouse.{name}" for name in load_tables()}, tables
+    known = set().union(*(final_columns(t.split(".")[1]) for t in tables))
+    relations = {a.name for a in tree.find_all(exp.TableAlias)}  # b, now_rows, day_ago, t
+    unnested = {c.name for a in tree.find_all(exp.TableAlias) for c in a.columns}  # e
+    outputs = {a.alias for a in tree.find_all(exp.Alias)}
+    for column in tree.find_all(exp.Column):
+        parts = [p.name for p in column.parts]
+        while parts and parts[0] in relations:
+            parts = parts[1:]  # a table or subquery qualifier
+        first = parts[0]
+        if first in unnested:
+            continue  # a field of an unnested struct (checked by running the query below)
+        # the first remaining part is a column (the rest, struct fields) or an output alias
+        assert first in known or first in outputs, f"{path.name}: {column.sql()}"
+
+
+@pytest.mark.slow
+def test_queries_run_on_the_final_tables(spark, clean_lakehouse, samples) -> None:
+    tables = [get_table("books"), get_table("orders")]
+    for table in tables:
+        ingest_export(spark, table, str(samples[table.name]))
+    merge.run_merge(spark, tables, test=False)
+    for path in QUERIES:
+        text = path.read_text().replace("interval '1' day", "interval '0' second")
+        spark_sql = sqlglot.transpile(text, read="athena", write="spark")[0]
+        rows = spark.sql(spark_sql).collect()
+        assert rows, f"{path.name} returned no row"

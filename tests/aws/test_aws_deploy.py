@@ -1,0 +1,152 @@
+"""On AWS: the EMR submission (exact requests, with botocore's Stubber as the test double for
+AWS's control plane), the project package, and the CloudFormation template (cfn-lint)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from ingestion.aws import emr
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "deploy" / "template.yaml"
+
+
+def test_package_holds_the_code_and_the_dbt_project(tmp_path: Path) -> None:
+    first = emr.package(tmp_path / "a", ROOT)
+    again = emr.package(tmp_path / "b", ROOT)
+    assert first.digest == again.digest  # same files, same zip, same upload name
+    names = set(zipfile.ZipFile(first.archive).namelist())
+    for expected in ("dbt_project.yml", "ingestion/main.py", "ingestion/cli/__init__.py",
+                     "models/marts/books.sql", "macros/strategies/merge_with_delete.sql",
+                     "profiles/profiles.yml", "schemas/books.json"):  # fmt: skip
+        assert expected in names, expected
+    assert not [n for n in names if "__pycache__" in n]
+
+
+def test_serverless_job_request_and_wait() -> None:
+    client = boto3.client(
+        "emr-serverless", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stub = Stubber(client)
+    parameters = emr.spark_parameters("s3://code/p/project.zip", "s3://lake/warehouse")
+    assert "spark.archives=s3://code/p/project.zip#project" in parameters
+    assert "spark.emr-serverless.driverEnv.LAKEHOUSE_TARGET=emr" in parameters
+    arguments = ["sync", "--table", "orders", "--from-dynamodb"]
+    expected = {
+        "applicationId": "app-1",
+        "executionRoleArn": "arn:aws:iam::123456789012:role/job",
+        "name": "orders",
+        "clientToken": emr.hashlib.sha256(
+            f"app-1|orders|{arguments}|s3://code/p/main.py".encode()
+        ).hexdigest(),
+        "jobDriver": {"sparkSubmit": {"entryPoint": "s3://code/p/main.py",
+                                      "entryPointArguments": arguments,
+                                      "sparkSubmitParameters": parameters}},
+    }  # fmt: skip
+    stub.add_response("start_job_run", {"applicationId": "app-1", "jobRunId": "run-1", "arn": "arn:aws:emr-serverless:eu-west-1:123456789012:/applications/app-1/jobruns/run-1"}, expected)  # fmt: skip
+    run_arn = "arn:aws:emr-serverless:eu-west-1:123456789012:/applications/app-1/jobruns/run-1"
+    role = "arn:aws:iam::123456789012:role/job"
+    for state in ("RUNNING", "FAILED"):
+        job_run = {
+            "applicationId": "app-1", "jobRunId": "run-1", "arn": run_arn, "createdBy": role,
+            "createdAt": 0, "updatedAt": 0, "executionRole": role, "state": state,
+            "stateDetails": "dbt test failed", "releaseLabel": "emr-7.5.0",
+            "jobDriver": {"sparkSubmit": {"entryPoint": "s3://code/p/main.py"}},
+        }  # fmt: skip
+        stub.add_response("get_job_run", {"jobRun": job_run}, {"applicationId": "app-1", "jobRunId": "run-1"})  # fmt: skip
+    lines: list[str] = []
+    with stub:
+        run = emr.start_serverless(
+            client,
+            "app-1",
+            expected["executionRoleArn"],
+            "s3://code/p/main.py",
+            arguments,
+            parameters,
+            "orders",
+        )
+        assert run == "run-1"
+        with pytest.raises(emr.EmrError, match="FAILED after .*: dbt test failed"):
+            emr.wait(emr.serverless_state(client, "app-1", run), emr.DONE_SERVERLESS, emr.FAILED_SERVERLESS, "job run run-1", 0, lines.append)  # fmt: skip
+    assert lines == ["job run run-1: RUNNING, 0s so far"]
+
+
+def test_cluster_step_request() -> None:
+    client = boto3.client(
+        "emr", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stub = Stubber(client)
+    args = ["sync", "--table", "books", "--stream", "s3://lake/streams"]
+    stub.add_response(
+        "add_job_flow_steps",
+        {"StepIds": ["s-1"]},
+        {"JobFlowId": "j-1", "Steps": [{"Name": "books", "ActionOnFailure": "CONTINUE", "HadoopJarStep": {"Jar": "command-runner.jar", "Args": ["spark-submit", "--deploy-mode", "client", "--conf", "spark.archives=s3://code/project.zip#project", "--conf", "spark.yarn.appMasterEnv.LAKEHOUSE_TARGET=emr", "s3://code/main.py", *args]}}]},
+    )  # fmt: skip
+    stub.add_response("describe_step", {"Step": {"Status": {"State": "COMPLETED"}}}, {"ClusterId": "j-1", "StepId": "s-1"})  # fmt: skip
+    with stub:
+        step = emr.add_step(
+            client, "j-1", "s3://code/main.py", args, "s3://code/project.zip", "books"
+        )
+        assert emr.wait(emr.step_state(client, "j-1", step), emr.DONE_STEP, emr.FAILED_STEP, "step", 0, print) == "COMPLETED"  # fmt: skip
+
+
+def test_template_passes_cfn_lint() -> None:
+    lint = Path(sys.executable).parent / "cfn-lint"
+    done = subprocess.run([str(lint), str(TEMPLATE)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_iam_policies_name_their_actions() -> None:
+    from cfnlint.decode import decode
+
+    template, problems = decode(str(TEMPLATE))
+    assert not problems and template is not None
+    statements = [
+        statement
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::IAM::Role"
+        for policy in resource["Properties"].get("Policies", [])
+        for statement in policy["PolicyDocument"]["Statement"]
+    ]
+    assert len(statements) >= 8
+    for statement in statements:
+        actions = (
+            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        )
+        assert actions and all("*" not in action for action in actions), statement
+        resources = (
+            statement["Resource"]
+            if isinstance(statement["Resource"], list)
+            else [statement["Resource"]]
+        )
+        assert all(r != "*" for r in resources), statement
+
+
+def test_lambda_package_runs_without_site_packages(tmp_path: Path) -> None:
+    """The function's zip needs only the standard library (boto3 only for s3:// targets)."""
+    archive = emr.package_lambda(tmp_path / "dist", ROOT)
+    assert sorted(zipfile.ZipFile(archive).namelist()) == sorted(emr.LAMBDA_FILES)
+    script = (
+        "import os, sys; sys.path.insert(0, sys.argv[1]);"
+        "os.environ['LAKEHOUSE_STREAM_URI'] = sys.argv[2];"
+        "from ingestion.stream_writer import handler;"  # the deployed handler path
+        "record = {'eventID': '1', 'eventName': 'INSERT', 'eventSourceARN': "
+        "'arn:aws:dynamodb:eu-west-1:1:table/books/stream/x', 'dynamodb': {'Keys': {'id': {'S': 'a'}}, "
+        "'NewImage': {'id': {'S': 'a'}}, 'SequenceNumber': '100', 'ApproximateCreationDateTime': 1700000000}};"
+        "print(handler({'Records': [record]}));"
+        "assert 'boto3' not in sys.modules and 'pyspark' not in sys.modules"
+    )
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", script, str(archive), str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "'batchItemFailures': []" in done.stdout
+    assert len(list((tmp_path / "out" / "books").glob("*.json.gz"))) == 1

@@ -1,0 +1,88 @@
+"""bench/report.py: the README's benchmark table and the charts, from result files (no Spark)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import report  # noqa: E402
+
+
+def ingest_run(items: int, floor: float, ingest: float) -> dict:
+    return {
+        "items": items,
+        "raw_mb": 1.0,
+        "compressed_mb": 0.1,
+        "floor_seconds": floor,
+        "ingest_seconds": ingest,
+        "ratio_to_floor": round(ingest / floor, 2),
+        "ingest_items_per_s": 1,
+        "ingest_raw_mb_per_s": 1,
+        "ingest_compressed_mb_per_s": 1,
+        "peak_driver_rss_mb": 700.0,
+    }
+
+
+def apply_run(rows: int, seconds: float) -> dict:
+    return {
+        "table_rows": rows,
+        "changes": 10_000,
+        "deletes": 1_000,
+        "apply_seconds": seconds,
+        "merge_seconds": seconds - 5,
+    }
+
+
+@pytest.fixture
+def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    docs = {
+        "ingest_full_export": {
+            "table": "orders",
+            "target_ratio_to_floor": 2.0,
+            "runs": [ingest_run(100_000, 10.0, 15.0), ingest_run(1_000_000, 10.0, 30.0)],
+        },
+        # 100k -> 1M: 1.4x (met); 1M -> 5M: 20 -> 40 s over log10(5) = 0.7 decades: 2.7x per 10x
+        "incremental_apply": {
+            "runs": [
+                apply_run(100_000, 14.29),
+                apply_run(1_000_000, 20.0),
+                apply_run(5_000_000, 40.0),
+            ]  # fmt: skip
+        },
+    }
+    for name, doc in docs.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps({**doc, "command": f"run {name}"}))
+    return tmp_path
+
+
+def test_table_states_each_target_and_whether_it_is_met(results: Path) -> None:
+    text = report.table()
+    rows = [line for line in text.splitlines() if line.startswith("| ")][1:]
+    ingest = [r for r in rows if r.startswith("| full-export ingest")]
+    assert len(ingest) == 2
+    assert "**1.5x**" in ingest[0] and ingest[0].endswith("| met |")
+    assert "**3.0x**" in ingest[1] and ingest[1].endswith("| **not met** |")
+    apply = [r for r in rows if r.startswith("| incremental apply")]
+    assert "1.40x per 10x" in apply[0] and apply[0].endswith("| met |")
+    assert "2.70x per 10x" in apply[1] and apply[1].endswith("| **not met** |")
+    assert "`run ingest_full_export`" in text
+    for name in ("ingest_full_export", "incremental_apply"):
+        assert (results / f"{name}.png").stat().st_size > 1000
+
+
+def test_readme_section_between_markers_is_replaced(
+    results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{report.START}\nold table\n{report.END}\nafter\n")
+    monkeypatch.setattr(report, "README", readme)
+    report.main()
+    text = readme.read_text()
+    assert "old table" not in text and "| full-export ingest (orders)" in text
+    assert text.startswith("before\n") and text.endswith(f"{report.END}\nafter\n")
+    assert (results / "summary.md").read_text() in text

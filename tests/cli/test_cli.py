@@ -1,0 +1,125 @@
+"""The command line, and several processes sharing one embedded lakehouse at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ingestion import cli
+from ingestion.dynamodb.tables import get_table
+from ingestion.lake import merge
+from ingestion.lake.ingest import ingest_export
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def run(args: list[str]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_unknown_table_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["ingest", "--table", "nope", "/nowhere"]) == 2
+    assert "unknown table 'nope'" in capsys.readouterr().err
+
+
+def test_ingest_needs_exports_or_a_stream_not_both(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["ingest", "--table", "books"]) == 2
+    assert "give export folders, or --stream" in capsys.readouterr().err
+    assert cli.main(["ingest", "--table", "books", "/x", "--stream", "/y"]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+def test_a_stream_location_is_a_folder_or_s3(capsys: pytest.CaptureFixture[str]) -> None:
+    from ingestion.sources import stream_files
+
+    with pytest.raises(stream_files.StreamError, match="local folder or s3://"):
+        stream_files.store_for("gs://bucket/prefix", "books")
+
+
+def test_a_second_watch_of_a_table_stops_with_a_clear_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ingestion.lake.watch import only_watch
+
+    monkeypatch.setenv("LAKEHOUSE_HOME", str(tmp_path))
+    held = only_watch(tmp_path, "books")  # the first watch (this process holds the lock)
+    # The second is refused before Spark starts; another table is not affected.
+    assert cli.main(["watch", "--table", "books", "--stream", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "another watch of table books is running on this machine" in err
+    assert f"pid {os.getpid()}" in err
+    only_watch(tmp_path, "orders").close()
+    held.close()  # the first one ends (the kernel also frees it on kill -9)
+    only_watch(tmp_path, "books").close()
+
+
+@pytest.mark.slow
+def test_missing_export_is_a_clear_error(
+    spark, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert cli.main(["ingest", "--table", "books", str(tmp_path / "AWSDynamoDB" / "x")]) == 2
+    assert "manifest-summary.json is missing" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bad_sql_is_a_clear_error(spark, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["query", "select * from lakehouse.no_such_table"]) == 2
+    assert "no_such_table" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_processes_share_the_lakehouse(spark, clean_lakehouse, samples) -> None:
+    """This process keeps its Spark session (and catalog connection) open while others commit,
+    query and read: the SQLite catalog must not lock them out (SQLITE_BUSY)."""
+    ingest_export(spark, get_table("books"), str(samples["books"]))
+    merge.run_merge(spark, [get_table("books")])
+
+    # Another JVM commits through spark-submit, as the README shows.
+    submitted = run(
+        [
+            str(BIN / "spark-submit"),
+            "--master",
+            "local[2]",
+            "ingestion/main.py",
+            "ingest",
+            "--table",
+            "orders",
+            str(samples["orders"]),
+        ]
+    )
+    assert submitted.returncode == 0, submitted.stderr[-3000:]
+    assert "| orders | " in submitted.stdout and "| 60 " in submitted.stdout
+    assert spark.table("lake.staging.orders").count() == 60  # visible here at once
+
+    # A third process queries while this one is still open.
+    queried = run(
+        [
+            str(BIN / "ddb-lakehouse"),
+            "query",
+            "select count(*) as n from lakehouse.books",
+            "--format",
+            "json",
+        ]
+    )
+    assert queried.returncode == 0, queried.stderr[-3000:]
+    assert json.loads(queried.stdout.strip().splitlines()[-1]) == {"n": 60}
+
+    # And a reader without Spark, through the same catalog file.
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    home = Path(os.environ["LAKEHOUSE_HOME"])
+    catalog = SqlCatalog(
+        "lake", uri=f"sqlite:///{home}/catalog.db", warehouse=f"file://{home}/warehouse"
+    )
+    assert catalog.load_table("lakehouse.books").scan().to_arrow().num_rows == 60
+    spark.sql(
+        "insert into lake.staging.orders select * from lake.staging.orders limit 1"
+    )  # still can write

@@ -1,0 +1,264 @@
+"""The type rules and the schema file, from detection statistics (no Spark needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ingestion.dynamodb import schema_file, type_rules, types
+from ingestion.dynamodb.type_rules import NodeStats, Stats
+from ingestion.dynamodb.types import ColumnType, SchemaError
+
+
+def N(
+    count: int = 1, integer: int = 1, fraction: int = 0, fits_long: bool | None = None
+) -> NodeStats:  # noqa: N802
+    if fits_long is None:
+        fits_long = fraction == 0 and integer <= 18
+    return NodeStats(count, integer, fraction, fits_long)
+
+
+def one(count: int = 1) -> NodeStats:
+    return NodeStats(count)
+
+
+def detect(
+    by_path: dict, keys: dict | None = None, items: int = 10, overrides: dict | None = None
+) -> types.Schema:
+    return type_rules.resolve("t", Stats(items, by_path), keys or {}, overrides)
+
+
+def type_of(by_path: dict, name: str = "a", **kwargs) -> str:
+    attribute = detect(by_path, **kwargs).get(name)
+    assert attribute is not None
+    return attribute.type.sql()
+
+
+@pytest.mark.parametrize(
+    ("types", "expected"),
+    [
+        ({"S": one()}, "string"),
+        ({"BOOL": one()}, "boolean"),
+        ({"B": one()}, "binary"),
+        ({"N": N(integer=18)}, "bigint"),
+        ({"N": N(integer=19, fits_long=True)}, "bigint"),  # 9223372036854775807
+        ({"N": N(integer=19, fits_long=False)}, "decimal(38,0)"),  # 9223372036854775808
+        ({"N": N(integer=38)}, "decimal(38,0)"),  # 12345678901234567890123456789012345678
+        ({"N": N(integer=0, fraction=18)}, "decimal(38,18)"),  # 0.000000000000000001
+        ({"N": N(integer=3, fraction=2)}, "decimal(38,2)"),
+        ({"N": N(integer=38, fraction=18)}, "string"),  # both in one attribute: exact text
+        ({"N": N(integer=0, fraction=130)}, "string"),  # 1E-130
+        ({"SS": one()}, "array<string>"),
+        ({"BS": one()}, "array<binary>"),
+        ({"NS": N(integer=2)}, "array<bigint>"),
+        ({"NS": N(integer=2, fraction=3)}, "array<decimal(38,3)>"),
+        ({"NULL": one(5)}, "string"),
+        ({"S": one(), "NULL": one(9)}, "string"),  # NULL never decides
+        ({"N": N(integer=2), "NULL": one(9)}, "bigint"),
+        ({"N": N(), "S": one()}, "string"),  # conflict
+        ({"BOOL": one(), "B": one(), "SS": one()}, "string"),
+    ],
+)
+def test_scalar_and_set_rules(types: dict, expected: str) -> None:
+    assert type_of({("a",): types}) == expected
+
+
+def test_conflicts_are_reported() -> None:
+    detected = detect({("price",): {"N": N(), "S": one()}, ("ok",): {"S": one()}})
+    assert detected.conflicts == (
+        "table t: attribute 'price': conflicting types N, S: stored as text",
+    )
+    assert detected.get("price").info["dynamodb_types"] == {"N": 1, "S": 1}
+
+
+def test_never_double() -> None:
+    for integer in range(0, 40):
+        for fraction in range(0, 40, 3):
+            rendered = type_rules.number_type(
+                N(integer=integer, fraction=fraction, fits_long=False)
+            ).sql()
+            assert "double" not in rendered and "float" not in rendered
+
+
+def test_map_becomes_struct_with_normalized_field_names() -> None:
+    by_path = {
+        ("m",): {"M": one(4)},
+        ("m", "Created-By"): {"S": one(4)},
+        ("m", "count"): {"N": N(3)},
+        ("m", "inner"): {"M": one(2)},
+        ("m", "inner", "deep list"): {"L": one(2)},
+        ("m", "inner", "deep list", None): {"N": N(5, integer=1, fraction=1)},
+    }
+    attribute = detect(by_path).get("m")
+    assert attribute.type.sql() == (
+        "struct<`count`:bigint,`created_by`:string,"
+        "`inner`:struct<`deep_list`:array<decimal(38,1)>>>"
+    )
+    fields = attribute.info["fields"]
+    assert fields["Created-By"]["nullable"] is False and fields["count"]["nullable"] is True
+
+
+@pytest.mark.parametrize(
+    ("elements", "expected"),
+    [
+        ({"S": one(3)}, "array<string>"),
+        ({"S": one(3), "NULL": one()}, "array<string>"),
+        ({"S": one(), "N": N()}, "string"),  # mixed elements: JSON
+        ({}, "string"),  # only empty lists: JSON
+        ({"L": one()}, "array<array<bigint>>"),
+    ],
+)
+def test_list_rules(elements: dict, expected: str) -> None:
+    by_path = {("l",): {"L": one(3)}, ("l", None): elements}
+    if "L" in elements:
+        by_path[("l", None, None)] = {"N": N()}
+    assert type_of(by_path, "l") == expected
+
+
+def test_empty_maps_wide_maps_and_deep_nesting_are_json_text() -> None:
+    assert type_of({("m",): {"M": one()}}, "m") == "string"
+    wide = {("m",): {"M": one()}} | {
+        ("m", f"k{i}"): {"S": one()} for i in range(types.MAX_FIELDS + 1)
+    }
+    assert type_of(wide, "m") == "string"
+    deep: dict = {}
+    path: tuple = ("d",)
+    for _ in range(types.MAX_TYPED_DEPTH + 2):
+        deep[path] = {"M": one()}
+        path = path + ("x",)
+    deep[path] = {"S": one()}
+    rendered = type_of(deep, "d")
+    assert rendered.count("struct<") == types.MAX_TYPED_DEPTH and rendered.endswith(
+        ":string" + ">" * types.MAX_TYPED_DEPTH
+    )
+
+
+def test_colliding_names_fail_naming_both_and_the_fix() -> None:
+    with pytest.raises(SchemaError) as failure:
+        detect({("Title",): {"S": one()}, ("title",): {"S": one()}})
+    message = str(failure.value)
+    assert "'Title'" in message and "'title'" in message and '"column"' in message
+    fixed = detect(
+        {("Title",): {"S": one()}, ("title",): {"S": one()}},
+        overrides={"Title": {"column": "title_upper"}},
+    )
+    assert [a.column for a in fixed.attributes] == ["title_upper", "title"]
+
+
+def test_nested_collisions_and_metadata_names_fail() -> None:
+    with pytest.raises(SchemaError, match="'A'.*'a'|'a'.*'A'"):
+        detect({("m",): {"M": one()}, ("m", "A"): {"S": one()}, ("m", "a"): {"S": one()}})
+    with pytest.raises(SchemaError, match="metadata column"):
+        detect({("_Version",): {"N": N()}})
+
+
+def test_keys_take_their_declared_type() -> None:
+    detected = detect(
+        {("pk",): {"S": one(10)}, ("sk",): {"N": N(10, integer=5)}}, keys={"pk": "S", "sk": "N"}
+    )
+    assert [(a.name, a.type.sql(), a.key) for a in detected.attributes] == [
+        ("pk", "string", True),
+        ("sk", "bigint", True),
+    ]
+    with pytest.raises(SchemaError, match="declared S but the data also holds N"):
+        detect({("pk",): {"S": one(), "N": N()}}, keys={"pk": "S"})
+    with pytest.raises(SchemaError, match="no decimal"):
+        detect({("pk",): {"N": N(integer=38, fraction=5)}}, keys={"pk": "N"})
+
+
+def test_user_type_in_the_schema_file_wins() -> None:
+    assert (
+        type_of(
+            {("m",): {"M": one()}, ("m", "k"): {"S": one()}},
+            "m",
+            overrides={"m": {"type": "string"}},
+        )
+        == "string"
+    )
+
+
+def _write(tmp_path: Path, document: dict) -> Path:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_full_schema_file_round_trips(tmp_path: Path) -> None:
+    detected = detect(
+        {
+            ("id",): {"S": one(10)},
+            ("m",): {"M": one(2)},
+            ("m", "k"): {"N": N(2, integer=2, fraction=1)},
+            ("l",): {"L": one()},
+            ("l", None): {"M": one()},
+            ("l", None, "x"): {"BOOL": one()},
+            ("tags",): {"SS": one()},
+        },
+        keys={"id": "S"},
+    )
+    path = schema_file.write_schema(detected, tmp_path / "t.json")
+    read = schema_file.read_schema_file(path, "t", type_rules.key_types([("id", "S")]))
+    assert read.complete
+    assert schema_file.from_file(read).attributes == detected.attributes
+
+
+def test_simple_form_is_accepted(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        {"product_id": "S", "quantity": "N", "pages": "N bigint", "tags": "SS", "doc": "M"},
+    )
+    read = schema_file.read_schema_file(path, "t", {})
+    types = {a.name: a.type.sql() for a in schema_file.from_file(read).attributes}
+    assert types == {
+        "product_id": "string",
+        "quantity": "decimal(38,9)",
+        "pages": "bigint",
+        "tags": "array<string>",
+        "doc": "string",
+    }
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"x": "DATE"}, "unknown type descriptor 'DATE'"),
+        ({"attributes": {"x": {"type": "double"}}}, "unknown type 'double'"),
+        ({"attributes": {"x": {"type": "decimal(40,2)"}}}, "not a valid decimal"),
+        ({"attributes": {"x": {"type": "struct"}}}, 'needs "fields"'),
+        (
+            {"attributes": {"A": {"type": "string"}, "a": {"type": "bigint"}}},
+            "both map to column 'a'",
+        ),
+        ({"attributes": {"x": {"type": "string", "column": "_image"}}}, "metadata column"),
+        ({"attributes": []}, "must be an object"),
+    ],
+)
+def test_invalid_schema_files_name_the_problem(
+    tmp_path: Path, document: dict, message: str
+) -> None:
+    with pytest.raises(SchemaError, match=message):
+        schema_file.read_schema_file(_write(tmp_path, document), "t", {})
+
+
+def test_entries_without_type_are_left_to_detection(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path, {"attributes": {"Title": {"column": "title_upper"}, "n": {"type": "bigint"}}}
+    )
+    read = schema_file.read_schema_file(path, "t", {})
+    assert not read.complete and set(read.typed) == {"n"}
+    assert read.overrides["Title"] == {"column": "title_upper"}
+
+
+def test_column_types_render_for_spark() -> None:
+    nested = ColumnType(
+        "struct",
+        fields=(
+            types.StructField(
+                "a b", "a_b", ColumnType("array", element=ColumnType("decimal", 10, 2))
+            ),
+        ),
+    )
+    assert nested.sql() == "struct<`a_b`:array<decimal(10,2)>>"
+    assert types.parse_type("array<array<bigint>>").sql() == "array<array<bigint>>"

@@ -1,0 +1,95 @@
+"""Table configuration, the committed dbt files, and add-table (no Spark needed)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ingestion.dynamodb.tables import TableConfigError, get_table, load_tables, table_from_entry
+from ingestion.lake import onboarding, scaffold
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_sample_tables_are_configured() -> None:
+    tables = load_tables()
+    assert [k.column for k in tables["books"].keys] == ["id"]
+    assert [k.column for k in tables["orders"].keys] == ["customer_id", "order_id"]
+    assert tables["orders"].key_descriptors == {"customer_id": "S", "order_id": "S"}
+    assert (tables["books"].buckets, tables["orders"].buckets) == (None, 16)
+
+
+def test_committed_models_are_what_add_table_renders() -> None:
+    for table in load_tables().values():
+        for path, content in scaffold.files_for(table, ROOT).items():
+            assert path.read_text() == content, f"{path} differs from scaffold.py's rendering"
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({}, "partition_key is required"),
+        ({"partition_key": "id"}, "must be ATTRIBUTE:TYPE"),
+        ({"partition_key": "id:BOOL"}, "must be ATTRIBUTE:TYPE"),
+        ({"partition_key": "id:S", "attributes": {"x": "S"}}, "live in the table's schema file"),
+        ({"partition_key": "id:S", "sort_key": "ID:N"}, "map to one column 'id'"),
+        ({"partition_key": "id:S", "buckets": 1}, "buckets is 1; expected a whole number"),
+        ({"partition_key": "id:S", "buckets": "16"}, "buckets is '16'"),
+        ({"partition_key": "id:S", "buckets": 4096}, "from 2 to 1024"),
+    ],
+)
+def test_invalid_entries_are_refused(entry: dict, message: str) -> None:
+    with pytest.raises(TableConfigError, match=message):
+        table_from_entry("t", entry)
+
+
+def test_unknown_table_names_the_fix() -> None:
+    with pytest.raises(TableConfigError, match="add-table nope --partition-key"):
+        get_table("nope")
+
+
+@pytest.fixture
+def project_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    copy = tmp_path / "project"
+    shutil.copytree(
+        ROOT,
+        copy,
+        ignore=shutil.ignore_patterns(
+            ".venv", ".lakehouse", ".git", "target", "logs", "__pycache__"
+        ),
+    )
+    monkeypatch.setenv("LAKEHOUSE_PROJECT_DIR", str(copy))
+    return copy
+
+
+def test_add_table_writes_config_source_and_models(project_copy: Path) -> None:
+    before = (project_copy / "dbt_project.yml").read_text()
+    written = onboarding.add_table("sessions", "user_id:S", "started_at:N", buckets=8)
+    assert (project_copy / "models/marts/sessions.sql").is_file()
+    assert (project_copy / "models/staging/dynamodb/stg_dynamodb__sessions.sql").is_file()
+    assert len(written) == 6
+    after = (project_copy / "dbt_project.yml").read_text()
+    assert after.startswith(before.rstrip("\n"))  # appended: comments kept
+    table = load_tables(project_copy / "dbt_project.yml")["sessions"]
+    assert [k.column for k in table.keys] == ["user_id", "started_at"]
+    assert table.buckets == 8
+    sources = yaml.safe_load((project_copy / "models/staging/dynamodb/__sources.yml").read_text())
+    assert "sessions" in [t["name"] for t in sources["sources"][0]["tables"]]
+    model_yml = yaml.safe_load((project_copy / "models/marts/sessions.yml").read_text())
+    tests = model_yml["models"][0]["data_tests"][0]["unique_combination_of_columns"]
+    assert tests["arguments"]["combination_of_columns"] == ["user_id", "started_at"]
+
+
+def test_add_table_refuses_duplicates_and_bad_keys_without_writing(project_copy: Path) -> None:
+    before = (project_copy / "dbt_project.yml").read_text()
+    with pytest.raises(onboarding.OnboardingError, match="already configured"):
+        onboarding.add_table("books", "id:S", None)
+    with pytest.raises(TableConfigError, match="ATTRIBUTE:TYPE"):
+        onboarding.add_table("t2", "id:X", None)
+    with pytest.raises(TableConfigError, match="must match"):
+        onboarding.add_table("Bad-Name", "id:S", None)
+    assert (project_copy / "dbt_project.yml").read_text() == before
+    assert not (project_copy / "models/marts/t2.sql").exists()

@@ -1,0 +1,100 @@
+"""Fault injection: `kill -9` at each point of an export's way to the final table, then the same
+command again; and two ingest processes for one export at once. The final table must equal the
+items the exports leave (computed in plain Python), with no change lost or staged twice.
+
+Real processes (`python -m ingestion.cli sync ...`), real Spark, Iceberg and dbt; the kill is a
+SIGKILL the process sends itself at the named point (ingestion/faults.py). Marked `faults`: run
+with `make test-faults` (not part of `make test`), with the stream kills of test_streams.py (after
+the stream commit, during cleanup, `watch` killed with a reader loop). The kill after a staging
+commit stays in the main suite (test_incremental.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_incremental import ITEMS, assert_final_equals, chain  # noqa: F401  (chain: a fixture)
+
+from ingestion.dynamodb.tables import get_table
+from ingestion.lake import ingest, ledger, merge
+from ingestion.sources import manifest
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.faults]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: str, fault: str | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "LAKEHOUSE_FAULT"}
+    if fault:
+        env["LAKEHOUSE_FAULT"] = fault
+    return subprocess.run(
+        [sys.executable, "-m", "ingestion.cli", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def refresh(spark) -> None:
+    for name in ("lake.staging.orders", "lake.lakehouse.orders"):
+        if spark.catalog.tableExists(name):
+            spark.sql(f"refresh table {name}")
+
+
+@pytest.mark.parametrize("fault", ["before-staging-commit", "during-merge", "after-merge-commit"])
+def test_kill_9_then_the_same_command_again(spark, clean_lakehouse, chain, fault: str) -> None:  # noqa: F811
+    orders = get_table("orders")
+    ingest.ingest_export(spark, orders, str(chain[0]))  # a final table exists: merges are MERGEs
+    merge.run_merge(spark, [orders], test=False)
+    command = ["sync", "--table", "orders", *map(str, chain[1:])]
+
+    killed = cli(*command, fault=fault)
+    assert killed.returncode == -9, killed.stdout[-2000:] + killed.stderr[-2000:]
+    refresh(spark)
+    staged = {e.source for e in ledger.entries(spark, "orders")}
+    sources = [manifest.read_export(c, verify=False).export_arn for c in chain]
+    if fault == "before-staging-commit":
+        assert staged == {sources[0]}  # the first increment's commit never happened
+    else:
+        assert staged == set(sources)  # all staged; the merge died or was not logged
+    assert len(merge.new_batches(spark, "orders")) == (0 if fault == "before-staging-commit" else len(chain) - 1)  # fmt: skip
+
+    done = cli(*command)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    refresh(spark)
+    assert merge.new_batches(spark, "orders") == []
+    # Each export staged once: the staging rows are exactly the exports' lines.
+    lines = sum(f.item_count for c in chain for f in manifest.read_export(c, verify=False).files)
+    assert spark.table("lake.staging.orders").count() == lines
+    assert_final_equals(spark, chain)
+
+
+def test_two_ingests_of_one_export_at_once_stage_it_once(spark, clean_lakehouse, chain) -> None:  # noqa: F811
+    command = [sys.executable, "-m", "ingestion.cli", "ingest", "--table", "orders", str(chain[0])]
+    env = {k: v for k, v in os.environ.items() if k != "LAKEHOUSE_FAULT"}
+    runs = [
+        subprocess.Popen(
+            command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+    outputs = [run.communicate(timeout=900) for run in runs]
+    codes = [run.returncode for run in runs]
+    texts = [out + err for out, err in outputs]
+    assert 0 in codes, texts
+    for code, text in zip(codes, texts, strict=True):
+        # The other run either found it staged, or lost the race and removed its copy.
+        assert code == 0 or (code == 2 and "staged by another process at the same time" in text), text[-2000:]  # fmt: skip
+    refresh(spark)
+    assert spark.table("lake.staging.orders").count() == ITEMS  # never staged twice
+    source = manifest.read_export(chain[0], verify=False).export_arn
+    assert [e.source for e in ledger.entries(spark, "orders")] == [source]
+    merge.run_merge(spark, [get_table("orders")])
+    assert_final_equals(spark, chain[:1])

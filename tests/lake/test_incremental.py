@@ -1,0 +1,252 @@
+"""Incremental exports end to end: a full export and a chain of three incrementals (the last one
+NEW_IMAGE) through ingest and the dbt merge, compared value by value with the table computed
+independently in Python from the export files. Re-runs, order, delete-only batches, a kill -9
+between staging and merge, and a full export that re-baselines the table.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from reference import expected, same
+
+from ingestion.cli import main
+from ingestion.dynamodb import schema_file
+from ingestion.dynamodb.tables import get_table
+from ingestion.lake import ingest, ledger, merge
+from ingestion.samples import exports as sample_exports
+from ingestion.samples import orders_chain
+from ingestion.sources import manifest
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+ROOT = Path(__file__).resolve().parents[2]
+ITEMS, SEED = 120, 5
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    out = tmp_path_factory.mktemp("chain")
+    full = sample_exports.write_samples(out, ITEMS, SEED, ["orders"])["orders"]
+    return [full, *orders_chain.write_orders_chain(out, ITEMS, SEED)]
+
+
+def _key(image: dict) -> tuple[str, str]:
+    return image["customer_id"]["S"], image["order_id"]["S"]
+
+
+def expected_items(exports: list[Path]) -> dict[tuple[str, str], dict]:
+    """The table after the exports, computed in plain Python from the files."""
+    state: dict[tuple[str, str], tuple[int, dict | None]] = {}
+    for folder in exports:
+        export = manifest.read_export(folder, verify=False)
+        changes = []
+        for data_file in export.files:
+            for text in gzip.decompress(data_file.path.read_bytes()).decode().splitlines():
+                line = json.loads(text)
+                if "Item" in line:
+                    changes.append((export.version_micros, _key(line["Item"]), line["Item"]))
+                else:
+                    version = int(line["Metadata"]["WriteTimestampMicros"]["N"])
+                    changes.append((version, _key(line["Keys"]), line.get("NewImage")))
+        if export.export_type == manifest.FULL:  # a full export is the whole table
+            state = {}
+        for version, key, image in sorted(changes, key=lambda c: c[0]):
+            if key not in state or state[key][0] <= version:
+                state[key] = (version, image)
+    return {k: image for k, (_, image) in state.items() if image is not None}
+
+
+def final_rows(spark) -> dict[tuple[str, str], dict]:
+    return {
+        (r["customer_id"], r["order_id"]): r.asDict()
+        for r in spark.table("lake.lakehouse.orders").collect()
+    }
+
+
+def assert_final_equals(spark, exports: list[Path]) -> None:
+    want = expected_items(exports)
+    got = final_rows(spark)
+    assert set(got) == set(want)
+    orders = get_table("orders")
+    columns = schema_file.from_file(schema_file.load_schema("orders", ingest.declared_keys(orders)))
+    for key, image in want.items():
+        row = got[key]
+        assert json.loads(row["_image"]) == image
+        for attribute in columns.attributes:
+            value = expected(image.get(attribute.name), attribute.type)
+            assert same(value, row[attribute.column]), (key, attribute.name, value)
+
+
+def sync(spark, exports: list[Path]) -> list[merge.MergeCounts]:
+    orders = get_table("orders")
+    for folder in exports:
+        ingest.ingest_export(spark, orders, str(folder))
+    counts, _ = merge.run_merge(spark, [orders])
+    return counts
+
+
+def test_chain_applies_value_by_value_and_reruns_change_nothing(
+    spark, clean_lakehouse, chain
+) -> None:
+    counts = sync(spark, chain[:1])
+    assert counts[0].inserted == ITEMS
+    counts = sync(spark, chain[1:])
+    assert counts[0].deleted > 0 and counts[0].updated > 0 and counts[0].inserted > 0
+    assert_final_equals(spark, chain)
+    operations = {r["_operation"] for r in spark.table("lake.staging.orders").collect()}
+    assert operations == {"snapshot", "insert", "update", "delete", "upsert"}
+
+    before = merge.current_snapshot(spark, "orders")
+    again = [ingest.ingest_export(spark, get_table("orders"), str(f)) for f in chain]
+    assert all(r.skipped for r in again)  # every export twice: no-ops
+    counts = sync(spark, [])
+    assert (counts[0].inserted, counts[0].updated, counts[0].deleted) == (0, 0, 0)
+    assert merge.current_snapshot(spark, "orders") == before  # the second dbt run changed nothing
+    assert_final_equals(spark, chain)
+
+
+def test_out_of_order_export_is_refused_then_applied_in_order(
+    spark, clean_lakehouse, chain
+) -> None:
+    sync(spark, chain[:2])
+    before = final_rows(spark)
+    with pytest.raises(ledger.ChainError) as failure:
+        ingest.ingest_export(spark, get_table("orders"), str(chain[3]))
+    message = str(failure.value)
+    third = manifest.read_export(chain[3], verify=False)
+    second = manifest.read_export(chain[2], verify=False)
+    assert "gap" in message
+    assert third.export_from_time.isoformat() in message  # found
+    assert (
+        manifest.read_export(chain[1], verify=False).export_to_time.isoformat() in message
+    )  # expected
+    assert final_rows(spark) == before
+    assert second.export_arn not in {e.source for e in ledger.entries(spark, "orders")}
+
+    sync(spark, chain[2:])
+    assert_final_equals(spark, chain)
+    with pytest.raises(ledger.ChainError, match="overlaps"):
+        # the same window again under another export id: refused
+        copy = sample_exports.write_export(
+            chain[0].parent.parent.parent,
+            "orders",
+            [iter(())],
+            third.export_to_time + timedelta(days=1),
+            random.Random(1),
+            window=(second.export_from_time, second.export_to_time, "NEW_AND_OLD_IMAGES"),
+        )
+        ingest.ingest_export(spark, get_table("orders"), str(copy))
+
+
+def test_export_of_another_table_and_gaps_are_refused_unless_allowed(
+    spark, clean_lakehouse, chain, tmp_path: Path, capsys
+) -> None:
+    orders = get_table("orders")
+    with pytest.raises(ledger.ChainError, match="no full export yet"):
+        ingest.ingest_export(spark, orders, str(chain[1]))
+    books = sample_exports.write_samples(tmp_path, 5, 1, ["books"])["books"]
+    ingest.ingest_export(spark, orders, str(chain[0]))
+    assert main(["status", "--table", "orders"]) == 0
+    status = capsys.readouterr().out
+    assert "orders: 1 source(s) in the ledger" in status
+    assert f"staged rows not merged yet: {ITEMS} (1 batch(es)); final rows: 0" in status
+    with pytest.raises(ledger.ChainError, match="table/books"):
+        ingest.ingest_export(spark, orders, str(books))
+    result = ingest.ingest_export(spark, orders, str(chain[2]), allow_gap=True)
+    assert result.rows > 0
+
+
+def _delete_only_export(out: Path, exports: list[Path], keys: list[tuple[str, str]]) -> Path:
+    last = manifest.read_export(exports[-1], verify=False)
+    start, end = last.export_to_time, last.export_to_time + timedelta(hours=1)
+    lines = [
+        {
+            "Metadata": {
+                "WriteTimestampMicros": {
+                    "N": str(int((start + timedelta(seconds=i + 1)).timestamp() * 1e6))
+                }
+            },
+            "Keys": {"customer_id": {"S": c}, "order_id": {"S": o}},
+        }
+        for i, (c, o) in enumerate(keys)
+    ]
+    return sample_exports.write_export(
+        out,
+        "orders",
+        [iter(lines)],
+        end + timedelta(minutes=5),
+        random.Random(9),
+        window=(start, end, "NEW_IMAGE"),
+    )
+
+
+def test_delete_only_export_then_rerun(spark, clean_lakehouse, chain, tmp_path: Path) -> None:
+    sync(spark, chain)
+    victims = sorted(final_rows(spark))[:3]
+    deletes = _delete_only_export(tmp_path, chain, victims)
+    counts = sync(spark, [deletes])
+    assert (counts[0].inserted, counts[0].updated, counts[0].deleted) == (0, 0, 3)
+    counts = sync(spark, [deletes])  # re-run: nothing, no error
+    assert (counts[0].inserted, counts[0].updated, counts[0].deleted) == (0, 0, 0)
+    assert_final_equals(spark, [*chain, deletes])
+    # The data tests catch a deleted key present in the final table.
+    spark.sql(
+        "insert into lake.lakehouse.orders select * from lake.staging.orders "
+        f"where customer_id = '{victims[0][0]}' and order_id = '{victims[0][1]}' and _operation != 'delete' limit 1"
+    )
+    with pytest.raises(merge.DbtError, match="dbt test"):
+        merge.dbt_invoke(["test", "--select", "orders"])
+
+
+def test_kill_after_staging_commit_then_sync_again(spark, clean_lakehouse, chain) -> None:
+    env = {**os.environ, "LAKEHOUSE_FAULT": "after-staging-commit"}
+    command = [
+        sys.executable,
+        "-m",
+        "ingestion.cli",
+        "sync",
+        "--table",
+        "orders",
+        *map(str, chain[:2]),
+    ]
+    killed = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    spark.sql("refresh table lake.staging.orders")
+    staged = {e.source for e in ledger.entries(spark, "orders")}
+    assert staged == {
+        manifest.read_export(chain[0], verify=False).export_arn
+    }  # committed, not merged
+    assert not spark.catalog.tableExists("lake.lakehouse.orders")
+
+    done = subprocess.run(
+        command[:-2] + list(map(str, chain)), cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    spark.sql("refresh table lake.staging.orders")
+    spark.sql("refresh table lake.lakehouse.orders")
+    assert_final_equals(spark, chain)
+
+
+def test_newer_full_export_rebaselines(spark, clean_lakehouse, chain, tmp_path: Path) -> None:
+    sync(spark, chain)
+    now = expected_items(chain)
+    kept = dict(sorted(now.items())[5:])  # five orders vanished without a change line
+    last = manifest.read_export(chain[-1], verify=False)
+    full = sample_exports.write_export(
+        tmp_path,
+        "orders",
+        [iter({"Item": item} for item in kept.values())],
+        last.export_to_time + timedelta(minutes=1),
+        random.Random(3),
+    )
+    counts = sync(spark, [full])
+    assert counts[0].deleted == 5
+    assert set(final_rows(spark)) == set(kept)

@@ -1,0 +1,176 @@
+"""`maintain`: compaction, ledger carried forward, expiry of old snapshots, time travel to kept
+ones, and a reader that never fails while it runs. Real Spark, Iceberg, dbt; DuckDB as the
+independent reader."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import boto3
+import local_s3
+import pytest
+import readers
+
+from ingestion.aws import glue
+from ingestion.dynamodb.tables import get_table
+from ingestion.lake import ingest, ledger, maintenance, merge, streams
+from ingestion.samples import exports as sample_exports
+from ingestion.samples import live
+from ingestion.samples import stream as sample_stream
+from ingestion.sources.stream_writer import write_batch
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+ITEMS, SEED = 40, 8
+
+
+def build(spark, tmp_path: Path) -> tuple[Path, dict]:
+    """books: a full export, then one stream merge per Lambda batch (small files, deletes)."""
+    books = get_table("books")
+    export = sample_exports.write_samples(tmp_path / "exports", ITEMS, SEED, ["books"])["books"]
+    ingest.ingest_export(spark, books, str(export))
+    merge.run_merge(spark, [books], test=False)
+    batches = sample_stream.books_stream_records(ITEMS, SEED, changes=60)
+    for batch in batches:
+        write_batch(batch, str(tmp_path / "replay"))
+    expected = live.live_items([export, tmp_path / "replay" / "books"], ["id"])
+    for batch in batches:
+        write_batch(batch, str(tmp_path / "streams"))
+        streams.ingest_stream(spark, books, str(tmp_path / "streams"), settle_seconds=0)
+        merge.run_merge(spark, [books], test=False)
+    return export, expected
+
+
+def final_ids(spark) -> list[str]:
+    spark.sql("refresh table lake.lakehouse.books")
+    return sorted(r[0] for r in spark.table("lake.lakehouse.books").select("id").collect())
+
+
+def snapshots(spark, name: str) -> list[int]:
+    spark.sql(f"refresh table {name}")
+    return [r[0] for r in spark.table(f"{name}.snapshots").orderBy("committed_at").select("snapshot_id").collect()]  # fmt: skip
+
+
+def change_id(row) -> tuple:
+    return (row["id"], row["_batch_id"], row["_version"], row["_sequence"], row["_operation"])
+
+
+def needed(staged: list) -> list:
+    """What the change log must keep: each key's latest change (the order of
+    macros/latest_change.sql) and every row of the newest full export."""
+    order = lambda r: (r["_version"], r["_sequence"] or "", r["_ingested_at"], r["_batch_id"], r["_operation"] in ("delete", "ttl_delete"))  # noqa: E731  # fmt: skip
+    latest: dict = {}
+    for row in staged:
+        if row["id"] not in latest or order(row) > order(latest[row["id"]]):
+            latest[row["id"]] = row
+    full = max((r for r in staged if r["_operation"] == "snapshot"), key=lambda r: r["_version"])
+    return [r for r in staged if r is latest[r["id"]] or r["_batch_id"] == full["_batch_id"]]
+
+
+def test_maintain_compacts_expires_and_keeps_the_ledger(
+    spark, clean_lakehouse, lakehouse_home: Path, tmp_path: Path
+) -> None:
+    export, expected = build(spark, tmp_path)
+    books = get_table("books")
+    ids = sorted(json.loads(k)[0]["S"] for k in expected)
+    assert final_ids(spark) == ids
+    final_before = snapshots(spark, "lake.lakehouse.books")
+    staging_before = snapshots(spark, "lake.staging.books")
+    sources_before = {e.source for e in ledger.entries(spark, "books")}
+    assert maintenance.health(spark, "books").endswith("last maintenance: never")
+
+    # Default retention: everything is younger than 24 hours, nothing expires. Meanwhile a
+    # DuckDB reader loops over the table: no read may fail.
+    with readers.reading(lakehouse_home, "books", len(ids)) as loop:
+        young = maintenance.maintain(spark, books)
+        maintenance.maintain(spark, books)
+    assert loop.failures == [], loop.failures[:3]
+    assert loop.reads > 10
+    print(f"{loop.reads} DuckDB reads during maintenance, none failed")
+    # One data file, and no delete file: all of them were absorbed and dropped.
+    assert young.compaction.data_files[1] == 1
+    assert young.compaction.delete_files[0] > 0 and young.compaction.delete_files[1] == 0
+    assert all(e.snapshots[1] >= e.snapshots[0] for e in young.expired)
+    assert set(final_before) <= set(snapshots(spark, "lake.lakehouse.books"))
+
+    assert young.pruned == 0  # every change is younger than the retention
+    health = maintenance.health(spark, "books")
+    assert re.fullmatch(
+        r"1 data files \(average 0\.0 MB\), 0 delete files, \d+ snapshots, "
+        r"metadata [1-9]\d* KB, last maintenance: 20\d\d-.*",
+        health,
+    ), health
+    staged = spark.table("lake.staging.books").collect()
+
+    # Two days later: all but the last 2 snapshots are older than the retention.
+    later = datetime.now(UTC).replace(tzinfo=None) + timedelta(days=2)
+    old = maintenance.maintain(spark, books, keep_snapshots=2, now=later)
+    kept_final = snapshots(spark, "lake.lakehouse.books")
+    assert len(kept_final) == 2 and len(snapshots(spark, "lake.staging.books")) == 2
+    assert {e.table: e.snapshots[1] for e in old.expired} == {
+        "staging.books": 2,
+        "staging.dynamodb_lakehouse_merges": 2,
+        "lakehouse.books": 2,
+    }
+    # The change log kept each key's latest change and the full export, nothing else.
+    kept = {change_id(r) for r in needed(staged)}
+    assert old.pruned == len(staged) - len(kept) > 0
+    assert {change_id(r) for r in spark.table("lake.staging.books").collect()} == kept
+    assert len(staging_before) > 2
+
+    # The ledger survived: the export is still known, the merged stream batches are gone from
+    # it, and nothing is left to merge.
+    entries = ledger.entries(spark, "books")
+    assert {e.source for e in entries if e.kind != ledger.STREAM} == {
+        s for s in sources_before if "#" not in s
+    }
+    assert merge.new_batches(spark, "books") == []
+    again = ingest.ingest_export(spark, books, str(export))
+    assert again.skipped
+    # Time travel: a kept snapshot reads, an expired one is gone.
+    rows = spark.sql(f"select count(*) from lake.lakehouse.books version as of {kept_final[0]}")
+    assert rows.first()[0] > 0
+    with pytest.raises(Exception, match="Cannot find snapshot|snapshot"):
+        spark.sql(
+            f"select count(*) from lake.lakehouse.books version as of {final_before[0]}"
+        ).collect()
+    # Same rows for Spark and for DuckDB after all of it, value by value.
+    assert final_ids(spark) == ids
+    columns = "id, title, author, price, pages, in_stock, _operation, _version, _sequence, _image"
+    by_spark = sorted(
+        tuple(r) for r in spark.sql(f"select {columns} from lake.lakehouse.books").collect()
+    )
+    by_duckdb = sorted(readers.read_rows(readers.connect(), lakehouse_home, "books", columns))
+    assert by_duckdb == by_spark and len(by_spark) == len(ids)
+
+    # A full rebuild from the pruned change log gives the same table.
+    merge.run_merge(spark, [books], full_refresh=True, test=False)
+    assert sorted(tuple(r) for r in spark.sql(f"select {columns} from lake.lakehouse.books").collect()) == by_spark  # fmt: skip
+
+    # A batch staged, then left unmerged while its commit expires, is still merged by a plain
+    # `dbt run` (it finds the batch in the ledger carried forward).
+    key = {"id": {"S": ids[0]}}
+    new = {**key, "title": {"S": "kept in the ledger"}}
+    change = sample_stream.stream_record("books", "MODIFY", key, None, new, 4_000_000_000, 10**30)
+    write_batch([change], str(tmp_path / "streams"))
+    streams.ingest_stream(spark, books, str(tmp_path / "streams"), settle_seconds=0)
+    maintenance.maintain(spark, books, keep_snapshots=1, now=later)
+    assert len(snapshots(spark, "lake.staging.books")) == 1
+    merge.dbt_invoke(["run", "--select", "books"])
+    title = spark.sql(f"select title from lake.lakehouse.books where id = '{ids[0]}'").first()
+    assert title[0] == "kept in the ledger"
+
+    # Registered in Glue (moto on 127.0.0.1) at the current metadata file.
+    location = glue.current_metadata_location(spark, "lakehouse", "books")
+    assert location.endswith(readers.metadata_location(lakehouse_home, "lakehouse", "books"))
+    with local_s3.server() as endpoint:
+        boto3.client("glue", endpoint_url=endpoint, region_name="eu-west-1").create_database(
+            DatabaseInput={"Name": "lakehouse"}
+        )
+        done = glue.register(
+            glue.glue_catalog(endpoint, "eu-west-1"), "lakehouse", "books", location
+        )
+        assert done.created

@@ -1,0 +1,68 @@
+"""The one Spark/Iceberg configuration, rendered from profiles/profiles.yml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ingestion.lake import catalog, spark_config
+
+
+def test_profile_renders_the_embedded_catalog(lakehouse_home: Path) -> None:
+    conf = spark_config.spark_conf()
+    assert conf["spark.sql.defaultCatalog"] == "lake"
+    assert conf["spark.sql.catalogImplementation"] == "in-memory"
+    assert conf["spark.sql.catalog.lake.uri"] == f"jdbc:sqlite:{lakehouse_home}/catalog.db"
+    assert conf["spark.sql.catalog.lake.warehouse"] == f"file://{lakehouse_home}/warehouse"
+    assert conf["spark.sql.catalog.lake.jdbc.init-catalog-tables"] == "false"
+    assert conf["spark.driver.bindAddress"] == "127.0.0.1"
+
+
+def test_home_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("LAKEHOUSE_HOME", str(tmp_path / "elsewhere"))
+    conf = spark_config.spark_conf()
+    assert conf["spark.sql.catalog.lake.uri"] == f"jdbc:sqlite:{tmp_path}/elsewhere/catalog.db"
+
+
+def test_unknown_target_is_a_clear_error() -> None:
+    with pytest.raises(spark_config.ConfigError, match="target 'nowhere' is not in"):
+        spark_config.profile_target(target="nowhere")
+
+
+def test_bootstrap_is_idempotent_and_creates_namespaces(tmp_path: Path) -> None:
+    import sqlite3
+
+    conf = {
+        "spark.sql.catalog.lake.uri": f"jdbc:sqlite:{tmp_path}/new/catalog.db",
+        "spark.sql.catalog.lake.warehouse": f"file://{tmp_path}/new/warehouse",
+    }
+    for _ in range(2):
+        path = catalog.bootstrap(conf)
+    assert path == tmp_path / "new" / "catalog.db"
+    assert (tmp_path / "new" / "warehouse").is_dir()
+    with sqlite3.connect(path) as db:
+        namespaces = {
+            r[0] for r in db.execute("select namespace from iceberg_namespace_properties")
+        }
+        mode = db.execute("pragma journal_mode").fetchone()[0]
+    assert namespaces == {"staging", "lakehouse"}
+    assert mode == "wal"
+
+
+def test_emr_and_hive_targets_are_one_setting_away(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAKEHOUSE_WAREHOUSE", "s3://bucket/warehouse")
+    monkeypatch.setenv("LAKEHOUSE_TARGET", "emr")
+    emr = spark_config.spark_conf()
+    assert emr["spark.sql.catalog.lake.catalog-impl"] == "org.apache.iceberg.aws.glue.GlueCatalog"
+    assert emr["spark.sql.catalog.lake.warehouse"] == "s3://bucket/warehouse"
+    assert "spark.master" not in emr and "spark.driver.bindAddress" not in emr
+    assert catalog.bootstrap(emr) is None  # no embedded catalog file on EMR
+    monkeypatch.setenv("LAKEHOUSE_TARGET", "hive")
+    monkeypatch.setenv("LAKEHOUSE_METASTORE_URI", "thrift://metastore:9083")
+    hive = spark_config.spark_conf()
+    assert hive["spark.sql.catalog.lake.type"] == "hive"
+    assert hive["spark.sql.catalog.lake.uri"] == "thrift://metastore:9083"
+    monkeypatch.delenv("LAKEHOUSE_METASTORE_URI")
+    with pytest.raises(spark_config.ConfigError, match="LAKEHOUSE_METASTORE_URI"):
+        spark_config.spark_conf()

@@ -1,0 +1,361 @@
+"""Stream change files -> staging -> dbt merge: ordering, duplicates, deletes, TTL, crashes, watch.
+
+Real Spark, Iceberg and dbt. Change files are written by the Lambda module's writer
+(ingestion.sources.stream_writer) into a local folder; the expected final state is computed in plain
+Python from the same files before they are ingested (ingestion.samples.exports.live_items).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import readers
+
+from ingestion.dynamodb.tables import get_table
+from ingestion.lake import ingest, ledger, merge, streams
+from ingestion.samples import exports as sample_exports
+from ingestion.samples import live
+from ingestion.samples import stream as sample_stream
+from ingestion.sources import stream_files
+from ingestion.sources.stream_writer import write_batch
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+ROOT = Path(__file__).resolve().parents[2]
+ITEMS, SEED = 40, 5
+
+
+@pytest.fixture(scope="module")
+def books_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("books-export")
+    return sample_exports.write_samples(out, ITEMS, SEED, ["books"])["books"]
+
+
+def write_stream(location: Path, batches: list[list[dict]]) -> list[str]:
+    names = []
+    for batch in batches:
+        written, failed = write_batch(batch, str(location))
+        assert failed is None
+        names += [Path(w.uri).name for w in written]
+    return names
+
+
+def final_images(spark, table: str = "books") -> dict[str, dict]:
+    spark.sql(f"refresh table lake.lakehouse.{table}")
+    return {
+        json.dumps([json.loads(r["_image"])["id"]]): json.loads(r["_image"])
+        for r in spark.table(f"lake.lakehouse.{table}").select("_image").collect()
+    }
+
+
+def baseline(spark, books_export: Path) -> None:
+    books = get_table("books")
+    ingest.ingest_export(spark, books, str(books_export))
+    merge.run_merge(spark, [books], test=False)
+
+
+def test_stream_changes_reach_the_final_table_in_sequence_order(
+    spark, clean_lakehouse, books_export, tmp_path: Path
+) -> None:
+    """Duplicated records, two changes in one second (the later SequenceNumber is in the earlier
+    file), updates, inserts, REMOVEs and TTL expiries: the final table is the expected state."""
+    baseline(spark, books_export)
+    location = tmp_path / "streams"
+    names = write_stream(location, sample_stream.books_stream_records(ITEMS, SEED))
+    expected = live.live_items([books_export, location / "books"], ["id"])
+
+    result = streams.ingest_stream(spark, get_table("books"), str(location), settle_seconds=0)
+    assert result.files == len(names) and result.cleaned == len(names) and result.pending == 0
+    assert not list((location / "books").iterdir())  # staged, then deleted
+    staged = spark.table("lake.staging.books").where(f"_batch_id = '{result.batch_id}'")
+    operations = {r[0]: r[1] for r in staged.groupBy("_operation").count().collect()}
+    assert operations.get("ttl_delete", 0) >= 1 and operations.get("delete", 0) >= 1
+    assert staged.count() == result.changes
+    # the re-delivered records collapsed: one row per (key, sequence number)
+    assert staged.select("id", "_sequence").distinct().count() == result.changes
+    entry = [e for e in ledger.entries(spark, "books") if e.batch_id == result.batch_id][0]
+    assert entry.kind == ledger.STREAM and entry.file_names == set(names)
+
+    counts, _ = merge.run_merge(spark, [get_table("books")])  # dbt test included
+    assert final_images(spark) == expected
+    same_second = [i for i in expected.values() if i["title"]["S"].startswith("Same Second")]
+    assert [i["title"]["S"] for i in same_second] == ["Same Second, Later"]
+    assert counts[0].deleted >= 2 and counts[0].inserted >= 1 and counts[0].updated >= 1
+
+    again = streams.ingest_stream(spark, get_table("books"), str(location), settle_seconds=0)
+    assert (again.files, again.changes, again.batch_id) == (0, 0, "")
+
+
+def test_settle_time_and_max_files_leave_files_for_later(
+    spark, clean_lakehouse, tmp_path: Path
+) -> None:
+    location = tmp_path / "streams"
+    batches = [
+        [sample_stream.stream_record("books", "INSERT", {"id": {"S": f"s{i}"}}, None,
+                              {"id": {"S": f"s{i}"}, "title": {"S": "t"}}, 1700000000 + i, 500 + i)]
+        for i in range(3)
+    ]  # fmt: skip
+    write_stream(location, batches)
+    books = get_table("books")
+    young = streams.ingest_stream(spark, books, str(location), settle_seconds=3600)
+    assert (young.files, young.pending) == (0, 3)
+    first = streams.ingest_stream(spark, books, str(location), settle_seconds=0, max_files=2)
+    assert (first.files, first.changes, first.pending) == (2, 2, 1)
+    second = streams.ingest_stream(spark, books, str(location), settle_seconds=0)
+    assert (second.files, second.pending) == (1, 0)
+    assert spark.table("lake.staging.books").count() == 3
+
+
+def test_damaged_lines_fail_the_run_or_go_to_the_rejects_table(
+    spark, clean_lakehouse, tmp_path: Path
+) -> None:
+    location = tmp_path / "streams"
+    books = get_table("books")
+
+    def change(key: str, seq: int) -> dict:
+        image = {"id": {"S": key}, "title": {"S": key.upper()}}
+        return sample_stream.stream_record("books", "INSERT", {"id": {"S": key}}, None, image, 1700000000, seq)  # fmt: skip
+
+    write_stream(location, [[change("g", 900)]])
+    good = json.loads(gzip.decompress(next((location / "books").iterdir()).read_bytes()))
+    lines = [
+        json.dumps(
+            change("a", 901)
+            | good
+            | {"SequenceNumber": "901", "Keys": {"id": {"S": "a"}}, "NewImage": {"id": {"S": "a"}}}
+        ),  # fmt: skip
+        "this is not json",
+        json.dumps({k: v for k, v in good.items() if k != "Keys"}),
+        json.dumps(good | {"Keys": {"id": {"N": "7"}}}),
+        json.dumps(good | {"eventName": "UPSERT"}),
+        json.dumps(
+            good
+            | {"SequenceNumber": "901", "Keys": {"id": {"S": "b"}}, "NewImage": {"id": {"S": "b"}}}
+        ),  # fmt: skip
+    ]
+    damaged = location / "books" / "20231114T221400Z-damaged.json.gz"
+    damaged.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+
+    # Default --max-rejects 0: the run fails before any commit, naming file, line and reason.
+    with pytest.raises(stream_files.StreamError, match=r"4 damaged line\(s\), more than --max-rejects 0; the first: .*20231114T221400Z-damaged.json.gz line 2: not a JSON object"):  # fmt: skip
+        streams.ingest_stream(spark, books, str(location), settle_seconds=0)
+    assert damaged.exists() and len(list((location / "books").iterdir())) == 2
+    assert ledger.entries(spark, "books") == []
+    assert not spark.catalog.tableExists("lake.staging.books_rejects")
+
+    # Within the limit: the good lines are staged, the damaged ones set aside with their reason.
+    done = streams.ingest_stream(spark, books, str(location), settle_seconds=0, max_rejects=4)
+    assert (done.files, done.changes, done.rejected) == (2, 3, 4)
+    staged = sorted(r[0] for r in spark.table("lake.staging.books").select("id").collect())
+    assert staged == ["a", "b", "g"]
+    rejects = spark.table("lake.staging.books_rejects").orderBy("line").collect()
+    assert [(Path(r["file"]).name, r["line"], r["reason"]) for r in rejects] == [
+        (damaged.name, 2, "not a JSON object"),
+        (damaged.name, 3, "no Keys"),
+        (damaged.name, 4, "Keys lacks 'id' of type S"),
+        (damaged.name, 5, "eventName is not INSERT, MODIFY or REMOVE"),
+    ]
+    assert rejects[0]["raw"] == "this is not json" and rejects[0]["batch_id"] == done.batch_id
+    assert list((location / "books").iterdir()) == []
+    # Recording the same rejects again (a run repeated after a crash) adds nothing.
+    again = spark.table("lake.staging.books_rejects").select("file", "line", "reason", "raw")
+    streams.record_rejects(spark, "books", again.localCheckpoint(), "repeat")
+    assert spark.table("lake.staging.books_rejects").count() == 4
+
+
+@pytest.mark.faults  # make test-faults
+@pytest.mark.parametrize("fault", ["after-stream-commit", "during-stream-cleanup"])
+def test_kill_between_commit_and_cleanup_then_run_again(
+    spark, clean_lakehouse, books_export, tmp_path: Path, fault: str
+) -> None:
+    baseline(spark, books_export)
+    location = tmp_path / "streams"
+    names = write_stream(location, sample_stream.books_stream_records(ITEMS, SEED))
+    expected = live.live_items([books_export, location / "books"], ["id"])
+    command = [sys.executable, "-m", "ingestion.cli", "ingest", "--table", "books"]
+    command += ["--stream", str(location), "--settle", "0"]
+    env = {**os.environ, "LAKEHOUSE_FAULT": fault}
+    killed = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    left = sorted(p.name for p in (location / "books").iterdir())
+    assert len(left) == (len(names) if fault == "after-stream-commit" else len(names) - 1)
+    spark.sql("refresh table lake.staging.books")
+    rows = spark.table("lake.staging.books").count()
+
+    again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "0 change files staged" in again.stdout
+    assert not list((location / "books").iterdir())  # deleted without being staged again
+    spark.sql("refresh table lake.staging.books")
+    assert spark.table("lake.staging.books").count() == rows
+    merge.run_merge(spark, [get_table("books")])
+    assert final_images(spark) == expected
+
+
+def test_ttl_expiries_can_be_kept_flagged(
+    spark, clean_lakehouse, books_export, tmp_path: Path, monkeypatch
+) -> None:
+    project = tmp_path / "project"
+    for part in ("models", "macros", "profiles", "tests/dbt"):
+        if (ROOT / part).exists():
+            shutil.copytree(ROOT / part, project / part)
+    text = (ROOT / "dbt_project.yml").read_text()
+    (project / "dbt_project.yml").write_text(
+        text.replace("      partition_key: id:S\n", "      partition_key: id:S\n      ttl_deletes: keep\n", 1)
+    )  # fmt: skip
+    monkeypatch.setenv("LAKEHOUSE_PROJECT_DIR", str(project))
+    books = get_table("books")
+    assert books.ttl_deletes == "keep"
+    baseline(spark, books_export)
+    location = tmp_path / "streams"
+    write_stream(location, sample_stream.books_stream_records(ITEMS, SEED))
+    expected = live.live_items([books_export, location / "books"], ["id"], ttl_keep=True)
+    deleted = live.live_items([books_export, location / "books"], ["id"])
+    assert len(expected) > len(deleted)  # the sample has TTL expiries
+    streams.ingest_stream(spark, books, str(location), settle_seconds=0)
+    merge.run_merge(spark, [books])
+    assert final_images(spark) == expected
+    flagged = spark.table("lake.lakehouse.books").where("_operation = 'ttl_delete'").count()
+    assert flagged == len(expected) - len(deleted)
+
+
+@pytest.mark.faults  # make test-faults
+def test_watch_survives_kill_9_and_readers_never_fail(
+    spark, clean_lakehouse, books_export, lakehouse_home: Path, tmp_path: Path
+) -> None:
+    """watch is killed between its staging commit and its cleanup, then restarted; while it
+    ingests, merges, compacts and deletes files, DuckDB (no Spark) and a Spark session read the
+    final table in a loop: no read fails, and no change is lost or applied twice."""
+    baseline(spark, books_export)
+    location = tmp_path / "streams"
+    batches = sample_stream.books_stream_records(ITEMS, SEED)
+    write_stream(location, batches[:3])
+    command = [sys.executable, "-m", "ingestion.cli", "watch", "--table", "books"]
+    command += ["--stream", str(location), "--settle", "0", "--interval", "1"]
+    env = {**os.environ, "LAKEHOUSE_FAULT": "after-stream-commit"}
+    killed = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -9, killed.stdout[-2000:] + killed.stderr[-2000:]
+    assert len(list((location / "books").iterdir())) > 0  # committed, not cleaned up
+
+    log = tmp_path / "watch.log"
+    with log.open("w") as out:
+        watcher = subprocess.Popen(
+            [*command, "--maintain-every", "2", "--test-every", "3"],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    failures: list[str] = []
+    reads = {"duckdb": 0, "spark": 0}
+    stop = threading.Event()
+
+    def duckdb_loop() -> None:
+        con = readers.connect()
+        while not stop.is_set():
+            try:
+                rows = readers.read_rows(con, lakehouse_home, "books", "count(*), sum(length(id))")
+                assert rows[0][0] > 0
+                reads["duckdb"] += 1
+            except Exception as exc:  # any failed read fails the test below
+                failures.append(f"duckdb: {exc}")
+            time.sleep(0.2)
+
+    reader = threading.Thread(target=duckdb_loop, daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 600
+        for batch in batches[3:]:  # one batch per tick: several merges while the readers read
+            ticks = log.read_text().count("tick ")
+            write_stream(location, [batch])
+            while log.read_text().count("tick ") == ticks and time.monotonic() < deadline:
+                try:
+                    spark.sql("refresh table lake.lakehouse.books")
+                    assert spark.table("lake.lakehouse.books").count() > 0
+                    reads["spark"] += 1
+                except Exception as exc:
+                    failures.append(f"spark: {exc}")
+                time.sleep(0.5)
+        while list((location / "books").iterdir()) and time.monotonic() < deadline:
+            time.sleep(1)
+        ticks_before = log.read_text().count("tick ")
+        while log.read_text().count("tick ") < ticks_before + 2 and time.monotonic() < deadline:
+            time.sleep(1)  # one more tick merges what the last one staged
+    finally:
+        stop.set()
+        reader.join(timeout=30)
+        watcher.send_signal(signal.SIGTERM)
+        code = watcher.wait(timeout=300)
+    output = log.read_text()
+    assert code == 0, output[-3000:]
+    assert "SIGTERM: stopping after this tick" in output and "stopped after" in output
+    assert failures == [], failures[:5]
+    assert reads["duckdb"] > 5 and reads["spark"] > 2, reads
+    assert "data files" in output  # maintenance ran while the readers read
+    print(f"reads without a failure: {reads}")
+    print("\n".join(line for line in output.splitlines() if "tick" in line or "data files" in line))
+    assert not list((location / "books").iterdir())
+
+    # Expected: the full export, then every stream record (written before, computed from the
+    # records themselves as the files are gone now).
+    replay = tmp_path / "replay"
+    write_stream(replay, batches)
+    expected = live.live_items([books_export, replay / "books"], ["id"])
+    assert final_images(spark) == expected
+    # Every change file staged exactly once, across the kill and the restart (file names are
+    # deterministic, so the replay has the same names).
+    staged = [
+        name
+        for e in ledger.entries(spark, "books")
+        if e.kind == ledger.STREAM
+        for name in e.file_names
+    ]
+    assert sorted(staged) == sorted(p.name for p in (replay / "books").iterdir())
+    duckdb_ids = {r[0] for r in readers.read_rows(readers.connect(), lakehouse_home, "books", "id")}
+    assert duckdb_ids == {json.loads(k)[0]["S"] for k in expected}
+
+
+def test_compaction_applies_deletes_and_readers_agree(
+    spark, clean_lakehouse, books_export, lakehouse_home: Path, tmp_path: Path
+) -> None:
+    """Many small merges leave small data files and position-delete files; compaction (as
+    `watch` runs it) leaves one data file, no delete file, and the same rows for DuckDB."""
+    from ingestion.lake import maintenance
+
+    baseline(spark, books_export)
+    books = get_table("books")
+    batches = sample_stream.books_stream_records(ITEMS, SEED)
+    replay = tmp_path / "replay"
+    write_stream(replay, batches)
+    expected = live.live_items([books_export, replay / "books"], ["id"])
+    location = tmp_path / "streams"
+    for batch in batches:  # one merge per Lambda batch
+        write_stream(location, [batch])
+        streams.ingest_stream(spark, books, str(location), settle_seconds=0)
+        merge.run_merge(spark, [books], test=False)
+
+    def files() -> dict[int, int]:
+        spark.sql("refresh table lake.lakehouse.books")
+        rows = spark.table("lake.lakehouse.books.files").groupBy("content").count().collect()
+        return {r["content"]: r["count"] for r in rows}  # 0: data, 1: position deletes
+
+    before = files()
+    assert before.get(0, 0) >= 5 and before.get(1, 0) >= 5, before
+    result = maintenance.compact(spark, "books")
+    after = files()
+    assert after == {0: 1}, after
+    assert result.data_files == (before[0], 1) and result.delete_files == (before[1], 0)
+    assert final_images(spark) == expected
+    duckdb_ids = sorted(
+        r[0] for r in readers.read_rows(readers.connect(), lakehouse_home, "books", "id")
+    )
+    assert duckdb_ids == sorted(json.loads(k)[0]["S"] for k in expected)
