@@ -60,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     from ingestion.sources.stream_writer import write_batch
 
     books = get_table("books")
-    full = sample_exports.write_samples(scratch / "exports", args.items, seed=3, tables=["books"])["books"]
+    full = sample_exports.write_samples(scratch / "exports", args.items, seed=3, tables=["books"])[
+        "books"
+    ]
     spark = build_spark("bench freshness setup")
     ingest.ingest_export(spark, books, str(full))
     merge.run_merge(spark, [books])

@@ -1,24 +1,59 @@
 {#-
-  How changes compare, in one place for the model, the merge strategy and the tests.
+  The rules of changes, one macro each. They mirror ingestion/dynamodb/change_order.py, and
+  tests/dynamodb/test_change_order.py compiles them and checks that both say the same.
+-#}
 
-  A change is newer than another when its `_version` (DynamoDB write time, export time, or for a
-  stream change the end of its second, in epoch microseconds) is higher, or, at equal versions,
-  when its `_sequence` (the stream's SequenceNumber, zero-padded; null for exports) is higher.
+{#-
+  The version guard: a change is newer than a row when its `_version` (DynamoDB write time, export
+  time, or for a stream change the end of its second, in epoch microseconds) is higher, or, at
+  equal versions, when its `_sequence` (the stream's SequenceNumber, zero-padded; null for
+  exports) is higher.
 -#}
 {% macro dynamodb_is_newer(change, target, or_equal=false) -%}
 ({{ change }}.`_version` > {{ target }}.`_version` or ({{ change }}.`_version` = {{ target }}.`_version` and coalesce({{ change }}.`_sequence`, '') {{ '>=' if or_equal else '>' }} coalesce({{ target }}.`_sequence`, '')))
 {%- endmacro %}
 
+{#- Every operation that ends an item in DynamoDB: a delete, or a TTL expiry. -#}
+{% macro dynamodb_all_delete_operations() -%}
+('delete', 'ttl_delete')
+{%- endmacro %}
+
 {#-
-  The `_operation` values that delete the final row: 'delete', and 'ttl_delete' (an item DynamoDB's
-  TTL expired) unless the table's config says `ttl_deletes: keep`, which keeps the row (with its
-  last image) flagged `_operation = 'ttl_delete'`.
+  The `_operation` values that delete the final row: both, unless the table's config says
+  `ttl_deletes: keep`, which keeps the row of a TTL expiry (with its last image) flagged
+  `_operation = 'ttl_delete'`.
 -#}
 {% macro dynamodb_delete_operations(table) -%}
   {%- set config = var('dynamodb_tables', {}).get(table) or {} -%}
   {%- if config.get('ttl_deletes', 'delete') == 'keep' -%}
 ('delete')
   {%- else -%}
-('delete', 'ttl_delete')
+{{ dynamodb_all_delete_operations() }}
   {%- endif -%}
+{%- endmacro %}
+
+{#-
+  The order of a key's changes: the greatest is its latest. Version, then sequence; ingestion time
+  and batch id break exact ties deterministically, and at equal versions a delete wins.
+-#}
+{% macro dynamodb_change_order() -%}
+struct(`_version`, coalesce(`_sequence`, ''), `_ingested_at`, `_batch_id`, `_operation` in {{ dynamodb_all_delete_operations() }})
+{%- endmacro %}
+
+{#-
+  The version (export time) of the newest full export staged in `relation`, or among `batches`
+  when given; null when there is none.
+-#}
+{% macro dynamodb_newest_full_export_sql(relation, batches=none) -%}
+select max(`_version`) from {{ relation }} where `_operation` = 'snapshot'
+{%- if batches is not none %} and `_batch_id` in ({{ dynamodb_quoted_list(batches) if batches else "''" }}){% endif %}
+{%- endmacro %}
+
+{#-
+  The full-export baseline: a key's latest change leaves a row when it is not a delete and is not
+  older than the newest full export staged in `staged` (an item missing from that export was
+  deleted before its export time).
+-#}
+{% macro dynamodb_leaves_a_row(table, staged) -%}
+`_operation` not in {{ dynamodb_delete_operations(table) }} and `_version` >= coalesce(({{ dynamodb_newest_full_export_sql(staged) }}), 0)
 {%- endmacro %}

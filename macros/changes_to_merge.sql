@@ -2,7 +2,7 @@
   Which staged changes a merge applies, decided by COMMIT ORDER, never by a timestamp column.
 
   The new batches are the ledger's batches (the staging table's snapshot summaries) that the merge
-  log (`staging.dynamodb_lakehouse_merges`) does not hold yet. `ddb-lakehouse merge` computes them,
+  log (dynamodb_merge_log()) does not hold yet. `ddb-lakehouse merge` computes them,
   passes them as `vars: {dynamodb_batches: {<table>: [...]}}` and records them in the merge log
   after dbt succeeds; a plain `dbt run` computes the same list itself (and re-applies it on the next
   run: harmless, see below).
@@ -15,23 +15,23 @@
   {%- set given = var('dynamodb_batches', {}) -%}
   {%- if table in given -%}{{ return(given[table]) }}{%- endif -%}
   {%- if not execute -%}{{ return([]) }}{%- endif -%}
-  {%- set logged = adapter.get_relation(database=none, schema='staging', identifier='dynamodb_lakehouse_merges') -%}
+  {%- set logged = adapter.get_relation(database=none, schema=var('lakehouse_staging_schema'), identifier=var('lakehouse_merge_log')) -%}
   {#- A batch's id is in its commit's summary or, once `maintain` expired that commit, in the
       ledger a later commit carries forward (`dynamodb-lakehouse.ledger`, a JSON list). -#}
   {%- set query -%}
     select distinct batch_id from (
       select summary['dynamodb-lakehouse.batch-id'] as batch_id
-      from lake.staging.{{ lakehouse_quote(table) }}.snapshots
+      from {{ dynamodb_staging_relation(table) }}.snapshots
       union all
       select carried.batch_id
-      from lake.staging.{{ lakehouse_quote(table) }}.snapshots
+      from {{ dynamodb_staging_relation(table) }}.snapshots
       lateral view explode(
         from_json(summary['dynamodb-lakehouse.ledger'], 'array<struct<batch_id:string>>')) as carried
     ) as batches
     where batch_id is not null and batch_id != ''
     {%- if logged %}
       and batch_id not in (
-        select batch_id from lake.staging.dynamodb_lakehouse_merges where table_name = '{{ table }}')
+        select batch_id from {{ dynamodb_merge_log() }} where table_name = '{{ table }}')
     {%- endif %}
   {%- endset -%}
   {{ return(run_query(query).columns[0].values() | list) }}
@@ -67,9 +67,5 @@ select * from {{ relation }}
 -#}
 {% macro dynamodb_baseline_version(table, relation, batches=none) -%}
   {%- if not execute -%}{{ return(none) }}{%- endif -%}
-  {%- set query -%}
-    select max(`_version`) from {{ relation }} where `_operation` = 'snapshot'
-    {%- if batches is not none %} and `_batch_id` in ({{ dynamodb_quoted_list(batches) if batches else "''" }}){% endif %}
-  {%- endset -%}
-  {{ return(run_query(query).columns[0].values()[0]) }}
+  {{ return(run_query(dynamodb_newest_full_export_sql(relation, batches)).columns[0].values()[0]) }}
 {%- endmacro %}

@@ -87,7 +87,12 @@ def run_demo(args: argparse.Namespace) -> int:
     print()
     print(
         output.format_table(
-            ["final table", "rows", "items left by the exports and streams (from the files)", "match"],
+            [
+                "final table",
+                "rows",
+                "items left by the exports and streams (from the files)",
+                "match",
+            ],
             [
                 [f"lakehouse.{t}", rows[t], expected[t], "yes" if rows[t] == expected[t] else "NO"]
                 for t in sources

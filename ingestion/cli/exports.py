@@ -111,7 +111,9 @@ def run_ingest(args: argparse.Namespace) -> int:
     return ingest_folders(table, args.sources, args.allow_gap)
 
 
-def export_from_dynamodb(table: TableConfig, args: argparse.Namespace, kind: str | None) -> list[str]:
+def export_from_dynamodb(
+    table: TableConfig, args: argparse.Namespace, kind: str | None
+) -> list[str]:
     """Run the DynamoDB exports the ledger calls for; return their folders (s3://...)."""
     table_arn = args.table_arn or table.table_arn
     destination = args.to or table.export_to

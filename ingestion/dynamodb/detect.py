@@ -107,7 +107,9 @@ def detect_images(
     """Detect the schema of ``table`` from every image in ``images``."""
     started = time.monotonic()
     stats = statistics(images)
-    detected = type_rules.resolve(table.name, stats, table.key_descriptors, overrides, source=source)
+    detected = type_rules.resolve(
+        table.name, stats, table.key_descriptors, overrides, source=source
+    )
     log.info(
         "%s: schema detected from %d items (%d attributes, %d conflicts) in %.1fs",
         table.name,

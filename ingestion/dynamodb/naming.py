@@ -16,5 +16,3 @@ def column_name(attribute: str) -> str:
     if not name or name[0].isdigit():
         name = "_" + name
     return name
-
-

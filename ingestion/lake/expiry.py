@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 
 from ingestion.config import names
 from ingestion.config.names import quote, quote_table
+from ingestion.dynamodb import change_order
 from ingestion.lake import ledger
 
 log = logging.getLogger(__name__)
@@ -119,16 +120,6 @@ def expire(
     return Expiry(f"{namespace}.{table}", (before, after), deleted, orphans)
 
 
-# The order of changes of a key, as dynamodb_latest_change_per_key (macros/latest_change.sql).
-ORDER = ("_version", "_sequence", "_ingested_at", "_batch_id", "_is_delete")
-
-
-def _ordered(frame: DataFrame) -> DataFrame:
-    return frame.withColumn("_sequence", F.coalesce(F.col("_sequence"), F.lit(""))).withColumn(
-        "_is_delete", F.col("_operation").isin("delete", "ttl_delete")
-    )
-
-
 def prune_change_log(
     spark: SparkSession, table: str, keys: list[str], merged: DataFrame, cutoff: datetime
 ) -> int:
@@ -136,22 +127,29 @@ def prune_change_log(
     (their ``_batch_id`` in ``merged``, one column ``batch_id``) and ingested before ``cutoff``;
     the newest full export's rows stay. One commit; returns the rows deleted."""
     name = names.staging_table(table)
-    staged = _ordered(spark.table(name))
+    staged = spark.table(name)
     newest_full = (
-        staged.where(F.col("_operation") == "snapshot")
+        change_order.full_export_rows(staged)
         .orderBy(F.col("_version").desc())
         .select("_batch_id")
         .limit(1)
     )
     by_key = Window.partitionBy(*keys)
-    order = F.struct(*ORDER)
+    order = change_order.change_order()
     superseded = (
         staged.withColumn("_latest", F.max(order).over(by_key))
         .where(order < F.col("_latest"))
         .where(F.col("_ingested_at") < F.lit(cutoff))
         .join(merged.select(F.col("batch_id").alias("_batch_id")), "_batch_id", "left_semi")
         .join(newest_full, "_batch_id", "left_anti")
-        .select(*keys, *ORDER, "_operation")
+        .select(
+            *keys,
+            "_version",
+            F.coalesce(F.col("_sequence"), F.lit("")).alias("_sequence"),
+            "_ingested_at",
+            "_batch_id",
+            "_operation",
+        )
         .distinct()
         # Materialised (on the executors): computed once, and no longer a plan over the table
         # the DELETE below rewrites.

@@ -157,7 +157,9 @@ def maintain(
         merge_log.ensure_merge_log(spark)
         merged = {
             r["batch_id"]
-            for r in spark.table(merge_log.MERGE_LOG).where(f"table_name = '{table.name}'").collect()
+            for r in spark.table(merge_log.MERGE_LOG)
+            .where(f"table_name = '{table.name}'")
+            .collect()
         }  # one row per merged batch
         pruned = expiry.prune_change_log(
             spark,

@@ -31,7 +31,9 @@ def dbt_invoke(args: list[str]) -> None:
     full = [*args, "--project-dir", str(project), "--profiles-dir", str(project / "profiles")]
     log.info("dbt %s", " ".join(args))
     callbacks: list[Any] = []
-    if os.environ.get("LAKEHOUSE_FAULT") == "during-merge":  # the crash tests (ingestion.testing.faults)
+    if (
+        os.environ.get("LAKEHOUSE_FAULT") == "during-merge"
+    ):  # the crash tests (ingestion.testing.faults)
 
         def on_event(event: Any) -> None:
             if "merge into" in str(getattr(event.data, "sql", "")).lower():

@@ -20,7 +20,6 @@ class MergeCounts:
     deleted: int
 
 
-
 def current_snapshot(spark: SparkSession, table: str) -> int | None:
     if not spark.catalog.tableExists(names.final_table(table)):
         return None

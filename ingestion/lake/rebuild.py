@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import names
-from ingestion.dynamodb import decode, detect, schema_file, type_rules, types
+from ingestion.dynamodb import decode, detect, schema_file, type_rules, typed_columns, types
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.lake import ingest, ledger, staging
 
@@ -46,10 +46,13 @@ def rebuild_staging(spark: SparkSession, table: TableConfig) -> Rebuilt:
     stats = detect.statistics(images)
     detected = ingest.with_keys(
         table,
-        type_rules.resolve(table.name, stats, table.key_descriptors, columns_only, source="staging"),
+        type_rules.resolve(
+            table.name, stats, table.key_descriptors, columns_only, source="staging"
+        ),
     )
     before = {
-        a.name: a.type.sql() for a in (schema_file.from_file(existing).attributes if existing else ())
+        a.name: a.type.sql()
+        for a in (schema_file.from_file(existing).attributes if existing else ())
     }
     changed = tuple(
         f"{a.name}: {before[a.name]} -> {a.type.sql()}"
@@ -60,7 +63,7 @@ def rebuild_staging(spark: SparkSession, table: TableConfig) -> Rebuilt:
     rows = (
         staged.select(*metadata)
         .withColumn("_attrs", F.expr(decode.parse_item("`_image`")))
-        .transform(decode.with_typed_columns(detected, table.name))
+        .transform(typed_columns.with_typed_columns(detected, table.name))
         .select(*[a.column for a in detected.attributes], *types.METADATA_COLUMNS)
     )
     writer = rows.writeTo(name)

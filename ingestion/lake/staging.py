@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from ingestion.config import names
 from ingestion.config.names import quote_table
-from ingestion.dynamodb import decode
+from ingestion.dynamodb import decode, typed_columns
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.types import METADATA_COLUMNS, Schema
 from ingestion.dynamodb.values import sql_string
@@ -75,7 +75,7 @@ def staging_rows(
         .withColumn("_version", version)
         .withColumn("_sequence", sequence)
         .transform(decode.with_image)
-        .transform(decode.with_typed_columns(schema, schema.table))
+        .transform(typed_columns.with_typed_columns(schema, schema.table))
         .withColumn("_source", F.lit(source))
         .withColumn("_batch_id", F.lit(batch_id))
         .withColumn("_ingested_at", F.timestamp_micros(F.lit(_micros(ingested_at))))
@@ -221,5 +221,3 @@ def _keep_first_commit(spark: SparkSession, table: str, entry: ledger.Entry) -> 
             f"{commits[0]['batch']}); this run's copy (batch {entry.batch_id}) was removed again "
             "and nothing more is needed"
         )
-
-

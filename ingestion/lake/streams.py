@@ -100,15 +100,7 @@ def ingest_stream(
             rejected,
             table.name,
         )
-    entry = ledger.Entry(
-        source=ledger.stream_source(store.location, batch_id),
-        batch_id=batch_id,
-        kind=ledger.STREAM,
-        table_arn=None,
-        start=file_time(todo[0].name),
-        end=file_time(todo[-1].name),
-        files="\n".join(f.name for f in todo),
-    )
+    entry = _ledger_entry(store.location, todo, batch_id)
     keys = [k.column for k in table.keys]
 
     def stage(columns_schema: Any) -> staging.StagedBatch:
@@ -126,11 +118,6 @@ def ingest_stream(
         stage, table, label, lambda: detect.stream_images(good), store.location, current
     )
     _clean_up(store, [f.name for f in todo])
-    newest = (
-        datetime.fromtimestamp(batch.newest_version // 1_000_000, UTC)
-        if batch.newest_version is not None
-        else None
-    )
     return StreamResult(
         table=table.name,
         location=store.location,
@@ -139,12 +126,30 @@ def ingest_stream(
         cleaned=len(leftover) + len(todo),
         pending=pending,
         batch_id=batch_id,
-        newest_change=newest,
+        newest_change=_as_time(batch.newest_version),
         seconds=_since(started),
         drift=batch.drift,
         schema_changes=tuple(changes + added),
         rejected=rejected,
     )
+
+
+def _ledger_entry(location: str, todo: list[ChangeFile], batch_id: str) -> ledger.Entry:
+    """The batch's ledger entry: its files by name, its time span from their names."""
+    return ledger.Entry(
+        source=ledger.stream_source(location, batch_id),
+        batch_id=batch_id,
+        kind=ledger.STREAM,
+        table_arn=None,
+        start=file_time(todo[0].name),
+        end=file_time(todo[-1].name),
+        files="\n".join(f.name for f in todo),
+    )
+
+
+def _as_time(version: int | None) -> datetime | None:
+    """A ``_version`` (epoch microseconds) as a UTC time, to the second."""
+    return None if version is None else datetime.fromtimestamp(version // 1_000_000, UTC)
 
 
 def _files_to_stage(

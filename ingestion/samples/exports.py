@@ -178,5 +178,3 @@ def write_samples(
 
 def full_export_time(seed: int) -> datetime:
     return BASE_TIME + timedelta(seconds=seed % 86_400)
-
-

@@ -17,7 +17,6 @@ from ingestion.sources.s3_uri import LocationError, parse_s3_uri
 __all__ = ["LocationError", "S3Path", "s3_client"]
 
 
-
 def s3_client() -> Any:
     """One boto3 S3 client per endpoint (``AWS_ENDPOINT_URL_S3``, else AWS's)."""
     return _client_for(os.environ.get("AWS_ENDPOINT_URL_S3") or None)

@@ -10,7 +10,8 @@
     - a full export among the merged batches re-baselines the table: a row older than its export
       time that it does not hold is deleted (`when not matched by source`);
     - pruning: for a table partitioned by bucket(N, partition key) (`buckets: N`), the merge
-      condition also holds `lake.system.bucket(N, target.key) in (<the buckets of the changes>)`,
+      condition also holds `lake.system.bucket(N, target.key) in (<the buckets of the changes>)`
+      (dynamodb_bucket_function, the catalog from vars),
       which Iceberg turns into a partition filter on the target scan: the merge reads and writes
       only the buckets its changes hit. The list is computed from the changes, so it never
       excludes a row the changes match. Not with a re-baseline, which must see every row.
@@ -39,7 +40,7 @@
   {%- set deletes = dynamodb_delete_operations(target.identifier) -%}
   {%- set table = target.identifier -%}
   {%- set batches = dynamodb_new_batches(table) if table in var('dynamodb_tables', {}) else [] -%}
-  {%- set baseline = dynamodb_baseline_version(table, 'lake.staging.' ~ lakehouse_quote(table), batches) if batches else none -%}
+  {%- set baseline = dynamodb_baseline_version(table, dynamodb_staging_relation(table), batches) if batches else none -%}
   {%- if baseline is none -%}
     {%- set predicates = predicates + dynamodb_bucket_predicates(table, source, keys[0]) -%}
   {%- endif %}
@@ -65,7 +66,7 @@ when not matched by source and target.`_version` < {{ baseline }} then delete
 {% macro dynamodb_bucket_predicates(table, source, key) -%}
   {%- set buckets = dynamodb_buckets(table) if table in var('dynamodb_tables', {}) else none -%}
   {%- if not buckets or not execute -%}{{ return([]) }}{%- endif -%}
-  {%- set function = 'lake.system.bucket(' ~ (buckets | int) ~ ', ' -%}
+  {%- set function = dynamodb_bucket_function(buckets) ~ ' ' -%}
   {%- do run_query('cache table ' ~ source) -%}
   {%- set query = 'select distinct ' ~ function ~ lakehouse_quote(key) ~ ') from ' ~ source -%}
   {%- set hit = run_query(query).columns[0].values() | list -%}

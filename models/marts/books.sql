@@ -18,11 +18,7 @@ final as (
 
     select * from latest_changes
     {% if not is_incremental() %}
-    where `_operation` not in {{ dynamodb_delete_operations('books') }}
-      and `_version` >= (
-        select coalesce(max(`_version`), 0) from {{ ref('stg_dynamodb__books') }}
-        where `_operation` = 'snapshot'
-      )
+    where {{ dynamodb_leaves_a_row('books', ref('stg_dynamodb__books')) }}
     {% endif %}
 
 )

@@ -22,7 +22,9 @@ QUERIES = sorted((ROOT / "athena").glob("*.sql"))
 def final_columns(table: str) -> set[str]:
     loaded = schema_file.load_schema(table, declared_keys(get_table(table)))
     assert loaded is not None
-    return {a.column for a in schema_file.from_file(loaded).attributes} | set(types.METADATA_COLUMNS)
+    return {a.column for a in schema_file.from_file(loaded).attributes} | set(
+        types.METADATA_COLUMNS
+    )
 
 
 @pytest.mark.parametrize("path", QUERIES, ids=[p.name for p in QUERIES])

@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import functions as F
 from reference import DRIFT, expected, same
 
-from ingestion.dynamodb import decode, values
+from ingestion.dynamodb import typed_columns, values
 from ingestion.dynamodb.types import parse_type
 
 pytestmark = pytest.mark.slow
@@ -114,8 +114,8 @@ def test_typed_decoding_matches_the_rules(spark, column_type: str, value: dict) 
     parsed = parse_type(column_type)
     (row,) = (
         _values_frame(spark, [value])
-        .select("v", F.expr(decode.typed("v", parsed)).alias("d"))
-        .select(F.col("d").alias("v"), F.expr(decode.fits("v", "d")).alias("ok"))
+        .select("v", F.expr(typed_columns.typed("v", parsed)).alias("d"))
+        .select(F.col("d").alias("v"), F.expr(typed_columns.fits("v", "d")).alias("ok"))
         .collect()
     )
     want = expected(value, parsed)
@@ -140,8 +140,8 @@ def test_struct_decoding_flags_unknown_and_misfit_fields(spark) -> None:
     ]
     rows = (
         _values_frame(spark, cases)
-        .select("v", F.expr(decode.typed("v", parsed)).alias("d"))
-        .select(F.col("d").alias("v"), F.expr(decode.fits("v", "d")).alias("ok"))
+        .select("v", F.expr(typed_columns.typed("v", parsed)).alias("d"))
+        .select(F.col("d").alias("v"), F.expr(typed_columns.fits("v", "d")).alias("ok"))
         .collect()
     )
     assert rows[0]["ok"] and rows[0]["v"].asDict() == {"created_by": "me", "n": 2}

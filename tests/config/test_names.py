@@ -1,0 +1,44 @@
+"""Physical names are written once (ingestion/config/names.py); every mirror of them agrees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from ingestion.config import names
+from ingestion.config.names import quote, quote_table
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_quote_doubles_backticks() -> None:
+    hostile = "x` string); drop table lakehouse.books; --"
+    assert quote(hostile) == "`x`` string); drop table lakehouse.books; --`"
+    assert quote_table("lake", "staging", "books") == "`lake`.`staging`.`books`"
+    assert names.staging_table("books") == "`lake`.`staging`.`books`"
+    assert names.final_table("books") == "`lake`.`lakehouse`.`books`"
+
+
+def test_dbt_project_spells_the_names_as_python_does() -> None:
+    project = yaml.safe_load((ROOT / "dbt_project.yml").read_text())
+    variables = project["vars"]
+    assert variables["lakehouse_catalog"] == names.CATALOG
+    assert variables["lakehouse_staging_schema"] == names.STAGING
+    assert variables["lakehouse_merge_log"] == names.MERGE_LOG
+    models = project["models"]["dynamodb_lakehouse"]
+    assert models["staging"]["+schema"] == names.STAGING
+    assert models["marts"]["+schema"] == names.FINAL
+
+
+def test_sources_and_profiles_name_the_same_catalog_and_namespaces() -> None:
+    sources = yaml.safe_load((ROOT / "models/staging/dynamodb/__sources.yml").read_text())
+    (source,) = sources["sources"]
+    assert (source["name"], source["schema"]) == (names.SOURCE, names.STAGING)
+    assert (ROOT / "models/staging" / names.SOURCE).is_dir()
+    profile = yaml.safe_load((ROOT / "profiles/profiles.yml").read_text())
+    for target, output in profile["dynamodb_lakehouse"]["outputs"].items():
+        conf = output["server_side_parameters"]
+        assert conf["spark.sql.defaultCatalog"] == names.CATALOG, target
+        assert f"spark.sql.catalog.{names.CATALOG}" in conf, target
+        assert output["schema"] == names.FINAL, target

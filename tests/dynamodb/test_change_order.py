@@ -1,0 +1,70 @@
+"""The rules of changes are written once in Python (ingestion/dynamodb/change_order.py) and once
+in macros (macros/change_order.sql): compiled by the real dbt, the macros say the same, and on
+real rows the macro's order picks the same latest change as Python's."""
+
+from __future__ import annotations
+
+import pytest
+from dbt_compile import compile_inline
+from pyspark.sql import functions as F
+
+from ingestion.dynamodb import change_order
+
+
+def _sql_list(values: tuple[str, ...]) -> str:
+    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_macros_mirror_the_python_rules() -> None:
+    compiled = compile_inline(
+        "{{ dynamodb_change_order() }}|{{ dynamodb_all_delete_operations() }}|"
+        "{{ dynamodb_delete_operations('books') }}|{{ dynamodb_delete_operations('kept') }}|"
+        "{{ dynamodb_newest_full_export_sql('t') }}",
+        {
+            "dynamodb_tables": {
+                "books": {"partition_key": "id:S"},
+                "kept": {"partition_key": "id:S", "ttl_deletes": "keep"},
+            }
+        },
+    )
+    order, every_delete, books, kept, baseline = compiled.split("|")
+    assert order == change_order.change_order_sql()
+    assert every_delete == _sql_list(change_order.DELETE_OPERATIONS)
+    assert books == _sql_list(change_order.deleting_operations("delete"))
+    assert kept == _sql_list(change_order.deleting_operations("keep"))
+    assert f"`_operation` = '{change_order.SNAPSHOT}'" in baseline
+
+
+@pytest.mark.slow
+def test_the_macro_order_and_the_python_order_pick_the_same_change(spark) -> None:
+    rows = [
+        # key, version, sequence, ingested_at, batch, operation
+        ("a", 10, None, "2026-01-01 00:00:00", "b1", "snapshot"),
+        ("a", 20, "0002", "2026-01-01 00:00:01", "b2", "update"),
+        ("a", 20, "0002", "2026-01-01 00:00:01", "b2", "delete"),  # equal: a delete wins
+        ("b", 30, "0009", "2026-01-01 00:00:00", "b1", "update"),
+        ("b", 30, "0010", "2026-01-01 00:00:00", "b1", "upsert"),  # the sequence decides
+        ("c", 5, None, "2026-01-01 00:00:00", "b1", "insert"),
+        ("c", 5, None, "2026-01-01 00:00:02", "b3", "upsert"),  # then the ingestion time
+        ("d", 7, None, "2026-01-01 00:00:00", "b1", "ttl_delete"),
+        ("d", 7, None, "2026-01-01 00:00:00", "b1", "update"),  # a TTL expiry is a delete
+    ]
+    frame = spark.createDataFrame(
+        rows,
+        "k string, _version bigint, _sequence string, _ingested_at string, "
+        "_batch_id string, _operation string",
+    ).withColumn("_ingested_at", F.col("_ingested_at").cast("timestamp"))
+    frame.createOrReplaceTempView("changes_in_test")
+    by_macro = {
+        r["k"]: r["_operation"]
+        for r in spark.sql(
+            "select k, max_by(_operation, "
+            + compile_inline("{{ dynamodb_change_order() }}")
+            + ") as _operation from changes_in_test group by k"
+        ).collect()
+    }
+    latest = frame.groupBy("k").agg(F.max(F.struct(change_order.change_order(), "_operation")))
+    by_python = {r[0]: r[1]["_operation"] for r in latest.collect()}
+    assert by_macro == by_python == {"a": "delete", "b": "upsert", "c": "upsert", "d": "ttl_delete"}

@@ -1,0 +1,88 @@
+"""The house keeps its shape: the import contract, small modules and functions, a docstring per
+room, and a README and docs/ that match the code (every command in the README's table exists,
+every command exists in the table, every link resolves)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "ingestion"
+MAX_MODULE_LINES = 300
+MAX_FUNCTION_LINES = 70
+ROOMS = ("config", "sources", "dynamodb", "lake", "aws", "samples", "cli", "testing")
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_the_import_contract_holds() -> None:
+    lint = Path(sys.executable).parent / "lint-imports"
+    done = subprocess.run(
+        [str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 kept, 0 broken" in done.stdout
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_every_room_says_what_it_holds_and_may_import(room: str) -> None:
+    init = PACKAGE / room / "__init__.py"
+    docstring = ast.get_docstring(ast.parse(init.read_text()))
+    assert docstring, f"{init} has no docstring"
+    assert "May import" in docstring or room == "cli", init
+
+
+def test_modules_and_functions_stay_small() -> None:
+    too_long = []
+    for path in _modules():
+        text = path.read_text()
+        if text.count("\n") > MAX_MODULE_LINES:
+            too_long.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                size = (node.end_lineno or node.lineno) - node.lineno + 1
+                if size > MAX_FUNCTION_LINES:
+                    too_long.append(f"{path.relative_to(ROOT)}: {node.name}() {size} lines")
+    assert not too_long
+    assert not [p for p in _modules() if p.stem in ("utils", "helpers", "misc", "common")]
+
+
+def _command_names() -> set[str]:
+    from ingestion.cli.main import parser
+
+    (sub,) = [a for a in parser()._actions if a.dest == "command"]
+    return set(sub.choices)  # type: ignore[attr-defined]
+
+
+def test_the_readme_command_table_matches_the_cli() -> None:
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("<!-- commands:start -->") : readme.index("<!-- commands:end -->")]
+    listed = set(re.findall(r"^\| `([a-z-]+)", table, flags=re.M))
+    assert listed == _command_names()
+
+
+def _links(markdown: Path) -> list[str]:
+    text = re.sub(r"```.*?```", "", markdown.read_text(), flags=re.S)
+    return re.findall(r"\]\(([^)\s]+)\)", text)
+
+
+def test_every_link_in_the_readme_and_docs_resolves() -> None:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    assert len(pages) > 5
+    broken = []
+    for page in pages:
+        for link in _links(page):
+            if re.match(r"^[a-z]+://|^mailto:", link):
+                continue
+            target = link.split("#", 1)[0]
+            if target and not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)} -> {link}")
+    assert not broken
