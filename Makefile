@@ -26,9 +26,13 @@ test-faults: setup ## kill -9 at every point of an export's way, and concurrent 
 test-fast: setup ## only the tests that need no Spark
 	$(BIN)/pytest -m "not slow"
 
-lint: setup ## ruff and mypy
+lint: setup ## ruff, mypy, the import contract (import-linter) and sqlfluff on models/ and macros/
 	$(BIN)/ruff check ingestion tests bench
+	$(BIN)/ruff format --check ingestion tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
+	LAKEHOUSE_HOME=$(CURDIR)/.lakehouse-lint $(BIN)/ddb-lakehouse init >/dev/null
+	LAKEHOUSE_HOME=$(CURDIR)/.lakehouse-lint $(BIN)/sqlfluff lint models macros
 
 bench: setup ## benchmarks (not part of CI, about 2 hours on 2 cores); bench/results/ + README table
 	$(BIN)/python bench/scale.py
@@ -42,4 +46,4 @@ package: setup ## dist/: the Lambda function's zip and the EMR job's project.zip
 	$(BIN)/ddb-lakehouse emr package --out dist
 
 clean: ## remove the embedded lakehouse and dbt's output (keeps .venv)
-	rm -rf .lakehouse target logs
+	rm -rf .lakehouse .lakehouse-lint target logs

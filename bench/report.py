@@ -1,8 +1,10 @@
 """Charts and the summary table from bench/results/*.json.
 
 Writes bench/results/<name>.png for every result, bench/results/summary.md (one row per figure
-with its target and whether it is met), and puts that table into the README between the
-``<!-- bench:start -->`` and ``<!-- bench:end -->`` markers. `make bench` runs it last; it reads
+with its target and whether it is met), puts that table with its commands into
+docs/performance.md between the ``<!-- bench:start -->`` and ``<!-- bench:end -->`` markers, and
+its rows into the README's headline table (``<!-- bench:headline:start -->`` ... ``end -->``).
+`make bench` runs it last; it reads
 only the JSON files, so it can be rerun alone: .venv/bin/python bench/report.py
 """
 
@@ -19,8 +21,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+PERFORMANCE = ROOT / "docs" / "performance.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+HEADLINE_START, HEADLINE_END = "<!-- bench:headline:start -->", "<!-- bench:headline:end -->"
 Row = tuple[str, str, str, str, str]  # benchmark, data, figure, target, met
 
 
@@ -271,14 +276,21 @@ def table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def replace_between(path: Path, start: str, end: str, text: str) -> None:
+    """Put ``text`` between the two markers of ``path`` (left as is without them)."""
+    page = path.read_text()
+    if start in page and end in page:
+        head, rest = page.split(start, 1)
+        _, tail = rest.split(end, 1)
+        path.write_text(f"{head}{start}\n{text}{end}{tail}")
+
+
 def main() -> int:
     text = table()
     (RESULTS / "summary.md").write_text(text)
-    readme = README.read_text()
-    if START in readme and END in readme:
-        head, rest = readme.split(START, 1)
-        _, tail = rest.split(END, 1)
-        README.write_text(f"{head}{START}\n{text}{END}{tail}")
+    replace_between(PERFORMANCE, START, END, text)
+    headline = "\n".join(line for line in text.splitlines() if line.startswith("|")) + "\n"
+    replace_between(README, HEADLINE_START, HEADLINE_END, headline)
     print(text)
     return 0
 

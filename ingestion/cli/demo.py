@@ -27,8 +27,7 @@ EXAMPLE_QUERY = (
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sample", help="write sample DynamoDB exports in AWS's exact layout")
     p.add_argument("--out", type=Path, help="folder (default: $LAKEHOUSE_HOME/samples)")
-    p.add_argument("--items", type=int, help="items per table (default: books 500, orders 2000)")
-    p.add_argument("--seed", type=int, default=7)
+    _size_and_seed(p)
     p.add_argument("--table", action="append", choices=["books", "orders"], help="only these")
     p.add_argument(
         "--incrementals",
@@ -39,9 +38,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run_sample)
 
     p = sub.add_parser("demo", help="sample -> spark-submit ingest -> dbt run/test -> report")
+    _size_and_seed(p)
+    p.set_defaults(run=run_demo)
+
+
+def _size_and_seed(p: argparse.ArgumentParser) -> None:
     p.add_argument("--items", type=int, help="items per table (default: books 500, orders 2000)")
     p.add_argument("--seed", type=int, default=7)
-    p.set_defaults(run=run_demo)
 
 
 def _items(args: argparse.Namespace, table: str) -> int:

@@ -55,7 +55,6 @@ ENVELOPE = T.StructType(
     ]
 )
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
-NEW_ATTRIBUTES = "dynamodb-lakehouse: attributes not in the schema yet"
 
 
 def with_envelope(df: DataFrame) -> DataFrame:

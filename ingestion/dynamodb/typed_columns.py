@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from ingestion.dynamodb.decode import fail
 from ingestion.dynamodb.types import Attribute, ColumnType, Schema
@@ -26,38 +25,8 @@ from ingestion.dynamodb.values import (
     text_sql,
 )
 
-ENVELOPE = T.StructType(
-    [
-        T.StructField("Item", T.StringType()),
-        T.StructField("Keys", T.StringType()),
-        T.StructField("NewImage", T.StringType()),
-        T.StructField("OldImage", T.StringType()),
-        T.StructField(
-            "Metadata",
-            T.StructType(
-                [
-                    T.StructField(
-                        "WriteTimestampMicros", T.StructType([T.StructField("N", T.StringType())])
-                    )
-                ]
-            ),
-        ),
-        # Stream change files (ingestion.sources.stream_writer) only; null in export lines.
-        T.StructField("SequenceNumber", T.StringType()),
-        T.StructField("ApproximateCreationDateTime", T.StringType()),  # the number's text
-        T.StructField("eventName", T.StringType()),
-        T.StructField(
-            "userIdentity",
-            T.StructType(
-                [
-                    T.StructField("type", T.StringType()),
-                    T.StructField("principalId", T.StringType()),
-                ]
-            ),
-        ),
-    ]
-)
-TTL_PRINCIPAL = "dynamodb.amazonaws.com"
+# The message an item with attributes the schema does not know yet fails its batch with:
+# ingestion (lake/ingest.py) adds them to the schema and stages the batch again.
 NEW_ATTRIBUTES = "dynamodb-lakehouse: attributes not in the schema yet"
 
 

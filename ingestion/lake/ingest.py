@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ingestion.dynamodb import decode, detect, schema_file, type_rules, types
+from ingestion.dynamodb import detect, schema_file, type_rules, typed_columns, types
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.lake import ledger, staging
 from ingestion.lake.drift import Drift
@@ -114,7 +114,7 @@ def stage_with_evolution(
     try:
         return stage(current), []
     except staging.StagingError as exc:
-        if decode.NEW_ATTRIBUTES not in str(exc):
+        if typed_columns.NEW_ATTRIBUTES not in str(exc):
             raise
     updated, added = add_new_attributes(table, label, images, source, current)
     return stage(updated), added

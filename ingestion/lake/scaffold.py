@@ -21,6 +21,7 @@ from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.types import METADATA_COLUMNS
 
+
 @cache
 def _templates() -> jinja2.Environment:
     return jinja2.Environment(
@@ -40,8 +41,8 @@ def _templates() -> jinja2.Environment:
 
 
 def render(template: str, table: TableConfig) -> str:
-    return _templates().get_template(template).render(
-        table=table, metadata_columns=METADATA_COLUMNS
+    return (
+        _templates().get_template(template).render(table=table, metadata_columns=METADATA_COLUMNS)
     )
 
 

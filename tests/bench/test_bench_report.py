@@ -75,14 +75,20 @@ def test_table_states_each_target_and_whether_it_is_met(results: Path) -> None:
         assert (results / f"{name}.png").stat().st_size > 1000
 
 
-def test_readme_section_between_markers_is_replaced(
+def test_docs_and_readme_sections_between_markers_are_replaced(
     results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    readme = tmp_path / "README.md"
-    readme.write_text(f"before\n{report.START}\nold table\n{report.END}\nafter\n")
+    performance, readme = tmp_path / "performance.md", tmp_path / "README.md"
+    performance.write_text(f"before\n{report.START}\nold table\n{report.END}\nafter\n")
+    readme.write_text(f"top\n{report.HEADLINE_START}\nold rows\n{report.HEADLINE_END}\nend\n")
+    monkeypatch.setattr(report, "PERFORMANCE", performance)
     monkeypatch.setattr(report, "README", readme)
     report.main()
-    text = readme.read_text()
+    text = performance.read_text()
     assert "old table" not in text and "| full-export ingest (orders)" in text
     assert text.startswith("before\n") and text.endswith(f"{report.END}\nafter\n")
     assert (results / "summary.md").read_text() in text
+    front = readme.read_text()
+    assert "old rows" not in front and "| full-export ingest (orders)" in front
+    assert "Commands" not in front  # the commands stay in the docs page
+    assert front.startswith("top\n") and front.endswith(f"{report.HEADLINE_END}\nend\n")
