@@ -16,6 +16,7 @@ import yaml
 
 from ingestion.config import settings
 from ingestion.dynamodb.naming import column_name
+from ingestion.sources.s3_uri import LocationError, parse_s3_uri
 
 KEY_DESCRIPTORS = ("S", "N", "B")
 MAX_BUCKETS = 1024
@@ -85,10 +86,13 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
             f"table {name}: ttl_deletes is {ttl!r}; expected one of {', '.join(TTL_MODES)}"
         )
     export_to = entry.get("export_to")
-    if export_to is not None and not str(export_to).startswith("s3://"):
-        raise TableConfigError(
-            f"table {name}: export_to must be s3://BUCKET/PREFIX, got {export_to!r}"
-        )
+    if export_to is not None:
+        try:
+            parse_s3_uri(str(export_to))
+        except LocationError as exc:
+            raise TableConfigError(
+                f"table {name}: export_to must be s3://BUCKET/PREFIX: {exc}"
+            ) from exc
     buckets = entry.get("buckets")
     if buckets is not None and (
         isinstance(buckets, bool) or not isinstance(buckets, int) or not 2 <= buckets <= MAX_BUCKETS

@@ -5,10 +5,18 @@ real rows the macro's order picks the same latest change as Python's."""
 from __future__ import annotations
 
 import pytest
+import yaml
 from dbt_compile import compile_inline
 from pyspark.sql import functions as F
 
+from ingestion.config import settings
 from ingestion.dynamodb import change_order
+
+
+def _configured_tables() -> dict:
+    """The project's table configuration as dbt reads it (vars replace it whole)."""
+    project = yaml.safe_load((settings.project_dir() / "dbt_project.yml").read_text())
+    return dict(project["vars"]["dynamodb_tables"])
 
 
 def _sql_list(values: tuple[str, ...]) -> str:
@@ -17,14 +25,14 @@ def _sql_list(values: tuple[str, ...]) -> str:
 
 @pytest.mark.slow
 @pytest.mark.integration
-def test_macros_mirror_the_python_rules() -> None:
+def test_macros_mirror_the_python_rules(spark) -> None:
     compiled = compile_inline(
         "{{ dynamodb_change_order() }}|{{ dynamodb_all_delete_operations() }}|"
         "{{ dynamodb_delete_operations('books') }}|{{ dynamodb_delete_operations('kept') }}|"
         "{{ dynamodb_newest_full_export_sql('t') }}",
         {
             "dynamodb_tables": {
-                "books": {"partition_key": "id:S"},
+                **_configured_tables(),
                 "kept": {"partition_key": "id:S", "ttl_deletes": "keep"},
             }
         },

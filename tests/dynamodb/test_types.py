@@ -16,14 +16,16 @@ from reference import DRIFT, expected, same
 from ingestion.cli import main
 from ingestion.dynamodb import schema_file, types
 from ingestion.dynamodb.tables import get_table
+from ingestion.dynamodb.types import parse_type
 from ingestion.lake import drift, ingest, merge, rebuild, staging
 from ingestion.samples import exports as sample_exports
-from ingestion.samples import items
+from ingestion.samples import items as sample_items
+from ingestion.samples.items import BASE_TIME
 
 pytestmark = pytest.mark.slow
 
-S = items.s
-N = items.n
+S = sample_items.s
+N = sample_items.n
 
 
 def handmade_items() -> list[dict]:
@@ -134,9 +136,7 @@ def test_detect_schema_command_on_a_handmade_export(
     assert main(["detect-schema", str(export), "--table", "books", "-o", str(out)]) == 0
     document = json.loads(out.read_text())
     assert document["items"] == 12
-    types = {
-        name: types.parse_type(e["type"], e).sql() for name, e in document["attributes"].items()
-    }
+    types = {name: parse_type(e["type"], e).sql() for name, e in document["attributes"].items()}
     assert types == EXPECTED_TYPES
     for name, column in EXPECTED_COLUMNS.items():
         assert document["attributes"][name]["column"] == column
@@ -179,7 +179,7 @@ def test_every_value_reaches_the_final_table_under_the_rules(
 
 def _later_export(tmp_path: Path, items: list[dict], hours: int) -> Path:
     return sample_exports.write_items_export(
-        tmp_path, "books", items, moment=items.BASE_TIME + timedelta(hours=hours), seed=hours
+        tmp_path, "books", items, moment=BASE_TIME + timedelta(hours=hours), seed=hours
     )
 
 

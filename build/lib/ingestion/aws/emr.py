@@ -1,0 +1,212 @@
+"""Run a ``ddb-lakehouse`` command on Amazon EMR: package the project, upload it, submit, wait.
+
+The package is one zip (the ``ingestion`` package and the dbt project: ``dbt_project.yml``,
+``models/``, ``macros/``, ``profiles/``, ``schemas/``, ``conf/``) plus the entry point
+``ingestion/main.py``. On EMR Serverless the zip is unpacked next to the driver
+(``spark.archives ...#project``) and the job runs with ``LAKEHOUSE_TARGET=emr`` (Glue catalog,
+S3 warehouse, EMR's Iceberg). The Python packages the job imports (dbt-core, dbt-spark, PyYAML)
+must be in the job's Python: a custom image, or a packed virtualenv given as ``--venv-archive``
+(README, "On AWS").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ingestion.config import settings
+
+log = logging.getLogger(__name__)
+
+PROJECT_PARTS = ("ingestion", "models", "macros", "profiles", "schemas", "conf")
+PROJECT_FILES = ("dbt_project.yml",)
+LAMBDA_HANDLER = "ingestion.stream_writer.handler"
+LAMBDA_FILES = (
+    "ingestion/__init__.py",
+    "ingestion/stream_writer.py",
+    "ingestion/sources/__init__.py",
+    "ingestion/sources/s3_uri.py",
+    "ingestion/sources/stream_writer.py",
+)
+DONE_SERVERLESS = {"SUCCESS"}
+FAILED_SERVERLESS = {"FAILED", "CANCELLED"}
+DONE_STEP = {"COMPLETED"}
+FAILED_STEP = {"FAILED", "CANCELLED", "INTERRUPTED"}
+
+
+class EmrError(RuntimeError):
+    """A job could not be submitted, or it failed."""
+
+
+@dataclass(frozen=True)
+class Package:
+    archive: Path  # project.zip
+    entry_point: Path  # ingestion/main.py
+    digest: str  # of the archive: names the upload, so a changed project never reuses an old one
+
+
+def package(out: Path, root: Path | None = None) -> Package:
+    """Zip the package and the dbt project (sorted, fixed timestamps: same files, same zip)."""
+    root = root or settings.project_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    archive = out / "project.zip"
+    files = [root / name for name in PROJECT_FILES]
+    for part in PROJECT_PARTS:
+        files += [
+            p for p in (root / part).rglob("*") if p.is_file() and "__pycache__" not in p.parts
+        ]
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for path in sorted(files):
+            info = zipfile.ZipInfo(
+                path.relative_to(root).as_posix(), date_time=(2020, 1, 1, 0, 0, 0)
+            )
+            info.external_attr = 0o644 << 16
+            bundle.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()[:16]
+    return Package(archive, root / "ingestion" / "main.py", digest)
+
+
+def package_lambda(out: Path, root: Path | None = None) -> Path:
+    """The Lambda function's code: the writer, the S3 URI parser and the handler's stable path
+    (``ingestion.stream_writer.handler``) only: standard library + boto3, which the Lambda
+    runtime provides."""
+    root = root or settings.project_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    archive = out / "stream_writer.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for name in LAMBDA_FILES:
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            bundle.writestr(info, (root / name).read_bytes(), zipfile.ZIP_DEFLATED)
+    return archive
+
+
+def upload(s3: Any, built: Package, bucket: str, prefix: str) -> tuple[str, str]:
+    """Upload the package under ``prefix/<digest>/``; return (entry point URI, archive URI)."""
+    base = f"{prefix.strip('/')}/{built.digest}"
+    s3.upload_file(str(built.archive), bucket, f"{base}/project.zip")
+    s3.upload_file(str(built.entry_point), bucket, f"{base}/main.py")
+    return f"s3://{bucket}/{base}/main.py", f"s3://{bucket}/{base}/project.zip"
+
+
+def spark_parameters(archive: str, warehouse: str, venv_archive: str | None = None) -> str:
+    """spark-submit parameters of an EMR Serverless job of this project."""
+    env = {
+        "LAKEHOUSE_TARGET": "emr",
+        "LAKEHOUSE_WAREHOUSE": warehouse,
+        "LAKEHOUSE_PROJECT_DIR": "./project",
+        "PYTHONPATH": "./project",
+    }
+    archives = [f"{archive}#project"] + ([f"{venv_archive}#environment"] if venv_archive else [])
+    parts = [f"--conf spark.archives={','.join(archives)}"]
+    if venv_archive:
+        env["PYSPARK_PYTHON"] = "./environment/bin/python"
+        env["PYSPARK_DRIVER_PYTHON"] = "./environment/bin/python"
+        parts.append("--conf spark.executorEnv.PYSPARK_PYTHON=./environment/bin/python")
+    parts += [f"--conf spark.emr-serverless.driverEnv.{k}={v}" for k, v in env.items()]
+    return " ".join(parts)
+
+
+def start_serverless(
+    client: Any,
+    application_id: str,
+    role_arn: str,
+    entry_point: str,
+    arguments: list[str],
+    parameters: str,
+    name: str,
+) -> str:
+    token = hashlib.sha256(
+        f"{application_id}|{name}|{arguments}|{entry_point}".encode()
+    ).hexdigest()
+    answer = client.start_job_run(
+        applicationId=application_id,
+        executionRoleArn=role_arn,
+        name=name,
+        clientToken=token[:64],
+        jobDriver={
+            "sparkSubmit": {
+                "entryPoint": entry_point,
+                "entryPointArguments": arguments,
+                "sparkSubmitParameters": parameters,
+            }
+        },
+    )
+    return str(answer["jobRunId"])
+
+
+def add_step(
+    client: Any, cluster_id: str, entry_point: str, arguments: list[str], archive: str, name: str
+) -> str:
+    """A step on an EMR on EC2 cluster: spark-submit through command-runner.jar."""
+    command = [
+        "spark-submit",
+        "--deploy-mode",
+        "client",
+        "--conf",
+        f"spark.archives={archive}#project",
+        "--conf",
+        "spark.yarn.appMasterEnv.LAKEHOUSE_TARGET=emr",
+        entry_point,
+        *arguments,
+    ]
+    answer = client.add_job_flow_steps(
+        JobFlowId=cluster_id,
+        Steps=[
+            {
+                "Name": name,
+                "ActionOnFailure": "CONTINUE",
+                "HadoopJarStep": {"Jar": "command-runner.jar", "Args": command},
+            }
+        ],
+    )
+    return str(answer["StepIds"][0])
+
+
+def wait(
+    state: Callable[[], tuple[str, str]],
+    done: set[str],
+    failed: set[str],
+    what: str,
+    poll_seconds: float = 30.0,
+    report: Callable[[str], Any] = print,
+) -> str:
+    """Poll ``state()`` -> (state, detail) until it is done (returned) or failed (raised)."""
+    started = time.monotonic()
+    while True:
+        current, detail = state()
+        elapsed = time.monotonic() - started
+        if current in done:
+            report(f"{what}: {current} after {elapsed:.0f}s")
+            return current
+        if current in failed:
+            raise EmrError(f"{what}: {current} after {elapsed:.0f}s: {detail or 'no detail'}")
+        report(f"{what}: {current}, {elapsed:.0f}s so far")
+        time.sleep(poll_seconds)
+
+
+def serverless_state(
+    client: Any, application_id: str, run_id: str
+) -> Callable[[], tuple[str, str]]:
+    def state() -> tuple[str, str]:
+        run = client.get_job_run(applicationId=application_id, jobRunId=run_id)["jobRun"]
+        return str(run["state"]), str(run.get("stateDetails") or "")
+
+    return state
+
+
+def step_state(client: Any, cluster_id: str, step_id: str) -> Callable[[], tuple[str, str]]:
+    def state() -> tuple[str, str]:
+        status = client.describe_step(ClusterId=cluster_id, StepId=step_id)["Step"]["Status"]
+        reason = (status.get("FailureDetails") or {}).get("Reason") or status.get(
+            "StateChangeReason", {}
+        ).get("Message", "")
+        return str(status["State"]), str(reason or "")
+
+    return state

@@ -1,0 +1,80 @@
+"""Commands that look without changing anything: ``status`` and ``query``."""
+
+from __future__ import annotations
+
+import argparse
+
+from ingestion.cli import output
+from ingestion.cli.arguments import add_table_selection, selected_tables
+from ingestion.config import names
+from ingestion.lake import ledger, spark_config
+from ingestion.lake.status import TableStatus, table_status
+
+STREAM_BATCHES_SHOWN = 5  # a watched table has one per tick: the last few are enough
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "status", help="per table: the ledger, last applied time, unmerged rows, final rows"
+    )
+    add_table_selection(p)
+    p.set_defaults(run=run_status)
+
+    p = sub.add_parser("query", help="run SQL against the lakehouse and print the result")
+    p.add_argument("sql")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--limit", type=int, default=1000, help="rows printed as a table (default 1000)")
+    p.set_defaults(run=run_query)
+
+
+def run_status(args: argparse.Namespace) -> int:
+    tables = selected_tables(args)
+    spark = spark_config.build_spark("status")
+    for table in tables:
+        print_status(table_status(spark, table.name))
+    return 0
+
+
+def print_status(status: TableStatus) -> None:
+    entries = status.entries
+    print(f"{status.table}: {len(entries)} source(s) in the ledger")
+    # Every export, and the last few stream batches.
+    streamed = [e for e in entries if e.kind == ledger.STREAM]
+    recent = streamed[-STREAM_BATCHES_SHOWN:]
+    shown = [e for e in entries if e.kind != ledger.STREAM or e in recent]
+    print(
+        output.format_table(
+            ["committed", "kind", "from", "to", "source"],
+            [
+                [
+                    e.committed_at[:19],
+                    e.kind.replace("_EXPORT", ""),
+                    e.start or "",
+                    e.end or "",
+                    output.short_source(e.source)
+                    + (f" ({len(e.file_names)} files)" if e.kind == ledger.STREAM else ""),
+                ]
+                for e in shown
+            ],
+        )
+    )
+    if len(streamed) > STREAM_BATCHES_SHOWN:
+        files = sum(len(e.file_names) for e in streamed)
+        print(
+            f"  ... and {len(streamed) - STREAM_BATCHES_SHOWN} earlier stream batches "
+            f"({files} files in all)"
+        )
+    print(
+        f"  last applied time: {status.last_applied}; staged rows not merged yet: "
+        f"{status.unmerged_rows} ({status.pending_batches} batch(es)); final rows: "
+        f"{status.final_rows}  (merge log: {names.CATALOG}.{names.STAGING}.{names.MERGE_LOG})"
+    )
+    print(f"  final table: {status.health}\n" if status.health else "")
+
+
+def run_query(args: argparse.Namespace) -> int:
+    spark = spark_config.build_spark("query")
+    df = spark.sql(args.sql)
+    rows = df.limit(args.limit).collect() if args.format == "table" else df.toLocalIterator()
+    output.write_rows(df.columns, (tuple(r) for r in rows), args.format)
+    return 0

@@ -1,0 +1,37 @@
+"""``maintain``: compaction, the ledger carried forward, snapshot expiry, orphan files."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import timedelta
+
+from ingestion.cli.arguments import add_table_selection, selected_tables
+from ingestion.lake import spark_config
+from ingestion.lake.maintenance import maintain
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "maintain",
+        help="compact, carry the ledger forward, expire old snapshots, remove old orphan files",
+    )
+    add_table_selection(p)
+    p.add_argument(
+        "--retention-hours",
+        type=float,
+        default=24.0,
+        help="keep every snapshot younger than this (default 24; longer than your longest query)",
+    )
+    p.add_argument(
+        "--keep-snapshots", type=int, default=5, help="and at least this many (default 5)"
+    )
+    p.set_defaults(run=run_maintain)
+
+
+def run_maintain(args: argparse.Namespace) -> int:
+    tables = selected_tables(args)
+    spark = spark_config.build_spark("maintain")
+    for table in tables:
+        report = maintain(spark, table, timedelta(hours=args.retention_hours), args.keep_snapshots)
+        print("\n".join(report.lines()), flush=True)
+    return 0

@@ -1,0 +1,65 @@
+"""Commands that build the final tables: ``merge``, ``rebuild`` and ``drift``."""
+
+from __future__ import annotations
+
+import argparse
+
+from ingestion.cli import output
+from ingestion.cli.arguments import add_table_selection, selected_tables
+from ingestion.dynamodb.tables import TableConfig, get_table
+from ingestion.lake import drift, spark_config
+from ingestion.lake.merge import run_merge
+from ingestion.lake.merge_counts import MergeCounts
+from ingestion.lake.rebuild import rebuild_staging
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("merge", help="dbt run + dbt test, with a report of the changes")
+    add_table_selection(p)
+    p.set_defaults(run=run_merge_command)
+
+    p = sub.add_parser(
+        "rebuild", help="re-detect types from the staged images, rebuild staging and final table"
+    )
+    p.add_argument("--table", required=True)
+    p.set_defaults(run=run_rebuild)
+
+    p = sub.add_parser("drift", help="values staged that did not fit their column, per attribute")
+    p.add_argument("--table", required=True)
+    p.set_defaults(run=run_drift)
+
+
+def merge_tables(tables: list[TableConfig]) -> list[MergeCounts]:
+    """``dbt run`` + ``dbt test`` for these tables, and the summary table."""
+    spark = spark_config.build_spark("merge")
+    counts, seconds = run_merge(spark, tables)
+    output.print_merge(counts, seconds)
+    return counts
+
+
+def run_merge_command(args: argparse.Namespace) -> int:
+    merge_tables(selected_tables(args))
+    return 0
+
+
+def run_rebuild(args: argparse.Namespace) -> int:
+    table = get_table(args.table)
+    spark = spark_config.build_spark(f"rebuild {table.name}")
+    rebuilt = rebuild_staging(spark, table)
+    print(f"staging.{table.name} rebuilt from _image: {rebuilt.rows} rows")
+    for change in rebuilt.changed or ["(no column type changed)"]:
+        print(f"  {change}")
+    counts, seconds = run_merge(spark, [table], full_refresh=True)
+    output.print_merge(counts, seconds)
+    return 0
+
+
+def run_drift(args: argparse.Namespace) -> int:
+    table = get_table(args.table)
+    found = drift.drift_report(spark_config.build_spark("drift"), table.name)
+    if not found:
+        print(f"{table.name}: no schema drift: every staged value fits its column")
+        return 0
+    output.print_drift(found)
+    print(f"to adopt the new types: ddb-lakehouse rebuild --table {table.name}")
+    return 0

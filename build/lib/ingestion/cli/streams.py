@@ -1,0 +1,86 @@
+"""Stream commands: ``watch``, and the ``--stream`` side of ``ingest`` and ``sync``."""
+
+from __future__ import annotations
+
+import argparse
+
+from ingestion.cli import output
+from ingestion.cli.arguments import add_stream_arguments
+from ingestion.config import settings
+from ingestion.dynamodb.tables import TableConfig, get_table
+from ingestion.lake import spark_config
+from ingestion.lake.streams import ingest_stream
+from ingestion.lake.watch import WatchOptions, only_watch, watch
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "watch",
+        help="every --interval seconds: ingest new stream change files and merge (one Spark session)",
+    )
+    p.add_argument("--table", required=True)
+    add_stream_arguments(p, required=True)
+    p.add_argument(
+        "--interval", type=float, default=60.0, help="seconds between ticks (default 60)"
+    )
+    p.add_argument(
+        "--ticks", type=int, help="stop after this many ticks (default: run until stopped)"
+    )
+    p.add_argument(
+        "--test-every",
+        type=int,
+        default=10,
+        help="run `dbt test` every N ticks that merged something (default 10; 1 = every tick)",
+    )
+    p.add_argument(
+        "--maintain-every",
+        type=int,
+        default=60,
+        help="compact the final table every N ticks (default 60; 0 = never)",
+    )
+    p.add_argument(
+        "--max-failures",
+        type=int,
+        default=5,
+        help="stop after this many failed ticks in a row (default 5)",
+    )
+    p.set_defaults(run=run_watch)
+
+
+def stage_stream(table: TableConfig, args: argparse.Namespace) -> int:
+    """Stage the settled change files under ``--stream`` once, and print what was done."""
+    spark = spark_config.build_spark(f"ingest {table.name} stream")
+    r = ingest_stream(
+        spark, table, args.stream, args.settle, args.max_files, max_rejects=args.max_rejects
+    )
+    newest = r.newest_change.isoformat() if r.newest_change else "-"
+    print(
+        f"{r.table}: {r.files} change files staged ({r.changes} changes, newest {newest}) from "
+        f"{r.location} in {r.seconds:.1f}s; {r.cleaned} files deleted, {r.pending} left"
+        + (f"; {r.rejected} damaged lines in staging.{r.table}_rejects" if r.rejected else "")
+    )
+    for change in r.schema_changes:
+        print(f"{r.table}: {change}")
+    if r.drift:
+        output.print_drift(list(r.drift))
+    return 0
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    table = get_table(args.table)
+    lock = only_watch(settings.lakehouse_home(), table.name)  # held until the process ends
+    options = WatchOptions(
+        stream=args.stream,
+        interval=args.interval,
+        ticks=args.ticks,
+        settle=args.settle,
+        max_files=args.max_files,
+        max_rejects=args.max_rejects,
+        test_every=args.test_every,
+        maintain_every=args.maintain_every,
+        max_failures=args.max_failures,
+    )
+    spark = spark_config.build_spark(f"watch {table.name}")
+    watch(spark, table, options, report=lambda line: print(line, flush=True))
+    lock.close()
+    return 0

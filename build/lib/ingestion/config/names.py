@@ -1,0 +1,48 @@
+"""Physical names, written once: the catalog, its namespaces and the tables the project owns.
+
+The dbt side reaches the same names through ``source('dynamodb', <table>)`` (staging, see
+``models/staging/dynamodb/__sources.yml``) and the ``lakehouse_*`` vars of ``dbt_project.yml``
+(the merge log); ``tests/config/test_names.py`` checks that the two agree.
+"""
+
+from __future__ import annotations
+
+CATALOG = "lake"  # Spark's catalog name (profiles/profiles.yml: spark.sql.catalog.lake)
+STAGING = "staging"  # namespace of the change logs, the rejects and the merge log
+FINAL = "lakehouse"  # namespace of the final tables (the Glue database Athena reads)
+MERGE_LOG = "dynamodb_lakehouse_merges"  # which staged batch was merged when
+SOURCE = "dynamodb"  # dbt source name of the change logs
+NAMESPACES = (STAGING, FINAL)
+
+
+def quote(identifier: str) -> str:
+    """A Spark SQL identifier, backticks doubled: safe for any name taken from data."""
+    return "`" + identifier.replace("`", "``") + "`"
+
+
+def quote_table(*parts: str) -> str:
+    return ".".join(quote(p) for p in parts)
+
+
+def staging_table(table: str) -> str:
+    """The change log of a DynamoDB table, quoted: ``lake.staging.<table>``."""
+    return quote_table(CATALOG, STAGING, table)
+
+
+def final_table(table: str) -> str:
+    """The final table Athena reads, quoted: ``lake.lakehouse.<table>``."""
+    return quote_table(CATALOG, FINAL, table)
+
+
+def rejects_table(table: str) -> str:
+    """Damaged stream lines set aside: ``lake.staging.<table>_rejects``."""
+    return quote_table(CATALOG, STAGING, f"{table}_rejects")
+
+
+def merge_log_table() -> str:
+    return quote_table(CATALOG, STAGING, MERGE_LOG)
+
+
+def staging_model(table: str) -> str:
+    """The dbt staging model over a change log."""
+    return f"stg_{SOURCE}__{table}"

@@ -1,0 +1,146 @@
+"""DynamoDB JSON lines -> typed, flattened columns, with Spark's own functions only.
+
+Every line is parsed once against an explicit envelope schema (no inference), the item image once
+into ``map<attribute, VALUE>`` (ingestion.dynamodb.values), and each attribute of the table's schema is
+decoded by its column type. A value that does not fit its column (a ``bigint`` column meets
+``3.5``) is never rounded, truncated or silently nulled: the column is null, the attribute is
+listed in the row's ``_drift`` column, and the row keeps its whole image in ``_image``.
+
+Three things stop the batch instead (``raise_error`` fails the write: nothing is committed), each
+with a message naming the file: a line that is not an item, a key that is missing or does not
+fit, and an attribute the schema does not know yet (ingestion adds it to the schema and retries).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ingestion.dynamodb.change_order import DELETE, SNAPSHOT, TTL_DELETE
+from ingestion.dynamodb.values import (
+    parse_item,
+    sql_string,
+)
+
+ENVELOPE = T.StructType(
+    [
+        T.StructField("Item", T.StringType()),
+        T.StructField("Keys", T.StringType()),
+        T.StructField("NewImage", T.StringType()),
+        T.StructField("OldImage", T.StringType()),
+        T.StructField(
+            "Metadata",
+            T.StructType(
+                [
+                    T.StructField(
+                        "WriteTimestampMicros", T.StructType([T.StructField("N", T.StringType())])
+                    )
+                ]
+            ),
+        ),
+        # Stream change files (ingestion.sources.stream_writer) only; null in export lines.
+        T.StructField("SequenceNumber", T.StringType()),
+        T.StructField("ApproximateCreationDateTime", T.StringType()),  # the number's text
+        T.StructField("eventName", T.StringType()),
+        T.StructField(
+            "userIdentity",
+            T.StructType(
+                [
+                    T.StructField("type", T.StringType()),
+                    T.StructField("principalId", T.StringType()),
+                ]
+            ),
+        ),
+    ]
+)
+TTL_PRINCIPAL = "dynamodb.amazonaws.com"
+
+
+def with_envelope(df: DataFrame) -> DataFrame:
+    """``value`` (one line of text) -> ``_line`` (the parsed envelope) and ``_source_file``."""
+    return df.select(
+        F.from_json(F.col("value"), ENVELOPE).alias("_line"),
+        F.input_file_name().alias("_source_file"),
+    )
+
+
+def fail(message: str) -> str:
+    """A SQL expression that fails the batch with ``message`` and the line's file."""
+    return f"raise_error(concat({sql_string(message)}, _source_file))"
+
+
+def with_image(df: DataFrame) -> DataFrame:
+    """``_image``: the DynamoDB JSON the row carries (a full export's ``Item``; an incremental
+    line's ``NewImage``, or for a delete its ``OldImage`` or else its ``Keys``); ``_attrs``: it
+    as a map."""
+    image = "coalesce(`_line`.Item, `_line`.NewImage, `_line`.OldImage, `_line`.Keys)"
+    checked = F.expr(
+        f"case when `_line` is null or {image} is null then "
+        f"{fail('a line is not a DynamoDB JSON item (no Item, NewImage, OldImage or Keys) in ')} "
+        f"else {image} end"
+    )
+    return df.withColumn("_image", checked).withColumn("_attrs", F.expr(parse_item("_image")))
+
+
+def change_columns(
+    full: bool, version_micros: int, new_image_only: bool
+) -> tuple[F.Column, F.Column]:
+    """(``_operation``, ``_version``) of a line. Full export: ``snapshot`` at the export time.
+    Incremental: insert (NewImage only), update (both), delete (OldImage or Keys only), or
+    ``upsert`` for a NEW_IMAGE export's NewImage; the version is ``WriteTimestampMicros``."""
+    if full:
+        return F.lit(SNAPSHOT), F.lit(version_micros).cast("bigint")
+    written_new = "'upsert'" if new_image_only else "'insert'"
+    operation = F.expr(
+        f"case when `_line`.NewImage is null then '{DELETE}' "
+        f"when `_line`.OldImage is not null then 'update' else {written_new} end"
+    )
+    written = "`_line`.Metadata.WriteTimestampMicros.N"
+    version = F.expr(
+        f"case when {written} rlike '^[0-9]{{1,18}}$' then cast({written} as bigint) else "
+        f"{fail('a change has no valid Metadata.WriteTimestampMicros in ')} end"
+    )
+    return operation, version
+
+
+def stream_change_columns() -> tuple[F.Column, F.Column, F.Column]:
+    """(``_operation``, ``_version``, ``_sequence``) of a stream change-file line.
+
+    ``eventName`` decides the operation: INSERT -> insert, MODIFY -> update, REMOVE -> delete,
+    or ``ttl_delete`` when DynamoDB's TTL removed the item (``userIdentity.principalId`` is
+    ``dynamodb.amazonaws.com``). ``ApproximateCreationDateTime`` is rounded down to the second
+    (or millisecond), so the version is the END of that second in microseconds: an upper bound of
+    the write time, never older than an export's snapshot of that same second (a change must
+    never lose to a snapshot taken before it). Within one version ``_sequence`` (the
+    SequenceNumber, zero-padded to 40 digits so text order is number order) orders changes."""
+    line = "`_line`"
+    event = f"{line}.eventName"
+    ttl = (
+        f"{line}.userIdentity.principalId = {sql_string(TTL_PRINCIPAL)} "
+        f"and {line}.userIdentity.type = 'Service'"
+    )
+    no_image = fail(
+        "a stream change without NewImage (the stream's view type must be NEW_IMAGE or "
+        "NEW_AND_OLD_IMAGES) in "
+    )
+    operation = F.expr(
+        f"case when {event} = 'REMOVE' then (case when {ttl} then '{TTL_DELETE}' else '{DELETE}' end) "
+        f"when {event} in ('INSERT', 'MODIFY') and {line}.NewImage is null then {no_image} "
+        f"when {event} = 'INSERT' then 'insert' when {event} = 'MODIFY' then 'update' "
+        f"else {fail('a stream change whose eventName is not INSERT, MODIFY or REMOVE in ')} end"
+    )
+    created = f"{line}.ApproximateCreationDateTime"
+    version = F.expr(
+        f"case when {created} rlike '^[0-9]{{1,11}}$' then cast({created} as bigint) * 1000000 "
+        "+ 999999 "
+        f"when {created} rlike '^[0-9]{{1,11}}[.][0-9]+$' then "
+        f"cast(floor(cast({created} as decimal(30, 12)) * 1000) as bigint) * 1000 + 999 "
+        f"else {fail('a stream change without a valid ApproximateCreationDateTime in ')} end"
+    )
+    number = f"{line}.SequenceNumber"
+    sequence = F.expr(
+        f"case when {number} rlike '^[0-9]{{1,40}}$' then lpad({number}, 40, '0') "
+        f"else {fail('a stream change without a valid SequenceNumber in ')} end"
+    )
+    return operation, version, sequence

@@ -1,0 +1,133 @@
+"""The table configuration: one entry per DynamoDB table, read by ingestion/ and by the dbt models.
+
+It lives in ``dbt_project.yml`` under ``vars: dynamodb_tables:`` so that dbt reads it with
+``var()`` and Python reads it with YAML: one place, no copy. ``add-table`` appends to it.
+An entry holds the table's keys; the columns come from the table's schema file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ingestion.config import settings
+from ingestion.dynamodb.naming import column_name
+
+KEY_DESCRIPTORS = ("S", "N", "B")
+MAX_BUCKETS = 1024
+TTL_MODES = ("delete", "keep")
+_TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,127}$")
+
+
+class TableConfigError(ValueError):
+    """The table configuration is invalid or names an unknown table."""
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str  # the DynamoDB attribute name, case-sensitive
+    descriptor: str  # S, N or B
+
+    @property
+    def column(self) -> str:
+        return column_name(self.name)
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    """A table's identity and keys. Its other columns live in its schema file (ingestion.dynamodb.types)."""
+
+    name: str
+    partition_key: Key
+    sort_key: Key | None = None
+    ttl_deletes: str = "delete"  # what a TTL expiry does to the final row: delete | keep
+    table_arn: str | None = None  # the DynamoDB table, for `export`
+    export_to: str | None = None  # s3://BUCKET/PREFIX where `export` asks DynamoDB to write
+    buckets: int | None = None  # final table partitioned by bucket(N, partition key column)
+
+    @property
+    def keys(self) -> tuple[Key, ...]:
+        return (self.partition_key,) + ((self.sort_key,) if self.sort_key else ())
+
+    @property
+    def key_descriptors(self) -> dict[str, str]:
+        return {k.name: k.descriptor for k in self.keys}
+
+
+def parse_key(spec: str, table: str) -> Key:
+    """``ATTR:TYPE`` with TYPE one of S, N, B."""
+    name, sep, descriptor = spec.rpartition(":")
+    if not sep or not name or descriptor not in KEY_DESCRIPTORS:
+        raise TableConfigError(
+            f"table {table}: key {spec!r} must be ATTRIBUTE:TYPE with TYPE one of S, N, B"
+        )
+    return Key(name, descriptor)
+
+
+def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
+    if not _TABLE_NAME.match(name):
+        raise TableConfigError(f"table name {name!r} must match {_TABLE_NAME.pattern}")
+    if "partition_key" not in entry:
+        raise TableConfigError(f"table {name}: partition_key is required")
+    if "attributes" in entry:
+        raise TableConfigError(
+            f"table {name}: attribute types live in the table's schema file (schemas/{name}.json, "
+            "written by `ddb-lakehouse detect-schema`), not in dbt_project.yml"
+        )
+    sort_key = parse_key(entry["sort_key"], name) if entry.get("sort_key") else None
+    ttl = entry.get("ttl_deletes", "delete")
+    if ttl not in TTL_MODES:
+        raise TableConfigError(
+            f"table {name}: ttl_deletes is {ttl!r}; expected one of {', '.join(TTL_MODES)}"
+        )
+    export_to = entry.get("export_to")
+    if export_to is not None and not str(export_to).startswith("s3://"):
+        raise TableConfigError(
+            f"table {name}: export_to must be s3://BUCKET/PREFIX, got {export_to!r}"
+        )
+    buckets = entry.get("buckets")
+    if buckets is not None and (
+        isinstance(buckets, bool) or not isinstance(buckets, int) or not 2 <= buckets <= MAX_BUCKETS
+    ):
+        raise TableConfigError(
+            f"table {name}: buckets is {buckets!r}; expected a whole number from 2 to {MAX_BUCKETS}"
+        )
+    config = TableConfig(
+        name,
+        parse_key(entry["partition_key"], name),
+        sort_key,
+        ttl,
+        entry.get("table_arn"),
+        export_to,
+        buckets,
+    )
+    if sort_key and sort_key.column == config.partition_key.column:
+        raise TableConfigError(
+            f"table {name}: partition and sort key map to one column {sort_key.column!r}"
+        )
+    return config
+
+
+def project_file() -> Path:
+    return settings.project_dir() / "dbt_project.yml"
+
+
+def load_tables(path: Path | None = None) -> dict[str, TableConfig]:
+    raw = yaml.safe_load((path or project_file()).read_text()) or {}
+    entries = (raw.get("vars") or {}).get("dynamodb_tables") or {}
+    return {name: table_from_entry(name, entry or {}) for name, entry in entries.items()}
+
+
+def get_table(name: str) -> TableConfig:
+    tables = load_tables()
+    if name not in tables:
+        known = ", ".join(sorted(tables)) or "none"
+        raise TableConfigError(
+            f"unknown table {name!r} (configured: {known}); register it with "
+            f"`ddb-lakehouse add-table {name} --partition-key ATTR:TYPE`"
+        )
+    return tables[name]

@@ -1,0 +1,50 @@
+"""Schema drift: staged values that did not fit their column, per attribute and source.
+
+Such a row is staged with the column null and the value whole in ``_image``; ``_drift`` lists
+the attributes. ``rebuild`` re-derives the columns with types that fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from ingestion.config import names
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Values of one attribute that did not fit its column (kept in ``_image``, column null)."""
+
+    attribute: str
+    source: str
+    rows: int
+    example: str
+
+
+def drift_report(spark: SparkSession, table: str, batch_id: str | None = None) -> list[Drift]:
+    """Per attribute and source: rows whose value did not fit the column, with one example value
+    (its DynamoDB JSON). Reads only the rows that have drift."""
+    if not spark.catalog.tableExists(names.staging_table(table)):
+        return []
+    staged = spark.table(names.staging_table(table))
+    if "_drift" not in staged.columns:
+        return []
+    if batch_id:
+        staged = staged.where(F.col("_batch_id") == batch_id)
+    rows = (
+        staged.where(F.col("_drift").isNotNull())
+        .select("_source", "_image", F.explode("_drift").alias("attribute"))
+        .groupBy("attribute", "_source")
+        .agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.first(F.expr("from_json(`_image`, 'map<string,string>')[attribute]")).alias(
+                "example"
+            ),
+        )
+        .orderBy("attribute", "_source")
+        .collect()  # one row per attribute and source
+    )
+    return [Drift(r["attribute"], r["_source"], int(r["rows"]), r["example"] or "") for r in rows]

@@ -1,0 +1,174 @@
+"""Snapshot expiry and orphan-file removal that keep the ledger and never break a running query.
+
+Expiry keeps every snapshot younger than the retention (default 24 hours: set it longer than your
+longest Athena query) and at least the last N, so a query that started on an older snapshot still
+finds its files. Orphan files (written by a job that died before its commit) are removed only
+when older than 3 days, so a commit under way never loses its files.
+
+The ledger lives in the staging table's snapshot summaries; before its snapshots expire, one
+empty commit carries every entry forward (``dynamodb-lakehouse.ledger``), as ``rebuild`` does.
+Stream batches that are merged and older than the retention are left out of it: their change
+files were deleted long ago, and the merge log no longer needs them.
+
+The staging change log keeps, per key, what a merge or a rebuild still needs (``prune_change_log``):
+its latest change (a later, older change is compared against it, so a late change never brings a
+deleted item back) and every row of the newest full export (its version re-baselines a full
+build). A change superseded by a later one of its key, merged, and ingested before the retention
+goes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass
+from datetime import datetime
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from ingestion.config import names
+from ingestion.config.names import quote, quote_table
+from ingestion.dynamodb import change_order
+from ingestion.lake import ledger
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Expiry:
+    table: str
+    snapshots: tuple[int, int]  # before, after
+    files_deleted: int
+    orphans_deleted: int
+
+
+def snapshot_count(spark: SparkSession, name: str) -> int:
+    return spark.table(f"{name}.snapshots").count()
+
+
+def checkpoint_ledger(
+    spark: SparkSession, table: str, merged: set[str], cutoff: datetime
+) -> datetime:
+    """One empty commit on the staging table carrying the ledger; returns its commit time.
+    Expiry must keep that commit (expire older than at most this time): it holds the entries
+    of every commit before it."""
+    entries = ledger.entries(spark, table)
+    kept = [
+        e
+        for e in entries
+        if not (
+            e.kind == ledger.STREAM
+            and e.batch_id in merged
+            and e.committed_at
+            and datetime.fromisoformat(e.committed_at) < cutoff
+        )
+    ]
+    name = names.staging_table(table)
+    (
+        spark.table(name)
+        .limit(0)
+        .writeTo(name)
+        .option(f"snapshot-property.{ledger.LEDGER}", json.dumps([asdict(e) for e in kept]))
+        .option(f"snapshot-property.{ledger.MAINTAINED}", "true")
+        .append()
+    )
+    log.info(
+        "staging.%s: ledger carried forward (%d of %d entries)", table, len(kept), len(entries)
+    )
+    committed = (
+        spark.table(f"{name}.snapshots")
+        .where(F.col("summary").getItem(ledger.LEDGER).isNotNull())
+        .agg(F.max("committed_at"))
+        .first()
+    )
+    return committed[0] if committed and committed[0] else cutoff
+
+
+def expire(
+    spark: SparkSession,
+    namespace: str,
+    table: str,
+    older_than: datetime,
+    retain_last: int,
+    orphans_older_than: datetime,
+) -> Expiry:
+    """Expire snapshots older than ``older_than`` (keeping the last ``retain_last``), then remove
+    orphan files older than ``orphans_older_than``."""
+    name = names.quote_table(names.CATALOG, namespace, table)
+    target = quote_table(namespace, table)  # names are validated: no quote inside
+    before = snapshot_count(spark, name)
+    expired = spark.sql(
+        f"call lake.system.expire_snapshots(table => '{target}', "
+        f"older_than => timestamp '{older_than:%Y-%m-%d %H:%M:%S.%f}', retain_last => {retain_last})"
+    ).first()
+    deleted = sum(int(v or 0) for v in (expired.asDict().values() if expired else []))
+    orphans = spark.sql(
+        f"call lake.system.remove_orphan_files(table => '{target}', "
+        f"older_than => timestamp '{orphans_older_than:%Y-%m-%d %H:%M:%S.%f}')"
+    ).count()
+    after = snapshot_count(spark, name)
+    log.info(
+        "%s.%s: snapshots %d -> %d, %d files deleted, %d orphan files removed",
+        namespace,
+        table,
+        before,
+        after,
+        deleted,
+        orphans,
+    )
+    return Expiry(f"{namespace}.{table}", (before, after), deleted, orphans)
+
+
+def prune_change_log(
+    spark: SparkSession, table: str, keys: list[str], merged: DataFrame, cutoff: datetime
+) -> int:
+    """Delete the staged changes that are superseded by a later change of their key, merged
+    (their ``_batch_id`` in ``merged``, one column ``batch_id``) and ingested before ``cutoff``;
+    the newest full export's rows stay. One commit; returns the rows deleted."""
+    name = names.staging_table(table)
+    staged = spark.table(name)
+    newest_full = (
+        change_order.full_export_rows(staged)
+        .orderBy(F.col("_version").desc())
+        .select("_batch_id")
+        .limit(1)
+    )
+    by_key = Window.partitionBy(*keys)
+    order = change_order.change_order()
+    superseded = (
+        staged.withColumn("_latest", F.max(order).over(by_key))
+        .where(order < F.col("_latest"))
+        .where(F.col("_ingested_at") < F.lit(cutoff))
+        .join(merged.select(F.col("batch_id").alias("_batch_id")), "_batch_id", "left_semi")
+        .join(newest_full, "_batch_id", "left_anti")
+        .select(
+            *keys,
+            "_version",
+            F.coalesce(F.col("_sequence"), F.lit("")).alias("_sequence"),
+            "_ingested_at",
+            "_batch_id",
+            "_operation",
+        )
+        .distinct()
+        # Materialised (on the executors): computed once, and no longer a plan over the table
+        # the DELETE below rewrites.
+        .localCheckpoint()
+    )
+    if superseded.isEmpty():
+        return 0
+    superseded.createOrReplaceTempView("lakehouse_superseded_changes")
+    before = spark.table(name).count()
+    # DELETE, not MERGE: Spark 3.5 cannot resolve a MERGE into a table that accepts any schema
+    # (`write.spark.accept-any-schema`, which staging tables set).
+    columns = [*keys, "_version", "_ingested_at", "_batch_id", "_operation"]
+    spark.sql(
+        f"delete from {name} where ({', '.join(quote(c) for c in columns)}, "
+        "coalesce(`_sequence`, '')) in (select "
+        f"{', '.join(quote(c) for c in columns)}, `_sequence` from lakehouse_superseded_changes)"
+    )
+    deleted = before - spark.table(name).count()
+    log.info(
+        "staging.%s: %d superseded, merged changes removed from the change log", table, deleted
+    )
+    return deleted

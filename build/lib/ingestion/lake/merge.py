@@ -1,0 +1,95 @@
+"""Run the dbt merge (`dbt run` + `dbt test`) and measure what it changed in each final table."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from ingestion.config import names, settings
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.lake.merge_counts import MergeCounts, current_snapshot, diff_counts
+from ingestion.lake.merge_log import ensure_merge_log, new_batches, record_merged
+from ingestion.testing import faults
+
+log = logging.getLogger(__name__)
+
+
+class DbtError(RuntimeError):
+    """A dbt command failed."""
+
+
+def dbt_invoke(args: list[str]) -> None:
+    """Run one dbt command in this process (it shares this process's SparkSession)."""
+    from dbt.cli.main import dbtRunner
+
+    settings.export_environment()
+    project = settings.project_dir()
+    full = [*args, "--project-dir", str(project), "--profiles-dir", str(project / "profiles")]
+    log.info("dbt %s", " ".join(args))
+    callbacks: list[Any] = []
+    if (
+        os.environ.get("LAKEHOUSE_FAULT") == "during-merge"
+    ):  # the crash tests (ingestion.testing.faults)
+
+        def on_event(event: Any) -> None:
+            if "merge into" in str(getattr(event.data, "sql", "")).lower():
+                faults.point("during-merge")
+
+        callbacks.append(on_event)
+    result = dbtRunner(callbacks=callbacks).invoke(full)
+    if not result.success:
+        detail = f": {result.exception}" if result.exception else ""
+        raise DbtError(f"`dbt {' '.join(args)}` failed{detail} (see the dbt output above)")
+
+
+def selector(tables: list[TableConfig]) -> list[str]:
+    return ["--select", *[f"{names.staging_model(t.name)}+" for t in tables]]
+
+
+def run_merge(
+    spark: SparkSession, tables: list[TableConfig], full_refresh: bool = False, test: bool = True
+) -> tuple[list[MergeCounts], float]:
+    """`dbt run` then `dbt test` for the tables' models; the counts of what changed.
+
+    The batches to merge are chosen here, by commit order (ledger minus merge log), passed to
+    dbt as a var, and recorded in the merge log only after `dbt run` succeeded: a crash in
+    between re-applies them next time, which changes nothing (latest change per key wins).
+    ``full_refresh`` rebuilds the final tables from the whole change log (after ``rebuild``);
+    ``test=False`` skips `dbt test` (``watch`` runs it every few ticks, not on every one)."""
+    import json
+
+    started = time.monotonic()
+    ensure_merge_log(spark)
+    batches = {t.name: new_batches(spark, t.name) for t in tables}
+    before = {t.name: current_snapshot(spark, t.name) for t in tables}
+    # Nothing new for a table that exists: no dbt run for it (not even an empty commit).
+    to_run = [t for t in tables if full_refresh or batches[t.name] or before[t.name] is None]
+    if to_run:
+        try:
+            dbt_invoke(
+                [
+                    "run",
+                    *selector(to_run),
+                    *(["--full-refresh"] if full_refresh else []),
+                    "--vars",
+                    json.dumps({"dynamodb_batches": {t.name: batches[t.name] for t in to_run}}),
+                ]
+            )
+        finally:
+            # The changes a bucketed merge cached (merge_with_delete), in every outcome. dbt's
+            # temporary views live in its own session, the cache in the shared state: clear that
+            # (nothing else of this process is cached across a merge).
+            spark.catalog.clearCache()
+        faults.point("after-merge-commit")
+        record_merged(spark, {t.name: batches[t.name] for t in to_run})
+    else:
+        log.info("nothing new to merge for %s", ", ".join(t.name for t in tables))
+    after = {t.name: current_snapshot(spark, t.name) for t in tables}
+    if test:
+        dbt_invoke(["test", *selector(tables)])
+    counts = [diff_counts(spark, t, before[t.name], after[t.name]) for t in tables]
+    return counts, time.monotonic() - started

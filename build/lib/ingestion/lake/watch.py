@@ -1,0 +1,236 @@
+"""``ddb-lakehouse watch``: keep a final table fresh from its stream change files.
+
+One process, one SparkSession for its whole life: every tick ingests the settled change files
+(one staging commit, then their cleanup), runs the dbt merge in this same process and session
+(dbt's programmatic runner: no JVM start per tick), and prints one line. ``dbt test`` runs every
+``test_every`` ticks that merged something, compaction every ``maintain_every`` ticks.
+SIGINT / SIGTERM stop it between ticks (a tick under way finishes first).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from pyspark.sql import SparkSession
+
+from ingestion.dynamodb import decode, schema_file
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.lake import ingest, maintenance, merge, staging, streams
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Tick:
+    number: int
+    files: int
+    changes: int
+    inserted: int
+    updated: int
+    deleted: int
+    lag_seconds: float | None  # now - change time of the newest change merged by this tick
+    ingest_seconds: float
+    merge_seconds: float
+    maintain_seconds: float
+    pending: int
+    maintain_error: str | None = None
+    rejected: int = 0
+
+    @property
+    def seconds(self) -> float:
+        return self.ingest_seconds + self.merge_seconds + self.maintain_seconds
+
+    def line(self) -> str:
+        lag = f"{self.lag_seconds:.1f}s" if self.lag_seconds is not None else "-"
+        return (
+            f"tick {self.number}: {self.files} files, {self.changes} changes, "
+            f"+{self.inserted} ~{self.updated} -{self.deleted}, lag {lag}, "
+            f"{self.seconds:.1f}s (ingest {self.ingest_seconds:.1f}, merge "
+            f"{self.merge_seconds:.1f}, maintain {self.maintain_seconds:.1f})"
+            + (f", {self.pending} files left for next tick" if self.pending else "")
+            + (f", {self.rejected} damaged lines set aside" if self.rejected else "")
+            + (f"; maintenance FAILED: {self.maintain_error}" if self.maintain_error else "")
+        )
+
+
+@dataclass
+class WatchOptions:
+    stream: str
+    interval: float = 60.0
+    ticks: int | None = None
+    settle: float = streams.DEFAULT_SETTLE_SECONDS
+    max_files: int = streams.DEFAULT_MAX_FILES
+    max_rejects: int = streams.DEFAULT_MAX_REJECTS
+    test_every: int = 10
+    maintain_every: int = 60  # compaction and expiry (ingestion.lake.maintenance.maintain)
+    max_failures: int = 5
+
+
+class WatchError(RuntimeError):
+    """Too many ticks in a row failed, or another watch of the table runs on this machine."""
+
+
+def only_watch(home: Path, table: str) -> IO[str]:
+    """Hold ``<home>/locks/watch-<table>.lock`` for the life of the process: a second ``watch``
+    of one table on this machine would list the same change files and stage them twice. (Its
+    rows would be identical, and the merge keeps one, but the change log would double.) The
+    kernel frees the lock when the process ends, kill -9 included. Processes on other machines
+    (two EMR jobs) are not seen: schedule one watch per table there."""
+    path = home / "locks" / f"watch-{table}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = path.open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        owner = handle.read().strip() or "unknown"
+        handle.close()
+        raise WatchError(
+            f"another watch of table {table} is running on this machine (pid {owner}, lock "
+            f"{path}): two would stage the same change files twice; stop it first"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
+def tick(
+    spark: SparkSession, table: TableConfig, options: WatchOptions, number: int, merged: int
+) -> Tick:
+    """One tick: ingest, merge when something was staged (or the final table is missing),
+    maintain every ``maintain_every`` ticks. ``merged`` counts earlier ticks that merged."""
+    ingested = streams.ingest_stream(
+        spark,
+        table,
+        options.stream,
+        options.settle,
+        options.max_files,
+        max_rejects=options.max_rejects,
+    )
+    counts = None
+    merge_seconds = 0.0
+    if ingested.files or merge.current_snapshot(spark, table.name) is None:
+        test = options.test_every > 0 and (merged + 1) % options.test_every == 0
+        results, merge_seconds = merge.run_merge(spark, [table], test=test)
+        counts = results[0]
+    maintain_seconds, maintain_error = 0.0, None
+    if options.maintain_every and number % options.maintain_every == 0:
+        # A failed compaction leaves the table as it was: report it, keep the data flowing.
+        started = time.monotonic()
+        try:
+            for line in maintenance.maintain(spark, table).lines():
+                log.info("maintenance: %s", line)
+        except Exception as exc:
+            maintain_error = staging.spark_reason(exc)
+        maintain_seconds = time.monotonic() - started
+    lag = (
+        datetime.now(UTC).timestamp() - ingested.newest_change.timestamp()
+        if ingested.newest_change and counts
+        else None
+    )
+    return Tick(
+        number,
+        ingested.files,
+        ingested.changes,
+        counts.inserted if counts else 0,
+        counts.updated if counts else 0,
+        counts.deleted if counts else 0,
+        lag,
+        ingested.seconds,
+        merge_seconds,
+        maintain_seconds,
+        ingested.pending,
+        maintain_error,
+        ingested.rejected,
+    )
+
+
+def warm_up(spark: SparkSession, table: TableConfig) -> float:
+    """Compile what every tick runs before the first one: the decoding of one synthetic change
+    (Spark's code generation for the table's columns, written nowhere) and dbt's project parse.
+    Without it the first tick that has data takes several times a warm one."""
+    started = time.monotonic()
+    current = schema_file.load_schema(table.name, ingest.declared_keys(table))
+    if current is not None and current.complete:
+        sample_values = {"S": {"S": "warm-up"}, "N": {"N": "0"}, "B": {"B": ""}}
+        keys = {k.name: sample_values[k.descriptor] for k in table.keys}
+        line = {
+            "Keys": keys,
+            "NewImage": keys,
+            "SequenceNumber": "1",
+            "ApproximateCreationDateTime": 0,
+            "eventName": "INSERT",
+        }
+        rows = staging.staging_rows(
+            spark.createDataFrame([(json.dumps(line),)], "value string"),
+            decode.stream_change_columns(),
+            ingest.with_keys(table, schema_file.from_file(current)),
+            "warm-up",
+            "warm-up",
+            datetime.now(UTC).replace(tzinfo=None),
+        )
+        rows.write.format("noop").mode("overwrite").save()
+    merge.dbt_invoke(["parse"])
+    return time.monotonic() - started
+
+
+def watch(
+    spark: SparkSession,
+    table: TableConfig,
+    options: WatchOptions,
+    report: Callable[[str], Any] = print,
+) -> list[Tick]:
+    """Tick until stopped (a signal, or ``options.ticks``); returns the ticks."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        report(f"{signal.Signals(signum).name}: stopping after this tick")
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    ticks: list[Tick] = []
+    failures = 0
+    number = 0
+    report(f"warmed up in {warm_up(spark, table):.1f}s")
+    report(
+        f"watching {options.stream} for {table.name}: a tick every {options.interval:g}s "
+        "(Ctrl-C stops between ticks)"
+    )
+    try:
+        while not stop.is_set() and (options.ticks is None or number < options.ticks):
+            number += 1
+            started = time.monotonic()
+            try:
+                merged = sum(1 for t in ticks if t.files)
+                done = tick(spark, table, options, number, merged)
+            except Exception as exc:  # a tick that fails is retried on the next one
+                failures += 1
+                report(f"tick {number}: FAILED ({failures} in a row): {exc}")
+                if failures >= options.max_failures:
+                    raise WatchError(
+                        f"{failures} ticks in a row failed; last error: {exc}"
+                    ) from exc
+            else:
+                failures = 0
+                ticks.append(done)
+                report(done.line())
+            stop.wait(max(0.0, options.interval - (time.monotonic() - started)))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    total = sum(t.changes for t in ticks)
+    report(f"stopped after {number} ticks: {total} changes merged")
+    return ticks

@@ -1,0 +1,194 @@
+"""Read a DynamoDB export through its manifests: what the export is and which files hold its data.
+
+Data files are taken from ``manifest-files.json``, never from a glob of ``data/``: incremental
+exports share one ``AWSDynamoDB/data/`` folder. Every file's MD5 is checked against the manifest
+before anything is staged.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ingestion.sources.locations import S3Path
+
+Location = Path | S3Path  # a local path, or an s3:// one (manifests read with boto3)
+
+FULL = "FULL_EXPORT"
+INCREMENTAL = "INCREMENTAL_EXPORT"
+
+
+class ExportError(ValueError):
+    """The export is unreadable or inconsistent; nothing of it may be staged."""
+
+
+@dataclass(frozen=True)
+class DataFile:
+    path: Location
+    item_count: int
+    md5: str  # base64, as in the manifest
+
+
+@dataclass(frozen=True)
+class Export:
+    folder: Location
+    export_arn: str
+    table_arn: str
+    export_type: str  # FULL_EXPORT | INCREMENTAL_EXPORT
+    output_view: str | None  # NEW_AND_OLD_IMAGES | NEW_IMAGE (incremental only)
+    export_time: datetime | None  # full exports
+    export_from_time: datetime | None  # incremental exports
+    export_to_time: datetime | None
+    item_count: int
+    files: tuple[DataFile, ...]
+
+    @property
+    def export_id(self) -> str:
+        return self.folder.name
+
+    @property
+    def table_name(self) -> str:
+        """The DynamoDB table's name, from its ARN (``...:table/<name>``)."""
+        return self.table_arn.rsplit("table/", 1)[-1].split("/", 1)[0]
+
+    @property
+    def version_micros(self) -> int:
+        """The version of a full export's rows: its export time, in microseconds."""
+        moment = self.export_time or self.export_to_time
+        assert moment is not None
+        return int(moment.timestamp()) * 1_000_000 + moment.microsecond
+
+
+def _parse_time(value: Any, field: str, where: Location) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ExportError(f"{where}: {field} is not an ISO-8601 time: {value!r}") from exc
+
+
+def _read_json(path: Location) -> dict[str, Any]:
+    if not path.is_file():
+        raise ExportError(
+            f"{path} is missing: is this a DynamoDB export folder that has completed?"
+        )
+    try:
+        value = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ExportError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ExportError(f"{path} must hold one JSON object")
+    return value
+
+
+def _data_path(folder: Location, key: str) -> Location:
+    """Map a manifest's bucket-relative ``dataFileS3Key`` onto the export's folder.
+
+    The key is ``<s3Prefix>/AWSDynamoDB/...``; the folder is ``.../AWSDynamoDB/<ExportId>``. The
+    part from ``AWSDynamoDB/`` on is joined to the folder above ``AWSDynamoDB``, so the export
+    can be copied anywhere (a local folder or another prefix) and still be read.
+    """
+    marker = "AWSDynamoDB/"
+    if marker not in key:
+        raise ExportError(f"{folder}: dataFileS3Key {key!r} does not contain {marker!r}")
+    return folder.parent.parent / key[key.index(marker) :]
+
+
+def _read_files(folder: Location) -> list[DataFile]:
+    path = folder / "manifest-files.json"
+    if not path.is_file():
+        raise ExportError(f"{path} is missing: the export is incomplete")
+    files = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            files.append(
+                DataFile(
+                    path=_data_path(folder, entry["dataFileS3Key"]),
+                    item_count=int(entry["itemCount"]),
+                    md5=str(entry["md5Checksum"]),
+                )
+            )
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise ExportError(
+                f"{path}:{number}: invalid manifest line ({exc}): {line[:200]}"
+            ) from exc
+    return files
+
+
+def md5_base64(path: Location) -> str:
+    digest = hashlib.md5()  # noqa: S324 - the manifest's checksum, not a security use
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return base64.b64encode(digest.digest()).decode()
+
+
+def verify_files(export: Export) -> None:
+    """Every listed file exists and matches its MD5; raise on the first that does not."""
+    for data_file in export.files:
+        if not data_file.path.is_file():
+            raise ExportError(f"{data_file.path}: listed in the manifest but missing")
+        actual = md5_base64(data_file.path)
+        if actual != data_file.md5:
+            raise ExportError(
+                f"{data_file.path}: MD5 {actual} differs from the manifest's {data_file.md5} "
+                "(the file is damaged or was replaced)"
+            )
+
+
+def read_export(folder: str | Path, verify: bool = True) -> Export:
+    """The export in ``folder`` (``.../AWSDynamoDB/<ExportId>``, local or ``s3://``), checked
+    against its manifests. On ``s3://`` every data file is read once here for its MD5 (boto3),
+    and once more by Spark."""
+    text = str(folder).rstrip("/")
+    root: Location
+    if text.startswith("s3://"):
+        root = S3Path.parse(text)
+    elif "://" in text:
+        raise ExportError(f"{folder}: an export folder is a local path or s3://BUCKET/PREFIX")
+    else:
+        root = Path(folder).resolve()
+    summary_path = root / "manifest-summary.json"
+    summary = _read_json(summary_path)
+    export_type = summary.get("exportType") or FULL
+    if export_type not in (FULL, INCREMENTAL):
+        raise ExportError(f"{summary_path}: unknown exportType {export_type!r}")
+    if summary.get("outputFormat", "DYNAMODB_JSON") != "DYNAMODB_JSON":
+        raise ExportError(
+            f"{summary_path}: outputFormat {summary.get('outputFormat')!r} is not supported (use DYNAMODB_JSON)"
+        )
+    for required in ("exportArn", "tableArn", "itemCount"):
+        if required not in summary:
+            raise ExportError(f"{summary_path}: {required} is missing")
+    export = Export(
+        folder=root,
+        export_arn=str(summary["exportArn"]),
+        table_arn=str(summary["tableArn"]),
+        export_type=export_type,
+        output_view=summary.get("outputView"),
+        export_time=_parse_time(summary.get("exportTime"), "exportTime", summary_path),
+        export_from_time=_parse_time(summary.get("exportFromTime"), "exportFromTime", summary_path),
+        export_to_time=_parse_time(summary.get("exportToTime"), "exportToTime", summary_path),
+        item_count=int(summary["itemCount"]),
+        files=tuple(_read_files(root)),
+    )
+    if export_type == FULL and export.export_time is None:
+        raise ExportError(f"{summary_path}: a full export needs exportTime")
+    listed = sum(f.item_count for f in export.files)
+    if listed != export.item_count:
+        raise ExportError(
+            f"{root}: manifest-files.json lists {listed} items, manifest-summary.json says "
+            f"{export.item_count}"
+        )
+    if verify:
+        verify_files(export)
+    return export

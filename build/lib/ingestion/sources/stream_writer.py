@@ -1,0 +1,196 @@
+"""The Lambda function on a table's DynamoDB stream: one gzip'd JSON-lines change file per batch.
+
+Plain Python and boto3 (no Spark): deploy this module alone as the function's code, handler
+``ingestion.stream_writer.handler``. Each invocation writes ONE object,
+
+    <prefix>/<table>/<YYYYMMDDTHHMMSSZ>-<digest>.json.gz
+
+where the time is the batch's earliest ``ApproximateCreationDateTime`` (so names sort by time) and
+the digest is a hash of the batch's event ids (so a retried invocation of the same batch
+overwrites its object instead of writing a duplicate). Each line has the shape of an incremental
+export line (``Keys``, ``NewImage``, ``OldImage``) plus the stream's own fields
+(``SequenceNumber``, ``ApproximateCreationDateTime``, ``eventName``, ``eventID``, and
+``userIdentity`` for TTL deletions), which the ingest uses to order changes and to tell TTL
+expiries apart.
+
+Failures are reported the way Lambda's ``ReportBatchItemFailures`` expects: a record that is not a
+DynamoDB stream record stops the batch there (the records before it are written, Lambda retries
+from it); a failed write reports the batch's first record (Lambda retries the whole batch).
+
+Configuration (environment): ``LAKEHOUSE_STREAM_URI`` = ``s3://bucket/prefix`` or a local folder;
+``LAKEHOUSE_TABLE`` overrides the table name taken from the stream ARN.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ingestion.sources.s3_uri import parse_s3_uri
+
+log = logging.getLogger(__name__)
+
+SUFFIX = ".json.gz"
+_TABLE_IN_ARN = re.compile(r":table/([^/]+)/stream/")
+_EVENTS = ("INSERT", "MODIFY", "REMOVE")
+
+
+class StreamRecordError(ValueError):
+    """A record is not a DynamoDB stream record this function can write."""
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    uri: str
+    records: int
+
+
+def table_of(record: dict[str, Any]) -> str:
+    """The table name in the record's ``eventSourceARN`` (or ``LAKEHOUSE_TABLE``)."""
+    configured = os.environ.get("LAKEHOUSE_TABLE")
+    if configured:
+        return configured
+    found = _TABLE_IN_ARN.search(str(record.get("eventSourceARN", "")))
+    if not found:
+        raise StreamRecordError(
+            f"record {record.get('eventID')!r}: no table in eventSourceARN "
+            f"{record.get('eventSourceARN')!r} (set LAKEHOUSE_TABLE)"
+        )
+    return found.group(1)
+
+
+def change_line(record: dict[str, Any]) -> dict[str, Any]:
+    """One stream record -> one change-file line (export-shaped, plus the stream's fields)."""
+    change = record.get("dynamodb")
+    name = record.get("eventName")
+    if not isinstance(change, dict) or name not in _EVENTS:
+        raise StreamRecordError(
+            f"record {record.get('eventID')!r}: not a DynamoDB stream record "
+            f"(eventName {name!r}, dynamodb {'present' if change else 'missing'})"
+        )
+    sequence = str(change.get("SequenceNumber", ""))
+    if not sequence.isdigit() or not isinstance(change.get("Keys"), dict):
+        raise StreamRecordError(
+            f"record {record.get('eventID')!r}: needs dynamodb.Keys and a numeric "
+            f"dynamodb.SequenceNumber (got {sequence!r})"
+        )
+    created = change.get("ApproximateCreationDateTime")
+    if not isinstance(created, int | float) or isinstance(created, bool):
+        raise StreamRecordError(
+            f"record {record.get('eventID')!r}: dynamodb.ApproximateCreationDateTime must be "
+            f"epoch seconds, got {created!r}"
+        )
+    line: dict[str, Any] = {"Keys": change["Keys"]}
+    for image in ("NewImage", "OldImage"):
+        if image in change:
+            line[image] = change[image]
+    line.update(
+        {
+            "SequenceNumber": sequence,
+            "ApproximateCreationDateTime": created,
+            "eventName": name,
+            "eventID": record.get("eventID"),
+        }
+    )
+    if "userIdentity" in record:
+        line["userIdentity"] = record["userIdentity"]
+    return line
+
+
+def object_name(lines: list[dict[str, Any]]) -> str:
+    """``<earliest change time>-<digest of the event ids>.json.gz``: sorts by time, and the same
+    batch always gets the same name."""
+    earliest = min(float(line["ApproximateCreationDateTime"]) for line in lines)
+    moment = datetime.fromtimestamp(earliest, UTC)
+    digest = hashlib.sha256()
+    for line in lines:
+        digest.update(f"{line.get('eventID')}|{line['SequenceNumber']}\n".encode())
+    return f"{moment:%Y%m%dT%H%M%S}Z-{digest.hexdigest()[:20]}{SUFFIX}"
+
+
+def encode(lines: Iterable[dict[str, Any]]) -> bytes:
+    text = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
+    return gzip.compress(text.encode("utf-8"), mtime=0)
+
+
+def put(destination: str, table: str, name: str, body: bytes, s3: Any = None) -> str:
+    """Write one change file atomically: an S3 PUT, or a local temporary file renamed into place."""
+    if "://" in destination:
+        bucket, prefix = parse_s3_uri(destination)
+        key = "/".join(p for p in (prefix, table, name) if p)
+        client = s3 or _s3_client()
+        client.put_object(Bucket=bucket, Key=key, Body=body, ContentEncoding="gzip")
+        return f"s3://{bucket}/{key}"
+    folder = Path(destination) / table
+    folder.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".writing-", suffix=".tmp")
+    with os.fdopen(handle, "wb") as out:
+        out.write(body)
+    os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide the file from other readers
+    os.replace(temporary, folder / name)
+    return str(folder / name)
+
+
+def _s3_client() -> Any:
+    import boto3
+
+    return boto3.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL_S3") or None)
+
+
+def write_batch(
+    records: list[dict[str, Any]], destination: str, s3: Any = None
+) -> tuple[list[WrittenFile], str | None]:
+    """Write the records (one file per table in the batch; a stream has one table).
+
+    Returns the files written and the SequenceNumber Lambda must retry from (None when all is
+    written)."""
+    lines: list[dict[str, Any]] = []
+    tables: list[str] = []
+    failed_at: str | None = None
+    for record in records:
+        try:
+            lines.append(change_line(record))
+            tables.append(table_of(record))
+        except StreamRecordError as exc:
+            log.error("%s; the batch stops here and Lambda retries from this record", exc)
+            # No sequence number to point at: "" makes Lambda retry the whole batch (the
+            # records before this one are rewritten under the same name, never duplicated).
+            failed_at = str((record.get("dynamodb") or {}).get("SequenceNumber", ""))
+            break
+    by_table: dict[str, list[dict[str, Any]]] = {}
+    for table, line in zip(tables, lines, strict=True):
+        by_table.setdefault(table, []).append(line)
+    written: list[WrittenFile] = []
+    for table, table_lines in by_table.items():
+        try:
+            uri = put(destination, table, object_name(table_lines), encode(table_lines), s3)
+        except Exception:
+            log.exception("writing %d records of %s failed", len(table_lines), table)
+            return written, lines[0]["SequenceNumber"]
+        written.append(WrittenFile(uri, len(table_lines)))
+    return written, failed_at
+
+
+def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    """Lambda entry point (with ``FunctionResponseTypes: [ReportBatchItemFailures]``)."""
+    destination = os.environ.get("LAKEHOUSE_STREAM_URI")
+    if not destination:
+        raise RuntimeError("LAKEHOUSE_STREAM_URI is not set (s3://BUCKET/PREFIX)")
+    if "://" in destination:
+        parse_s3_uri(destination)  # a malformed location fails the invocation, naming it
+    records = event.get("Records") or []
+    written, failed_at = write_batch(records, destination)
+    for item in written:
+        log.info("wrote %d changes to %s", item.records, item.uri)
+    failures = [] if failed_at is None else [{"itemIdentifier": failed_at}]
+    return {"batchItemFailures": failures}
