@@ -1,10 +1,9 @@
 """The Iceberg and dbt side: everything that writes or reads the lakehouse's tables.
 
 - ``spark_config``, ``spark_submit``, ``jars``, ``catalog``: the Spark session and the embedded
-  catalog, from ``profiles/profiles.yml``;
+  catalog, from ``profiles/profiles.yml`` (``jars`` also installs the opt-in S3A jars);
 - ``ledger``, ``staging``, ``drift``: one staging commit per source, with its ledger entry;
 - ``ingest`` (exports), ``streams`` + ``stream_rejects`` (change files): sources -> staging;
-- ``change_order``: the order of changes and what deletes (mirrored by ``macros/``);
 - ``merge``, ``merge_log``, ``merge_counts``: ``dbt run`` + ``dbt test`` and what they changed;
 - ``maintenance``, ``expiry``, ``rebuild``, ``status``, ``watch``: keeping tables healthy;
 - ``onboarding``, ``scaffold`` (+ ``templates/``): a new table's configuration and dbt files.

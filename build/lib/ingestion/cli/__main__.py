@@ -1,7 +1,0 @@
-"""``python -m ingestion.cli COMMAND ...``: the same as ``ddb-lakehouse COMMAND ...``."""
-
-from __future__ import annotations
-
-from ingestion.cli.main import main
-
-raise SystemExit(main())
