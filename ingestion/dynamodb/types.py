@@ -1,4 +1,4 @@
-"""A table's column mapping: DynamoDB attribute -> column name and type, kept in a schema file.
+"""The column type model: DynamoDB attribute -> column name and type, as a schema file holds it.
 
 ``schemas/<table>.json`` (``$LAKEHOUSE_SCHEMA_DIR`` overrides the folder) is written by detection
 and meant to be read and edited by people. Its full form::
@@ -18,8 +18,9 @@ a map used as a dictionary is kept as JSON. An entry without ``type`` is detecte
 only ``column`` renames. The simple form of AWS's sample utility, ``{"quantity": "N"}``, is read
 too (and ``"N bigint"``, ``"N decimal(10,2)"``).
 
-The type rules (``resolve``) turn detection statistics into types; they never pick ``double`` and
-never let ``NULL`` decide a type.
+The type rules that fill it from detection live in ``ingestion.dynamodb.type_rules`` (never
+``double``, ``NULL`` never decides a type); reading and writing the file, in
+``ingestion.dynamodb.schema_file``.
 """
 
 from __future__ import annotations
