@@ -17,6 +17,8 @@ test_change_order.py`` compiles those macros and checks that they say the same a
 
 from __future__ import annotations
 
+from decimal import ROUND_FLOOR, Decimal
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -49,6 +51,16 @@ def change_order_sql() -> str:
         "struct(`_version`, coalesce(`_sequence`, ''), `_ingested_at`, `_batch_id`, "
         f"`_operation` in ({deletes}))"
     )
+
+
+def stream_version(created: int | str) -> int:
+    """A stream change's version from its ``ApproximateCreationDateTime`` (epoch seconds, an
+    integer or exact decimal text): the end of its second, or of its millisecond when it has a
+    fraction, in microseconds (``decode.creation_version`` in Spark SQL)."""
+    seconds = Decimal(str(created))
+    if seconds == seconds.to_integral_value():
+        return int(seconds) * 1_000_000 + 999_999
+    return int((seconds * 1000).to_integral_value(rounding=ROUND_FLOOR)) * 1000 + 999
 
 
 def full_export_rows(staged: DataFrame) -> DataFrame:

@@ -104,6 +104,34 @@ def change_columns(
     return operation, version
 
 
+# ApproximateCreationDateTime as Spark reads it from a change file: the writer's integer or exact
+# decimal text, or a JSON float that Spark renders in scientific notation (``1.7672256E9``).
+CREATION_TIME_FORM = "^[0-9]{1,11}([.][0-9]+)?([eE][+]?[0-9]{1,2})?$"
+
+
+def creation_seconds(created: str) -> str:
+    """The creation time (SQL text ``created``) as exact decimal seconds; null if not a number."""
+    return (
+        f"case when {created} rlike '{CREATION_TIME_FORM}' "
+        f"then cast({created} as decimal(38, 12)) end"
+    )
+
+
+def creation_time_valid(created: str) -> str:
+    """True when ``created`` is a time in epoch seconds (what the rejects check uses too)."""
+    return f"coalesce({creation_seconds(created)} between 0 and 99999999999, false)"
+
+
+def creation_version(seconds: str) -> str:
+    """The version of a stream change: the END of its second (whole seconds) or of its
+    millisecond (fractional ones), in microseconds: never older than an export's snapshot of the
+    same moment. ``change_order.stream_version`` is the same rule in Python."""
+    return (
+        f"case when {seconds} = floor({seconds}) then cast({seconds} as bigint) * 1000000 + 999999 "
+        f"else cast(floor({seconds} * 1000) as bigint) * 1000 + 999 end"
+    )
+
+
 def stream_change_columns() -> tuple[F.Column, F.Column, F.Column]:
     """(``_operation``, ``_version``, ``_sequence``) of a stream change-file line.
 
@@ -130,12 +158,9 @@ def stream_change_columns() -> tuple[F.Column, F.Column, F.Column]:
         f"when {event} = 'INSERT' then 'insert' when {event} = 'MODIFY' then 'update' "
         f"else {fail('a stream change whose eventName is not INSERT, MODIFY or REMOVE in ')} end"
     )
-    created = f"{line}.ApproximateCreationDateTime"
     version = F.expr(
-        f"case when {created} rlike '^[0-9]{{1,11}}$' then cast({created} as bigint) * 1000000 "
-        "+ 999999 "
-        f"when {created} rlike '^[0-9]{{1,11}}[.][0-9]+$' then "
-        f"cast(floor(cast({created} as decimal(30, 12)) * 1000) as bigint) * 1000 + 999 "
+        f"case when {creation_time_valid(f'{line}.ApproximateCreationDateTime')} then "
+        f"{creation_version(creation_seconds(f'{line}.ApproximateCreationDateTime'))} "
         f"else {fail('a stream change without a valid ApproximateCreationDateTime in ')} end"
     )
     number = f"{line}.SequenceNumber"

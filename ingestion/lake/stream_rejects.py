@@ -7,6 +7,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from ingestion.config import names
+from ingestion.dynamodb.decode import creation_time_valid
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import sql_string
 
@@ -40,8 +41,7 @@ def reject_reason(table: TableConfig) -> F.Column:
             "no NewImage (the stream's view type must be NEW_IMAGE or NEW_AND_OLD_IMAGES)",
         ),
         (
-            f"coalesce({line}.ApproximateCreationDateTime, '') "
-            "not rlike '^[0-9]{1,11}([.][0-9]+)?$'",
+            f"not {creation_time_valid(f'{line}.ApproximateCreationDateTime')}",
             "no valid ApproximateCreationDateTime",
         ),
         (

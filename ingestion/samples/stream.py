@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from ingestion.dynamodb.change_order import stream_version
 from ingestion.samples.exports import full_export_time
 from ingestion.samples.items import ACCOUNT, REGION, SAMPLE_TABLES, book_item, items_of, money, n, s
 
@@ -131,8 +132,7 @@ def stream_changes(folder: Path, keys: list[str], ttl_keep: bool) -> list[tuple]
     for path in sorted(folder.glob("*.json.gz")):
         for text in gzip.decompress(path.read_bytes()).decode().splitlines():
             line = json.loads(text)
-            seconds = line["ApproximateCreationDateTime"]
-            version = int(seconds) * 1_000_000 + 999_999
+            version = stream_version(line["ApproximateCreationDateTime"])
             removed = line["eventName"] == "REMOVE"
             ttl = (line.get("userIdentity") or {}).get("principalId") == TTL_IDENTITY["principalId"]
             image = (

@@ -33,6 +33,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ log = logging.getLogger(__name__)
 SUFFIX = ".json.gz"
 _TABLE_IN_ARN = re.compile(r":table/([^/]+)/stream/")
 _EVENTS = ("INSERT", "MODIFY", "REMOVE")
+_UNITS = {"SECOND": 0, "MILLISECOND": 3, "MICROSECOND": 6}  # digits below the second
 
 
 class StreamRecordError(ValueError):
@@ -69,6 +71,35 @@ def table_of(record: dict[str, Any]) -> str:
     return found.group(1)
 
 
+def creation_time(change: dict[str, Any], event_id: str) -> int | str:
+    """``ApproximateCreationDateTime`` as exact epoch seconds: an integer when whole, else the
+    exact decimal text (a float such as ``1767225600.0`` becomes ``1767225600``; Spark would
+    read a JSON float as ``1.7672256E9``). With ``ApproximateCreationDateTimePrecision``
+    (``MILLISECOND`` / ``MICROSECOND``: the value counts those units) it is scaled to seconds."""
+    created = change.get("ApproximateCreationDateTime")
+    if isinstance(created, bool) or not isinstance(created, int | float):
+        raise StreamRecordError(
+            f"record {event_id!r}: dynamodb.ApproximateCreationDateTime must be epoch seconds, "
+            f"got {created!r}"
+        )
+    value = Decimal(repr(created)) if isinstance(created, float) else Decimal(created)
+    precision = change.get("ApproximateCreationDateTimePrecision")
+    if precision is not None:
+        if precision not in _UNITS:
+            raise StreamRecordError(
+                f"record {event_id!r}: unknown ApproximateCreationDateTimePrecision {precision!r}"
+            )
+        value = value.scaleb(-_UNITS[precision])
+    if not value.is_finite() or value < 0 or value >= 10**11:
+        raise StreamRecordError(
+            f"record {event_id!r}: dynamodb.ApproximateCreationDateTime {created!r} is not a "
+            "time in epoch seconds"
+        )
+    if value == value.to_integral_value():
+        return int(value)
+    return format(value.normalize(), "f")
+
+
 def change_line(record: dict[str, Any]) -> dict[str, Any]:
     """One stream record -> one change-file line (export-shaped, plus the stream's fields)."""
     change = record.get("dynamodb")
@@ -84,12 +115,7 @@ def change_line(record: dict[str, Any]) -> dict[str, Any]:
             f"record {record.get('eventID')!r}: needs dynamodb.Keys and a numeric "
             f"dynamodb.SequenceNumber (got {sequence!r})"
         )
-    created = change.get("ApproximateCreationDateTime")
-    if not isinstance(created, int | float) or isinstance(created, bool):
-        raise StreamRecordError(
-            f"record {record.get('eventID')!r}: dynamodb.ApproximateCreationDateTime must be "
-            f"epoch seconds, got {created!r}"
-        )
+    created = creation_time(change, str(record.get("eventID")))
     line: dict[str, Any] = {"Keys": change["Keys"]}
     for image in ("NewImage", "OldImage"):
         if image in change:
@@ -102,6 +128,10 @@ def change_line(record: dict[str, Any]) -> dict[str, Any]:
             "eventID": record.get("eventID"),
         }
     )
+    if "ApproximateCreationDateTimePrecision" in change:
+        line["ApproximateCreationDateTimePrecision"] = change[
+            "ApproximateCreationDateTimePrecision"
+        ]
     if "userIdentity" in record:
         line["userIdentity"] = record["userIdentity"]
     return line

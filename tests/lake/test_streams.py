@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import readers
 
+from ingestion.dynamodb import change_order
 from ingestion.dynamodb.tables import get_table
 from ingestion.lake import ingest, ledger, merge, streams
 from ingestion.samples import exports as sample_exports
@@ -359,3 +360,58 @@ def test_compaction_applies_deletes_and_readers_agree(
         r[0] for r in readers.read_rows(readers.connect(), lakehouse_home, "books", "id")
     )
     assert duckdb_ids == sorted(json.loads(k)[0]["S"] for k in expected)
+
+
+def test_every_creation_time_form_the_writer_accepts_is_ingested_exactly(
+    spark, clean_lakehouse, tmp_path: Path
+) -> None:
+    """A float ApproximateCreationDateTime (1767225600.0, which Spark renders as 1.7672256E9)
+    was accepted by the writer and rejected by the ingest: the stream stalled. Now the writer
+    normalises every form and the ingest reads any JSON number exactly."""
+    books = get_table("books")
+    location = tmp_path / "streams"
+    forms: dict[str, tuple[int | float, str | None]] = {
+        "integer": (1767225600, None),
+        "float": (1767225601.0, None),
+        "fraction": (1767225602.25, None),
+        "millis": (1767225603123, "MILLISECOND"),
+        "micros": (1767225604123456, "MICROSECOND"),
+    }
+    records = []
+    for sequence, (key, (created, precision)) in enumerate(forms.items(), 1):
+        record = sample_stream.stream_record(
+            "books", "INSERT", {"id": {"S": key}}, None, {"id": {"S": key}}, created, sequence
+        )
+        if precision:
+            record["dynamodb"]["ApproximateCreationDateTimePrecision"] = precision
+        records.append(record)
+    write_stream(location, [records])
+    # And a line an older writer left: the float as it was, which Spark reads as 1.7672256E9.
+    legacy = {"Keys": {"id": {"S": "legacy"}}, "NewImage": {"id": {"S": "legacy"}},
+              "SequenceNumber": "9", "ApproximateCreationDateTime": 1767225600.0,
+              "eventName": "INSERT", "eventID": "9"}  # fmt: skip
+    (location / "books" / "20260101T000000Z-legacy.json.gz").write_bytes(
+        gzip.compress((json.dumps(legacy) + "\n").encode())
+    )
+    result = streams.ingest_stream(spark, books, str(location), settle_seconds=0)
+    assert (result.changes, result.rejected) == (len(forms) + 1, 0)
+    versions = {
+        r["id"]: r["_version"]
+        for r in spark.table("lake.staging.books")
+        .where(f"_batch_id = '{result.batch_id}'")
+        .collect()
+    }
+    assert versions == {
+        "integer": 1767225600_999999,
+        "float": 1767225601_999999,
+        "fraction": 1767225602_250999,
+        "millis": 1767225603_123999,
+        "micros": 1767225604_123999,
+        "legacy": 1767225600_999999,
+    }
+    # The expected state (plain Python, samples.live) uses the same rule as the ingest.
+    normalised = {"integer": 1767225600, "float": 1767225601, "fraction": "1767225602.25",
+                  "millis": "1767225603.123", "micros": "1767225604.123456"}  # fmt: skip
+    assert {k: change_order.stream_version(v) for k, v in normalised.items()} == {
+        k: versions[k] for k in normalised
+    }

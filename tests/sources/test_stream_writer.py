@@ -138,3 +138,38 @@ def test_stream_locations_are_validated_before_any_call(uri: str) -> None:
 
     with pytest.raises(LocationError, match="expected s3://BUCKET/KEY"):
         stream_files.store_for(uri, "books")
+
+
+@pytest.mark.parametrize(
+    ("created", "precision", "written"),
+    [
+        (1767225600, None, 1767225600),
+        (1767225600.0, None, 1767225600),  # a float Lambda may carry: integer seconds
+        (1767225602.25, None, "1767225602.25"),  # a fraction: its exact text
+        (1767225603123, "MILLISECOND", "1767225603.123"),
+        (1767225604123456, "MICROSECOND", "1767225604.123456"),
+        (1767225605000, "MILLISECOND", 1767225605),
+    ],
+)
+def test_the_writer_normalises_the_creation_time(created, precision, written) -> None:
+    record = sample_stream.stream_record(
+        "books", "INSERT", {"id": {"S": "a"}}, None, {"id": {"S": "a"}}, created, 1
+    )
+    if precision:
+        record["dynamodb"]["ApproximateCreationDateTimePrecision"] = precision
+    line = stream_writer.change_line(record)
+    assert line["ApproximateCreationDateTime"] == written
+    assert type(line["ApproximateCreationDateTime"]) is type(written)
+
+
+@pytest.mark.parametrize(
+    ("created", "precision"), [(-1, None), (True, None), ("1767225600", None), (1, "NANOSECOND")]
+)
+def test_a_creation_time_that_is_not_one_fails_the_record(created, precision) -> None:
+    record = sample_stream.stream_record(
+        "books", "INSERT", {"id": {"S": "a"}}, None, {"id": {"S": "a"}}, created, 1
+    )
+    if precision:
+        record["dynamodb"]["ApproximateCreationDateTimePrecision"] = precision
+    with pytest.raises(stream_writer.StreamRecordError, match="ApproximateCreationDateTime"):
+        stream_writer.change_line(record)
