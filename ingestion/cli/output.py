@@ -10,6 +10,8 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, TextIO
 
+from pyspark.sql import Row
+
 
 def _cell(value: Any) -> str:
     if value is None:
@@ -18,6 +20,8 @@ def _cell(value: Any) -> str:
         return "0x" + bytes(value).hex()
     if isinstance(value, datetime | date):
         return value.isoformat()
+    if isinstance(value, list | tuple | dict):  # structs (Rows), arrays, maps: as JSON
+        return _json_text(value)
     return str(value)
 
 
@@ -35,6 +39,10 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 
 def _json_value(value: Any) -> Any:
+    """A Spark value as JSON: a struct (a ``Row``, which is a tuple) keeps its field names,
+    decimals keep their digits (as text), binary is hex, nested values are converted too."""
+    if isinstance(value, Row):
+        return {k: _json_value(v) for k, v in value.asDict(recursive=False).items()}
     if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, bytes | bytearray):
@@ -44,8 +52,20 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_json_value(v) for v in value]
     if isinstance(value, dict):
-        return {k: _json_value(v) for k, v in value.items()}
+        return {str(_json_value(k)): _json_value(v) for k, v in value.items()}
     return value
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(_json_value(value), ensure_ascii=False)
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, list | tuple | dict):
+        return _json_text(value)
+    return _json_value(value)
 
 
 def write_rows(
@@ -61,7 +81,7 @@ def write_rows(
         writer = csv.writer(out)
         writer.writerow(headers)
         for row in rows:
-            writer.writerow(["" if v is None else _json_value(v) for v in row])
+            writer.writerow([_csv_cell(v) for v in row])
             count += 1
         return count
     for row in rows:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import subprocess
@@ -123,3 +125,33 @@ def test_processes_share_the_lakehouse(spark, clean_lakehouse, samples) -> None:
     spark.sql(
         "insert into lake.staging.orders select * from lake.staging.orders limit 1"
     )  # still can write
+
+
+NESTED = (
+    "select named_struct('test', cast('abc' as binary)) as m, "
+    "array(named_struct('a', 1), named_struct('a', 2)) as l, "
+    "map('k', named_struct('b', cast(2.50 as decimal(10, 2)))) as mp, "
+    "named_struct('inner', named_struct('ok', true)) as deep"
+)
+
+
+@pytest.mark.slow
+def test_query_prints_structs_with_their_field_names_in_every_format(
+    spark, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A struct is a Spark Row, which is a tuple: json and csv printed it as a list and dropped
+    its field names (an M attribute {"test": <B>} came out as ["616263"])."""
+    expected = {
+        "m": {"test": "616263"},
+        "l": [{"a": 1}, {"a": 2}],
+        "mp": {"k": {"b": "2.50"}},
+        "deep": {"inner": {"ok": True}},
+    }
+    capsys.readouterr()
+    assert cli.main(["query", NESTED, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out.strip()) == expected
+    assert cli.main(["query", NESTED, "--format", "csv"]) == 0
+    header, row = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert dict(zip(header, map(json.loads, row), strict=True)) == expected
+    assert cli.main(["query", NESTED, "--format", "table"]) == 0
+    assert '{"test": "616263"}' in capsys.readouterr().out
