@@ -87,20 +87,26 @@ def _read_json(path: Location) -> dict[str, Any]:
     return value
 
 
-def _data_path(folder: Location, key: str) -> Location:
+def _data_path(folder: Location, key: str, prefix: str) -> Location:
     """Map a manifest's bucket-relative ``dataFileS3Key`` onto the export's folder.
 
     The key is ``<s3Prefix>/AWSDynamoDB/...``; the folder is ``.../AWSDynamoDB/<ExportId>``. The
-    part from ``AWSDynamoDB/`` on is joined to the folder above ``AWSDynamoDB``, so the export
-    can be copied anywhere (a local folder or another prefix) and still be read.
+    key without the summary's ``s3Prefix`` (which may itself hold ``AWSDynamoDB``) is joined to
+    the folder above ``AWSDynamoDB``, so the export can be copied anywhere (a local folder or
+    another prefix) and still be read.
     """
     marker = "AWSDynamoDB/"
-    if marker not in key:
+    prefix = prefix.strip("/")
+    if prefix and key.startswith(prefix + "/"):
+        relative = key[len(prefix) + 1 :]
+    else:
+        relative = key[key.index(marker) :] if marker in key else key
+    if not relative.startswith(marker):
         raise ExportError(f"{folder}: dataFileS3Key {key!r} does not contain {marker!r}")
-    return folder.parent.parent / key[key.index(marker) :]
+    return folder.parent.parent / relative
 
 
-def _read_files(folder: Location) -> list[DataFile]:
+def _read_files(folder: Location, prefix: str) -> list[DataFile]:
     path = folder / "manifest-files.json"
     if not path.is_file():
         raise ExportError(f"{path} is missing: the export is incomplete")
@@ -112,7 +118,7 @@ def _read_files(folder: Location) -> list[DataFile]:
             entry = json.loads(line)
             files.append(
                 DataFile(
-                    path=_data_path(folder, entry["dataFileS3Key"]),
+                    path=_data_path(folder, entry["dataFileS3Key"], prefix),
                     item_count=int(entry["itemCount"]),
                     md5=str(entry["md5Checksum"]),
                 )
@@ -130,6 +136,21 @@ def md5_base64(path: Location) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return base64.b64encode(digest.digest()).decode()
+
+
+def verify_manifest(folder: Location) -> None:
+    """``manifest-files.md5`` (real exports write it: the base64 MD5 of manifest-files.json)
+    must match when it is there: a damaged list of files is refused before it is trusted."""
+    checksum = folder / "manifest-files.md5"
+    if not checksum.is_file():
+        return
+    expected = checksum.read_text().strip()
+    actual = md5_base64(folder / "manifest-files.json")
+    if actual != expected:
+        raise ExportError(
+            f"{folder / 'manifest-files.json'}: MD5 {actual} differs from manifest-files.md5's "
+            f"{expected} (the list of data files is damaged or was edited)"
+        )
 
 
 def verify_files(export: Export) -> None:
@@ -179,7 +200,7 @@ def read_export(folder: str | Path, verify: bool = True) -> Export:
         export_from_time=_parse_time(summary.get("exportFromTime"), "exportFromTime", summary_path),
         export_to_time=_parse_time(summary.get("exportToTime"), "exportToTime", summary_path),
         item_count=int(summary["itemCount"]),
-        files=tuple(_read_files(root)),
+        files=tuple(_read_files(root, str(summary.get("s3Prefix") or ""))),
     )
     if export_type == FULL and export.export_time is None:
         raise ExportError(f"{summary_path}: a full export needs exportTime")
@@ -190,5 +211,6 @@ def read_export(folder: str | Path, verify: bool = True) -> Export:
             f"{export.item_count}"
         )
     if verify:
+        verify_manifest(root)
         verify_files(export)
     return export

@@ -45,6 +45,7 @@ def _rewrite_manifest_md5(folder: Path, data_file: Path) -> None:
             entry["md5Checksum"] = manifest.md5_base64(data_file)
         fixed.append(json.dumps(entry))
     (folder / "manifest-files.json").write_text("\n".join(fixed) + "\n")
+    (folder / "manifest-files.md5").write_text(manifest.md5_base64(folder / "manifest-files.json"))
 
 
 @pytest.fixture

@@ -76,3 +76,33 @@ def test_export_can_be_moved(export: Path, tmp_path: Path) -> None:
     moved = tmp_path / "elsewhere" / "AWSDynamoDB" / export.name
     shutil.copytree(export, moved)
     assert manifest.read_export(moved).item_count == 30
+
+
+def test_a_damaged_list_of_files_is_refused_by_its_md5(export: Path) -> None:
+    listing = export / "manifest-files.json"
+    lines = listing.read_text().splitlines()
+    listing.write_text("\n".join(lines[1:]) + "\n")  # one file fewer, counts adjusted below
+    summary = json.loads((export / "manifest-summary.json").read_text())
+    summary["itemCount"] -= json.loads(lines[0])["itemCount"]
+    (export / "manifest-summary.json").write_text(json.dumps(summary))
+    with pytest.raises(
+        manifest.ExportError, match="manifest-files.json: MD5 .* manifest-files.md5"
+    ):
+        manifest.read_export(export)
+    (export / "manifest-files.md5").unlink()  # an export without it is read as before
+    assert manifest.read_export(export).item_count == summary["itemCount"]
+
+
+def test_a_prefix_that_itself_holds_awsdynamodb(export: Path, tmp_path: Path) -> None:
+    """s3Prefix "backups/AWSDynamoDB/daily": the data files were looked up from the first
+    AWSDynamoDB/ of the key, inside the prefix, and not found."""
+    prefix = "backups/AWSDynamoDB/daily"
+    summary = json.loads((export / "manifest-summary.json").read_text())
+    old_prefix, summary["s3Prefix"] = summary["s3Prefix"], prefix
+    (export / "manifest-summary.json").write_text(json.dumps(summary))
+    listing = export / "manifest-files.json"
+    listing.write_text(listing.read_text().replace(f'"{old_prefix}/', f'"{prefix}/'))
+    (export / "manifest-files.md5").write_text(manifest.md5_base64(listing))
+    result = manifest.read_export(export)
+    assert all(f.path.is_file() for f in result.files)
+    assert sum(f.item_count for f in result.files) == 30
