@@ -44,7 +44,7 @@ def print_status(status: TableStatus) -> None:
     shown = [e for e in entries if e.kind != ledger.STREAM or e in recent]
     print(
         output.format_table(
-            ["committed", "kind", "from", "to", "source"],
+            ["committed", "kind", "from", "to", "source", "merged"],
             [
                 [
                     e.committed_at[:19],
@@ -53,6 +53,7 @@ def print_status(status: TableStatus) -> None:
                     e.end or "",
                     output.short_source(e.source)
                     + (f" ({len(e.file_names)} files)" if e.kind == ledger.STREAM else ""),
+                    "no" if e.batch_id in status.pending else "yes",
                 ]
                 for e in shown
             ],
@@ -66,7 +67,7 @@ def print_status(status: TableStatus) -> None:
         )
     print(
         f"  last applied time: {status.last_applied}; staged rows not merged yet: "
-        f"{status.unmerged_rows} ({status.pending_batches} batch(es)); final rows: "
+        f"{status.unmerged_rows} ({len(status.pending)} batch(es)); final rows: "
         f"{status.final_rows}  (merge log: {names.CATALOG}.{names.STAGING}.{names.MERGE_LOG})"
     )
     print(f"  final table: {status.health}\n" if status.health else "")

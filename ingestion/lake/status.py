@@ -15,7 +15,7 @@ from ingestion.lake import ledger, maintenance, merge_log
 class TableStatus:
     table: str
     entries: list[ledger.Entry]  # the ledger, in commit order
-    pending_batches: int  # staged batches the merge log lacks
+    pending: list[str]  # ids of the staged batches the merge log lacks
     unmerged_rows: int  # their rows
     final_rows: int  # 0 before the first merge
     health: str | None  # the final table's files and snapshots, and its last maintenance
@@ -38,7 +38,7 @@ def table_status(spark: SparkSession, table: str) -> TableStatus:
     return TableStatus(
         table=table,
         entries=ledger.entries(spark, table),
-        pending_batches=len(pending),
+        pending=pending,
         unmerged_rows=unmerged,
         final_rows=final_rows,
         health=maintenance.health(spark, table),

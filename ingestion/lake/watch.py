@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 
 from ingestion.dynamodb import decode, schema_file
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.lake import ingest, maintenance, merge, staging, streams
+from ingestion.lake import ingest, maintenance, merge, merge_log, staging, streams
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +110,8 @@ def only_watch(home: Path, table: str) -> IO[str]:
 def tick(
     spark: SparkSession, table: TableConfig, options: WatchOptions, number: int, merged: int
 ) -> Tick:
-    """One tick: ingest, merge when something was staged (or the final table is missing),
-    maintain every ``maintain_every`` ticks. ``merged`` counts earlier ticks that merged."""
+    """One tick: ingest, merge when the ledger holds batches the merge log lacks (staged now or
+    earlier) or the final table is missing, maintain every ``maintain_every`` ticks. ``merged`` counts earlier ticks that merged."""
     ingested = streams.ingest_stream(
         spark,
         table,
@@ -122,7 +122,13 @@ def tick(
     )
     counts = None
     merge_seconds = 0.0
-    if ingested.files or merge.current_snapshot(spark, table.name) is None:
+    # Also batches staged earlier and never merged (a kill after the staging commit, a tick
+    # whose merge failed): the ledger holds them, the merge log does not.
+    if (
+        ingested.files
+        or merge.current_snapshot(spark, table.name) is None
+        or merge_log.new_batches(spark, table.name)
+    ):
         test = options.test_every > 0 and (merged + 1) % options.test_every == 0
         results, merge_seconds = merge.run_merge(spark, [table], test=test)
         counts = results[0]

@@ -415,3 +415,45 @@ def test_every_creation_time_form_the_writer_accepts_is_ingested_exactly(
     assert {k: change_order.stream_version(v) for k, v in normalised.items()} == {
         k: versions[k] for k in normalised
     }
+
+
+def test_watch_merges_a_batch_staged_but_never_merged_without_new_files(
+    spark, clean_lakehouse, books_export, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A watch killed after its staging commit (or a tick whose merge failed) left a batch the
+    merge log lacks; the next watch saw no new files and never merged it, on a quiet table
+    maybe never, while status showed the batch like any other."""
+    from ingestion.cli import main
+    from ingestion.lake import merge_log
+    from ingestion.lake.watch import WatchOptions, watch
+
+    baseline(spark, books_export)
+    books = get_table("books")
+    location = tmp_path / "streams"
+    image = {"id": {"S": "late"}, "title": {"S": "staged, never merged"}}
+    write_stream(location, [[sample_stream.stream_record(
+        "books", "INSERT", {"id": {"S": "late"}}, None, image, 1769000000, 900)]])  # fmt: skip
+    staged = streams.ingest_stream(spark, books, str(location), settle_seconds=0)
+    assert staged.files == 1 and merge_log.new_batches(spark, "books") == [staged.batch_id]
+    capsys.readouterr()
+    assert main(["status", "--table", "books"]) == 0
+    assert _merged_column(capsys.readouterr().out) == {"FULL": "yes", "STREAM": "no"}
+
+    options = WatchOptions(
+        stream=str(location), interval=0, ticks=1, settle=0, test_every=1, maintain_every=0
+    )
+    lines: list[str] = []
+    ticks = watch(spark, books, options, report=lines.append)
+    assert len(ticks) == 1, lines
+    only = ticks[0]
+    assert (only.files, only.inserted) == (0, 1)  # no new file, and the batch merged
+    assert "late" in {json.loads(k)[0]["S"] for k in final_images(spark)}
+    assert merge_log.new_batches(spark, "books") == []
+    assert main(["status", "--table", "books"]) == 0
+    assert _merged_column(capsys.readouterr().out) == {"FULL": "yes", "STREAM": "yes"}
+
+
+def _merged_column(status: str) -> dict[str, str]:
+    """kind -> the ledger table's "merged" cell, from `status` output."""
+    cells = [[c.strip() for c in line.split("|")[1:-1]] for line in status.splitlines()]
+    return {row[1]: row[-1] for row in cells if len(row) == 6 and row[1] in ("FULL", "STREAM")}
