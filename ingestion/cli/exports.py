@@ -20,14 +20,14 @@ from ingestion.cli.streams import stage_stream
 from ingestion.dynamodb import detect, schema_file
 from ingestion.dynamodb.tables import TableConfig, TableConfigError, get_table
 from ingestion.lake import ledger, spark_config
-from ingestion.lake.ingest import detect_table_schema, ingest_export
+from ingestion.lake.ingest import detect_table_schema, in_time_order, ingest_export
 from ingestion.sources import export_control, manifest
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "ingest",
-        help="stage exports (folders .../AWSDynamoDB/<ExportId>), in order, or stream change files",
+        help="stage exports (folders .../AWSDynamoDB/<ExportId>) in time order, or stream change files",
     )
     add_export_folder_arguments(p)
     add_stream_arguments(p, required=False)
@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "sync",
-        help="ingest the exports in the order given (or export from DynamoDB first), then merge",
+        help="ingest the exports in time order (or export from DynamoDB first), then merge",
     )
     add_export_folder_arguments(p)
     p.add_argument(
@@ -78,7 +78,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def ingest_folders(table: TableConfig, sources: list[str], allow_gap: bool = False) -> int:
-    """Stage export folders in the order given; the summary table; 1 on a count mismatch."""
+    """Stage export folders in time order (whatever order they were given in); the summary
+    table; 1 on a count mismatch."""
+    ordered = in_time_order(sources)
+    if ordered != sources:
+        print("exports given out of order: staged in time order: " + ", ".join(
+            output.short_source(s) for s in ordered
+        ), flush=True)  # fmt: skip
+        sources = ordered
     spark = spark_config.build_spark(f"ingest {table.name}")
     results = []
     for number, source in enumerate(sources, 1):

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -205,3 +206,18 @@ def detect_table_schema(
     file already says (names, types a person chose)."""
     existing = schema_file.load_schema(table.name, declared_keys(table))
     return detect.detect_export(spark, export, table, existing.overrides if existing else None)
+
+
+def in_time_order(sources: list[str]) -> list[str]:
+    """Export folders in the order their data was written: by export time (a full export) or
+    window start (an incremental one), a full export first at equal times. Read from the
+    manifests only (small), before any check of the chain: exports given out of order would
+    otherwise be refused as gaps or overlaps, or applied in the wrong order."""
+
+    def when(source: str) -> tuple[datetime, int]:
+        export = manifest.read_export(source, verify=False)
+        moment = export.export_time or export.export_from_time
+        assert moment is not None  # read_export refuses an export without either
+        return moment, 0 if export.export_type == manifest.FULL else 1
+
+    return sorted(sources, key=when)

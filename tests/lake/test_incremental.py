@@ -250,3 +250,17 @@ def test_newer_full_export_rebaselines(spark, clean_lakehouse, chain, tmp_path: 
     counts = sync(spark, [full])
     assert counts[0].deleted == 5
     assert set(final_rows(spark)) == set(kept)
+
+
+def test_sync_stages_the_exports_it_is_given_in_time_order(
+    spark, clean_lakehouse, chain, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`sync full inc2 inc1 inc3` staged inc2 first and then refused inc1 (as a gap, or with
+    --allow-gap as an overlap) forever. The exports are ordered by their times first."""
+    given = [chain[0], chain[2], chain[1], chain[3]]
+    capsys.readouterr()
+    assert main(["sync", "--table", "orders", *map(str, given)]) == 0
+    assert "exports given out of order: staged in time order" in capsys.readouterr().out
+    staged = [e.source for e in ledger.entries(spark, "orders")]
+    assert staged == [manifest.read_export(c, verify=False).export_arn for c in chain]
+    assert_final_equals(spark, chain)
