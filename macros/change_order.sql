@@ -50,10 +50,17 @@ select max(`_version`) from {{ relation }} where `_operation` = 'snapshot'
 {%- endmacro %}
 
 {#-
-  The full-export baseline: a key's latest change leaves a row when it is not a delete and is not
-  older than the newest full export staged in `staged` (an item missing from that export was
-  deleted before its export time).
+  The full-export baseline, for one change (columns of `change`, or unprefixed without it): the
+  change removes its key's row when it is a delete, or when it is older than `floor`, the version
+  of the newest full export staged (an item missing from that export was deleted before it; none:
+  no full export). The incremental merge and the full build apply the same rule.
 -#}
+{% macro dynamodb_removes_the_row(table, floor, change=none) -%}
+  {%- set prefix = (change ~ '.') if change else '' -%}
+({{ prefix }}`_operation` in {{ dynamodb_delete_operations(table) }}{% if floor is not none %} or {{ prefix }}`_version` < {{ floor }}{% endif %})
+{%- endmacro %}
+
+{#- A key's latest change (columns unprefixed) leaves a row: the baseline rule over `staged`. -#}
 {% macro dynamodb_leaves_a_row(table, staged) -%}
-`_operation` not in {{ dynamodb_delete_operations(table) }} and `_version` >= coalesce(({{ dynamodb_newest_full_export_sql(staged) }}), 0)
+not {{ dynamodb_removes_the_row(table, 'coalesce((' ~ dynamodb_newest_full_export_sql(staged) ~ '), 0)') }}
 {%- endmacro %}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -56,12 +57,12 @@ def run_merge(
     """`dbt run` then `dbt test` for the tables' models; the counts of what changed.
 
     The batches to merge are chosen here, by commit order (ledger minus merge log), passed to
-    dbt as a var, and recorded in the merge log only after `dbt run` succeeded: a crash in
-    between re-applies them next time, which changes nothing (latest change per key wins).
-    ``full_refresh`` rebuilds the final tables from the whole change log (after ``rebuild``);
-    ``test=False`` skips `dbt test` (``watch`` runs it every few ticks, not on every one)."""
-    import json
-
+    dbt as a var, and recorded in the merge log only after `dbt run` and `dbt test` succeeded: a
+    crash or a failed test in between leaves them unrecorded, so the next merge re-applies them
+    (which changes nothing: latest change per key wins) and tests again, failing with the same
+    message until the data or the rule is fixed. ``full_refresh`` rebuilds the final tables from
+    the whole change log (after ``rebuild``); ``test=False`` skips `dbt test` (``watch`` runs it
+    every few ticks, not on every one)."""
     started = time.monotonic()
     ensure_merge_log(spark)
     batches = {t.name: new_batches(spark, t.name) for t in tables}
@@ -69,27 +70,42 @@ def run_merge(
     # Nothing new for a table that exists: no dbt run for it (not even an empty commit).
     to_run = [t for t in tables if full_refresh or batches[t.name] or before[t.name] is None]
     if to_run:
-        try:
-            dbt_invoke(
-                [
-                    "run",
-                    *selector(to_run),
-                    *(["--full-refresh"] if full_refresh else []),
-                    "--vars",
-                    json.dumps({"dynamodb_batches": {t.name: batches[t.name] for t in to_run}}),
-                ]
-            )
-        finally:
-            # The changes a bucketed merge cached (merge_with_delete), in every outcome. dbt's
-            # temporary views live in its own session, the cache in the shared state: clear that
-            # (nothing else of this process is cached across a merge).
-            spark.catalog.clearCache()
+        _dbt_run(spark, to_run, {t.name: batches[t.name] for t in to_run}, full_refresh)
         faults.point("after-merge-commit")
-        record_merged(spark, {t.name: batches[t.name] for t in to_run})
     else:
         log.info("nothing new to merge for %s", ", ".join(t.name for t in tables))
     after = {t.name: current_snapshot(spark, t.name) for t in tables}
     if test:
-        dbt_invoke(["test", *selector(tables)])
+        try:
+            dbt_invoke(["test", *selector(tables)])
+        except DbtError as exc:
+            raise DbtError(
+                f"{exc}. The merged batches are not recorded as merged: the next merge applies "
+                "them again (a no-op) and tests again"
+            ) from exc
+    record_merged(spark, {t.name: batches[t.name] for t in to_run})
     counts = [diff_counts(spark, t, before[t.name], after[t.name]) for t in tables]
     return counts, time.monotonic() - started
+
+
+def _dbt_run(
+    spark: SparkSession,
+    tables: list[TableConfig],
+    batches: dict[str, list[str]],
+    full_refresh: bool,
+) -> None:
+    try:
+        dbt_invoke(
+            [
+                "run",
+                *selector(tables),
+                *(["--full-refresh"] if full_refresh else []),
+                "--vars",
+                json.dumps({"dynamodb_batches": batches}),
+            ]
+        )
+    finally:
+        # The changes a bucketed merge cached (merge_with_delete), in every outcome. dbt's
+        # temporary views live in its own session, the cache in the shared state: clear that
+        # (nothing else of this process is cached across a merge).
+        spark.catalog.clearCache()

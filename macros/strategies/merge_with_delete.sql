@@ -2,7 +2,9 @@
   Incremental strategy `merge_with_delete`: apply the latest change per key to the final table.
 
     - a delete (`_operation` 'delete', or 'ttl_delete' unless the table keeps TTL expiries)
-      deletes the row;
+      deletes the row, and so does a change older than the newest full export staged (the
+      baseline rule, dynamodb_removes_the_row: a late change of an item that export no longer
+      holds never brings it back, as a full build would not);
     - any other change updates the row or inserts it;
     - the version guard: a change not newer than the row (`_version`, then `_sequence`) is ignored (re-runs and
       exports applied out of order never roll a row back, and re-applying a change rewrites
@@ -37,25 +39,26 @@
   {%- endfor -%}
   {%- set quoted = [] -%}
   {%- for column in columns -%}{%- do quoted.append(lakehouse_quote(column)) -%}{%- endfor -%}
-  {%- set deletes = dynamodb_delete_operations(target.identifier) -%}
   {%- set table = target.identifier -%}
   {%- set batches = dynamodb_new_batches(table) if table in var('dynamodb_tables', {}) else [] -%}
   {%- set baseline = dynamodb_baseline_version(table, dynamodb_staging_relation(table), batches) if batches else none -%}
   {%- if baseline is none -%}
     {%- set predicates = predicates + dynamodb_bucket_predicates(table, source, keys[0]) -%}
-  {%- endif %}
+  {%- endif -%}
+  {%- set floor = dynamodb_baseline_version(table, dynamodb_staging_relation(table)) if table in var('dynamodb_tables', {}) else none -%}
+  {%- set removes = dynamodb_removes_the_row(table, floor, 'change') %}
 merge into {{ target }} as target
 using {{ source }} as change
 on {% for key in keys -%}
   target.{{ lakehouse_quote(key) }} = change.{{ lakehouse_quote(key) }}{{ " and " if not loop.last }}
 {%- endfor %}
 {%- for predicate in predicates %} and {{ predicate }}{% endfor %}
-when matched and change.`_operation` in {{ deletes }} and {{ dynamodb_is_newer('change', 'target', or_equal=true) }} then delete
-when matched and change.`_operation` not in {{ deletes }} and {{ dynamodb_is_newer('change', 'target') }} then update set
+when matched and {{ removes }} and {{ dynamodb_is_newer('change', 'target', or_equal=true) }} then delete
+when matched and not {{ removes }} and {{ dynamodb_is_newer('change', 'target') }} then update set
   {% for column in quoted -%}
   target.{{ column }} = change.{{ column }}{{ "," if not loop.last }}
   {% endfor -%}
-when not matched and change.`_operation` not in {{ deletes }} then insert ({{ quoted | join(', ') }})
+when not matched and not {{ removes }} then insert ({{ quoted | join(', ') }})
   values ({% for column in quoted %}change.{{ column }}{{ ", " if not loop.last }}{% endfor %})
 {%- if baseline is not none %}
 when not matched by source and target.`_version` < {{ baseline }} then delete

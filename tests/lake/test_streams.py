@@ -447,7 +447,7 @@ def test_watch_merges_a_batch_staged_but_never_merged_without_new_files(
     assert len(ticks) == 1, lines
     only = ticks[0]
     assert (only.files, only.inserted) == (0, 1)  # no new file, and the batch merged
-    assert "late" in {json.loads(k)[0]["S"] for k in final_images(spark)}
+    assert "late" in final_ids(spark)
     assert merge_log.new_batches(spark, "books") == []
     assert main(["status", "--table", "books"]) == 0
     assert _merged_column(capsys.readouterr().out) == {"FULL": "yes", "STREAM": "yes"}
@@ -457,3 +457,73 @@ def _merged_column(status: str) -> dict[str, str]:
     """kind -> the ledger table's "merged" cell, from `status` output."""
     cells = [[c.strip() for c in line.split("|")[1:-1]] for line in status.splitlines()]
     return {row[1]: row[-1] for row in cells if len(row) == 6 and row[1] in ("FULL", "STREAM")}
+
+
+def test_a_late_change_older_than_the_newest_full_export_never_resurrects_an_item(
+    spark, clean_lakehouse, tmp_path: Path
+) -> None:
+    """F0 holds a and b, F1 (an hour later) only a: b is gone. A stream file arriving late with
+    `MODIFY b` from between the two used to insert b again in the incremental merge (the full
+    build would not), and `dbt test` then failed after the batch was recorded as merged."""
+    from datetime import timedelta
+
+    from ingestion.samples.items import BASE_TIME
+
+    books = get_table("books")
+
+    def item(key: str, title: str) -> dict:
+        return {"id": {"S": key}, "title": {"S": title}}
+
+    f0 = sample_exports.write_items_export(
+        tmp_path / "f0", "books", [item("a", "A"), item("b", "B")], moment=BASE_TIME
+    )
+    f1 = sample_exports.write_items_export(
+        tmp_path / "f1", "books", [item("a", "A")], moment=BASE_TIME + timedelta(hours=1), seed=1
+    )
+    for export in (f0, f1):
+        ingest.ingest_export(spark, books, str(export))
+    merge.run_merge(spark, [books])
+    assert set(final_ids(spark)) == {"a"}
+
+    late = int((BASE_TIME + timedelta(minutes=30)).timestamp())
+    location = tmp_path / "streams"
+    write_stream(location, [[sample_stream.stream_record(
+        "books", "MODIFY", {"id": {"S": "b"}}, item("b", "B"), item("b", "B, late"), late, 7)]])  # fmt: skip
+    streams.ingest_stream(spark, books, str(location), settle_seconds=0)
+    merge.run_merge(spark, [books])  # dbt test included: passes
+    assert set(final_ids(spark)) == {"a"}
+    # and the same as a full build of the same change log
+    merge.run_merge(spark, [books], full_refresh=True)
+    assert set(final_ids(spark)) == {"a"}
+
+
+def final_ids(spark) -> list[str]:
+    return [json.loads(k)[0]["S"] for k in final_images(spark)]
+
+
+def test_a_failed_data_test_leaves_the_batch_unmerged_and_blocks_the_next_merge(
+    spark, clean_lakehouse, books_export, tmp_path: Path
+) -> None:
+    from ingestion.lake import merge_log
+    from ingestion.lake.merge import DbtError
+
+    baseline(spark, books_export)
+    books = get_table("books")
+    # A row the change log does not explain: the final-vs-change-log tests fail on it.
+    spark.sql("insert into lake.lakehouse.books select * from lake.lakehouse.books limit 1")
+    location = tmp_path / "streams"
+    image = {"id": {"S": "new"}, "title": {"S": "t"}}
+    write_stream(location, [[sample_stream.stream_record(
+        "books", "INSERT", {"id": {"S": "new"}}, None, image, 1769000000, 11)]])  # fmt: skip
+    staged = streams.ingest_stream(spark, books, str(location), settle_seconds=0)
+    for _ in range(2):  # the next merge is blocked the same way, with the same message
+        with pytest.raises(DbtError, match="not recorded as merged: the next merge applies"):
+            merge.run_merge(spark, [books])
+        assert merge_log.new_batches(spark, "books") == [staged.batch_id]
+    spark.sql(
+        "delete from lake.lakehouse.books where id in "
+        "(select id from lake.lakehouse.books group by id having count(*) > 1)"
+    )
+    merge.run_merge(spark, [books], full_refresh=True)
+    assert merge_log.new_batches(spark, "books") == []
+    assert "new" in final_ids(spark)
