@@ -31,6 +31,7 @@ from ingestion.config import names
 from ingestion.config.names import quote, quote_table
 from ingestion.dynamodb import change_order
 from ingestion.lake import ledger
+from ingestion.sources.stream_files import still_there
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,47 @@ def snapshot_count(spark: SparkSession, name: str) -> int:
     return spark.table(f"{name}.snapshots").count()
 
 
+def _droppable(entry: ledger.Entry, merged: set[str], cutoff: datetime) -> bool:
+    """A stream batch, merged, committed before the cutoff: its entry may leave the ledger."""
+    return (
+        entry.kind == ledger.STREAM
+        and entry.batch_id in merged
+        and bool(entry.committed_at)
+        and datetime.fromisoformat(entry.committed_at) < cutoff
+    )
+
+
+def _files_still_there(droppable: list[ledger.Entry], table: str) -> list[ledger.Entry]:
+    """The entries among ``droppable`` whose change files are not all gone (a failed delete, a
+    kill before cleanup): they stay in the ledger, or the next ingest would stage those files
+    again. The next ingest deletes such files unstaged; a later maintenance drops the entry."""
+    by_location: dict[str, list[ledger.Entry]] = {}
+    for entry in droppable:
+        by_location.setdefault(entry.source.rsplit("#", 1)[0], []).append(entry)
+    kept = []
+    for location, group in by_location.items():
+        try:
+            there = still_there(location, set().union(*(e.file_names for e in group)))
+        except Exception as exc:  # cannot tell: keep them all (dropping could stage twice)
+            log.warning(
+                "staging.%s: cannot list %s (%s): stream entries kept", table, location, exc
+            )
+            kept += group
+            continue
+        stay = [e for e in group if e.file_names & there]
+        if stay:
+            log.warning(
+                "staging.%s: %d stream batch(es) kept in the ledger: %d of their files are "
+                "still in %s (the next ingest deletes them without staging them)",
+                table,
+                len(stay),
+                len(there),
+                location,
+            )
+        kept += stay
+    return kept
+
+
 def checkpoint_ledger(
     spark: SparkSession, table: str, merged: set[str], cutoff: datetime
 ) -> datetime:
@@ -54,16 +96,10 @@ def checkpoint_ledger(
     Expiry must keep that commit (expire older than at most this time): it holds the entries
     of every commit before it."""
     entries = ledger.entries(spark, table)
-    kept = [
-        e
-        for e in entries
-        if not (
-            e.kind == ledger.STREAM
-            and e.batch_id in merged
-            and e.committed_at
-            and datetime.fromisoformat(e.committed_at) < cutoff
-        )
-    ]
+    kept = [e for e in entries if not _droppable(e, merged, cutoff)]
+    kept += _files_still_there([e for e in entries if _droppable(e, merged, cutoff)], table)
+    position = {id(e): number for number, e in enumerate(entries)}
+    kept.sort(key=lambda e: position[id(e)])  # commit order, as the ledger is read
     name = names.staging_table(table)
     (
         spark.table(name)

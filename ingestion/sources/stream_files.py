@@ -113,3 +113,12 @@ def file_time(name: str) -> str | None:
         return datetime.strptime(name[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).isoformat()
     except ValueError:
         return None
+
+
+def still_there(location: str, names: set[str]) -> set[str]:
+    """Which of the change files ``names`` are still in the stream folder ``location`` (a
+    store's ``location``: ``<root>/<table>`` as a local folder or ``s3://``)."""
+    if not names:
+        return set()
+    root, _, table = location.rstrip("/").rpartition("/")
+    return {f.name for f in store_for(root, table).listing()} & names

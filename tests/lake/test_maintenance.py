@@ -174,3 +174,31 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
             glue.glue_catalog(endpoint, "eu-west-1"), "lakehouse", "books", location
         )
         assert done.created
+
+
+def test_a_stream_batch_stays_in_the_ledger_while_its_files_are_there(
+    spark, clean_lakehouse, tmp_path: Path
+) -> None:
+    """maintain dropped merged stream batches from the ledger after the retention even when
+    their files were still there (a failed delete, a kill before cleanup): the next ingest then
+    staged them again. An entry now goes only once its files are gone."""
+    books = get_table("books")
+    export = sample_exports.write_samples(tmp_path / "exports", ITEMS, SEED, ["books"])["books"]
+    ingest.ingest_export(spark, books, str(export))
+    location = tmp_path / "streams"
+    (batch, *_) = sample_stream.books_stream_records(ITEMS, SEED, changes=10)
+    (written,), _ = write_batch(batch, str(location))
+    kept_copy = Path(written.uri).read_bytes()
+    staged = streams.ingest_stream(spark, books, str(location), settle_seconds=0)
+    merge.run_merge(spark, [books], test=False)
+    Path(written.uri).write_bytes(kept_copy)  # as if its delete had failed
+
+    later = datetime.now(UTC).replace(tzinfo=None) + timedelta(days=2)
+    maintenance.maintain(spark, books, keep_snapshots=1, now=later)
+    assert staged.batch_id in {e.batch_id for e in ledger.entries(spark, "books")}
+    again = streams.ingest_stream(spark, books, str(location), settle_seconds=0)
+    assert (again.files, again.cleaned) == (0, 1)  # deleted unstaged, not staged twice
+    assert not Path(written.uri).exists()
+
+    maintenance.maintain(spark, books, keep_snapshots=1, now=later)
+    assert staged.batch_id not in {e.batch_id for e in ledger.entries(spark, "books")}
