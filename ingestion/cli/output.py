@@ -69,9 +69,11 @@ def _csv_cell(value: Any) -> Any:
 
 
 def write_rows(
-    headers: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str, out: TextIO = sys.stdout
+    headers: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str, out: TextIO | None = None
 ) -> int:
-    """Write rows as table, csv or json (one object per line); return the row count."""
+    """Write rows as table, csv or json (one object per line) to ``out`` (default: the current
+    standard output, looked up at call time); return the row count."""
+    out = out or sys.stdout
     count = 0
     if fmt == "table":
         materialized = list(rows)
