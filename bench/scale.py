@@ -83,6 +83,7 @@ def apply_phase(scratch: Path, folder: Path, changes: int) -> dict:
     from ingestion.lake import ingest, merge
     from ingestion.lake.spark_config import build_spark
     from ingestion.samples import exports as sample_exports
+    from ingestion.samples.items import STATUSES
     from ingestion.sources import manifest
 
     export = manifest.read_export(folder, verify=False)
@@ -109,7 +110,7 @@ def apply_phase(scratch: Path, folder: Path, changes: int) -> dict:
         micros = {"N": str(int((start + timedelta(seconds=1 + i % 3000)).timestamp() * 1e6))}
         line = {"Metadata": {"WriteTimestampMicros": micros}, "Keys": keys, "OldImage": image}
         if i % 10:  # every tenth change a delete
-            line["NewImage"] = dict(image, status={"S": rng.choice(sample_exports.STATUSES)})
+            line["NewImage"] = dict(image, status={"S": rng.choice(STATUSES)})
         lines.append(line)
     incremental = sample_exports.write_export(
         scratch / "exports",
