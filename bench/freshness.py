@@ -137,11 +137,11 @@ def main(argv: list[str] | None = None) -> int:
         watcher.wait(timeout=300)
 
     spark = build_spark("bench freshness results")
-    from ingestion.lake import ledger
+    from ingestion.lake import ledger, merge_log
 
     merged_at = {
         row["batch_id"]: row["micros"] / 1e6
-        for row in spark.table(merge.MERGE_LOG)
+        for row in spark.table(merge_log.MERGE_LOG)
         .selectExpr("batch_id", "unix_micros(merged_at) as micros")
         .collect()
     }
