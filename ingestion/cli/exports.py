@@ -19,7 +19,7 @@ from ingestion.cli.merge import merge_tables
 from ingestion.cli.streams import stage_stream
 from ingestion.dynamodb import detect, schema_file
 from ingestion.dynamodb.tables import TableConfig, TableConfigError, get_table
-from ingestion.lake import ledger, spark_config
+from ingestion.lake import chain, ledger, spark_config
 from ingestion.lake.ingest import detect_table_schema, in_time_order, ingest_export
 from ingestion.sources import export_control, manifest
 
@@ -94,6 +94,8 @@ def ingest_folders(table: TableConfig, sources: list[str], allow_gap: bool = Fal
         results.append(ingest_export(spark, table, source, allow_gap))
     output.print_ingest_results(results)
     for r in results:
+        if r.chain_note:
+            print(r.chain_note)
         for change in r.schema_changes:
             print(f"{r.table}: {change}")
     drift = [d for r in results for d in r.drift]
@@ -130,7 +132,7 @@ def export_from_dynamodb(
             "(table_arn / export_to in dbt_project.yml, or --table-arn / --to)"
         )
     spark = spark_config.build_spark(f"export {table.name}")
-    last_end = ledger.last_export_end(ledger.entries(spark, table.name))
+    last_end = chain.last_export_end(ledger.entries(spark, table.name))
     folders = export_control.run_exports(
         _dynamodb_client(),
         table_arn,

@@ -70,6 +70,11 @@ def print_status(status: TableStatus) -> None:
         f"{status.unmerged_rows} ({len(status.pending)} batch(es)); final rows: "
         f"{status.final_rows}  (merge log: {names.CATALOG}.{names.STAGING}.{names.MERGE_LOG})"
     )
+    for gap in status.gaps:
+        print(
+            f"  open gap: {gap.start.isoformat()} -> {gap.end.isoformat()} (no export covers it: "
+            "ingest an incremental export of that window to fill it)"
+        )
     print(f"  final table: {status.health}\n" if status.health else "")
 
 

@@ -88,7 +88,12 @@ def change_columns(
 ) -> tuple[F.Column, F.Column]:
     """(``_operation``, ``_version``) of a line. Full export: ``snapshot`` at the export time.
     Incremental: insert (NewImage only), update (both), delete (OldImage or Keys only), or
-    ``upsert`` for a NEW_IMAGE export's NewImage; the version is ``WriteTimestampMicros``."""
+    ``upsert`` for a NEW_IMAGE export's NewImage, at ``version_micros``: the end of the export's
+    window (``manifest.Export.version_micros``), not the line's ``WriteTimestampMicros``. A
+    stream change's version is only an upper bound of its write time (the end of its second),
+    so a stream change written in the same second before the export's last write of the item
+    would beat the write time; it never beats the window's end unless it was made at or after
+    it. ``WriteTimestampMicros`` is still checked: a line without it is damaged."""
     if full:
         return F.lit(SNAPSHOT), F.lit(version_micros).cast("bigint")
     written_new = "'upsert'" if new_image_only else "'insert'"
@@ -98,7 +103,7 @@ def change_columns(
     )
     written = "`_line`.Metadata.WriteTimestampMicros.N"
     version = F.expr(
-        f"case when {written} rlike '^[0-9]{{1,18}}$' then cast({written} as bigint) else "
+        f"case when {written} rlike '^[0-9]{{1,18}}$' then cast({version_micros} as bigint) else "
         f"{fail('a change has no valid Metadata.WriteTimestampMicros in ')} end"
     )
     return operation, version

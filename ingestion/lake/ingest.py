@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from ingestion.dynamodb import detect, schema_file, type_rules, typed_columns, types
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.lake import ledger, staging
+from ingestion.lake import chain, ledger, staging
 from ingestion.lake.drift import Drift
 from ingestion.sources import manifest
 
@@ -36,6 +36,7 @@ class IngestResult:
     seconds: float
     drift: tuple[Drift, ...] = ()
     schema_changes: tuple[str, ...] = field(default=())
+    chain_note: str | None = None  # an overlap with the full export, a gap left or filled
 
 
 def declared_keys(table: TableConfig) -> dict[str, types.ColumnType]:
@@ -165,7 +166,7 @@ def ingest_export(
         return IngestResult(
             table.name, export.export_arn, 0, export.item_count, True, time.monotonic() - started
         )
-    ledger.check_chain(applied, export, allow_gap)
+    chain_note = chain.check_chain(applied, export, allow_gap)
     check_line_counts(spark, export)
     current, changes = table_schema(spark, table, export)
     batch, added = stage_with_evolution(
@@ -186,6 +187,7 @@ def ingest_export(
         seconds=time.monotonic() - started,
         drift=batch.drift,
         schema_changes=tuple(changes),
+        chain_note=chain_note,
     )
     if batch.rows != export.item_count:
         # Reached only if the data files hold other lines than the manifest counts.
@@ -209,14 +211,16 @@ def detect_table_schema(
 
 
 def in_time_order(sources: list[str]) -> list[str]:
-    """Export folders in the order their data was written: by export time (a full export) or
-    window start (an incremental one), a full export first at equal times. Read from the
-    manifests only (small), before any check of the chain: exports given out of order would
-    otherwise be refused as gaps or overlaps, or applied in the wrong order."""
+    """Export folders in the order of the time their data reaches: the export time (a full
+    export) or the window's end (an incremental one), a full export first at equal times. The
+    end, not the start: the first window may start just before the full export it follows
+    (``lake.chain``). Read from the manifests only (small), before any check of the chain:
+    exports given out of order would otherwise be refused as gaps or overlaps, or applied in the
+    wrong order."""
 
     def when(source: str) -> tuple[datetime, int]:
         export = manifest.read_export(source, verify=False)
-        moment = export.export_time or export.export_from_time
+        moment = export.export_time or export.export_to_time
         assert moment is not None  # read_export refuses an export without either
         return moment, 0 if export.export_type == manifest.FULL else 1
 

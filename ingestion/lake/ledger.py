@@ -2,9 +2,8 @@
 
 Each staging commit carries its ledger entry in its Iceberg snapshot summary (the same commit as
 its rows: a crash can never leave one without the other). ``rebuild`` carries every entry into
-its own commit (``dynamodb-lakehouse.ledger``). The chain rule of DynamoDB exports is checked here
-before anything is staged: the first incremental starts at the full export's ``exportTime``,
-each next one at the previous ``exportToTime``.
+its own commit (``dynamodb-lakehouse.ledger``). ``lake.chain`` reads it to check that an export
+continues the table's chain of exports.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import names
-from ingestion.sources.manifest import FULL, Export, ExportError
+from ingestion.sources.manifest import FULL, Export
 
 PREFIX = "dynamodb-lakehouse."
 SOURCE, BATCH, KIND, TABLE_ARN, START, END = (
@@ -27,10 +26,6 @@ LEDGER = PREFIX + "ledger"  # JSON list of every entry, written by a rebuild
 MAINTAINED = PREFIX + "maintained"  # on the ledger checkpoint `maintain` commits
 FILES = PREFIX + "files"  # a stream batch: its change files, one name per line
 STREAM = "STREAM"  # the kind of a batch of stream change files
-
-
-class ChainError(ExportError):
-    """An export does not continue the table's chain of exports; nothing was staged."""
 
 
 @dataclass(frozen=True)
@@ -135,52 +130,3 @@ def staged_files(ledger: list[Entry], location: str) -> set[str]:
         if e.kind == STREAM and e.source.startswith(location + "#")
         for name in e.file_names
     }
-
-
-def last_export_end(ledger: list[Entry]) -> datetime | None:
-    """Where the next incremental export starts: the end of the last applied export."""
-    ends = [e.end for e in ledger if e.kind in (FULL, "INCREMENTAL_EXPORT") and e.end]
-    return datetime.fromisoformat(max(ends)) if ends else None
-
-
-def check_chain(ledger: list[Entry], export: Export, allow_gap: bool = False) -> None:
-    """Refuse an export that does not continue the chain (naming expected and found times)."""
-    where = f"{export.folder}: {export.export_type} {export.export_id}"
-    applied = [e for e in ledger if e.kind in (FULL, "INCREMENTAL_EXPORT")]
-    if applied and applied[-1].table_arn and export.table_arn != applied[-1].table_arn:
-        raise ChainError(
-            f"{where} is an export of {export.table_arn}, but this table's exports come from "
-            f"{applied[-1].table_arn}: nothing staged"
-        )
-    last_end = max((e.end for e in applied if e.end), default=None)
-    if export.export_type == FULL:
-        found = _iso(export.export_time)
-        if last_end and found and found < last_end:
-            raise ChainError(
-                f"{where} is a full export at {found}, older than the changes already applied "
-                f"(up to {last_end}): applying it would roll the table back; nothing staged"
-            )
-        return
-    found = _iso(export.export_from_time)
-    if last_end is None:
-        if allow_gap:
-            return
-        raise ChainError(
-            f"{where} starts at {found}, but the table has no full export yet: ingest the full "
-            "export whose exportTime starts the chain first (or pass --allow-gap to accept "
-            "the missing history); nothing staged"
-        )
-    if found == last_end:
-        return
-    if found and found > last_end:
-        if allow_gap:
-            return
-        raise ChainError(
-            f"{where} leaves a gap: expected exportFromTime {last_end} (the end of the last "
-            f"applied export), found {found}. Ingest the missing export first, or pass "
-            "--allow-gap to accept the gap; nothing staged"
-        )
-    raise ChainError(
-        f"{where} overlaps what is applied: expected exportFromTime {last_end}, found {found} "
-        "(an export applied out of order, or twice under another id); nothing staged"
-    )

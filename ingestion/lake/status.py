@@ -8,7 +8,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import names
-from ingestion.lake import ledger, maintenance, merge_log
+from ingestion.lake import chain, ledger, maintenance, merge_log
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,11 @@ class TableStatus:
     @property
     def last_applied(self) -> str:
         return max((e.end for e in self.entries if e.end), default="never")
+
+    @property
+    def gaps(self) -> list[chain.Window]:
+        """Gaps left in the chain of exports with ``--allow-gap`` and not filled yet."""
+        return chain.open_gaps(self.entries)
 
 
 def table_status(spark: SparkSession, table: str) -> TableStatus:

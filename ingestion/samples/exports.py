@@ -83,6 +83,23 @@ def write_items_export(
     return write_export(out, table, [iter(()), _lines(iter(items))], moment, rng)
 
 
+def write_incremental_export(
+    out: Path,
+    table: str,
+    lines: list[dict[str, Any]],
+    window: tuple[datetime, datetime],
+    view: str = "NEW_AND_OLD_IMAGES",
+    seed: int = 0,
+) -> Path:
+    """An incremental export of the given lines (``Metadata``/``Keys``/``NewImage``/``OldImage``)
+    over ``window`` (from, to), written five minutes after its end, in AWS's layout."""
+    rng = random.Random(f"{seed}-{table}-incremental")
+    start, end = window
+    return write_export(
+        out, table, [iter(lines)], end + timedelta(minutes=5), rng, window=(start, end, view)
+    )
+
+
 def _write_data_files(
     data: Path, data_key: str, partitions: list[Iterator[dict[str, Any]]], rng: random.Random
 ) -> tuple[list[dict[str, Any]], int, int]:

@@ -33,7 +33,7 @@ def live_items(
                     if "Item" in line:
                         version, image, identity = export.version_micros, line["Item"], line["Item"]
                     else:
-                        version = int(line["Metadata"]["WriteTimestampMicros"]["N"])
+                        version = export.version_micros  # the end of its window
                         image, identity = line.get("NewImage"), line["Keys"]
                     key = json.dumps([identity[k] for k in keys])
                     changes.append(((version, ""), key, image))

@@ -88,10 +88,13 @@ class Request:
 
 
 def incremental_windows(last_end: datetime, now: datetime) -> list[Window]:
-    """Windows from ``last_end`` up to ``now`` rounded down to its 15-minute slot: each at most
-    24 hours; a remainder shorter than 15 minutes is left for the next run."""
+    """Windows from ``last_end`` rounded down to its whole minute up to ``now`` rounded down to
+    its 15-minute slot: each at most 24 hours; a remainder shorter than 15 minutes is left for the
+    next run. Rounding the start down makes the first window after a full export (whose time has
+    milliseconds) overlap it by under a minute instead of leaving a gap: the overlap changes
+    nothing (``lake.chain``), and windows on whole minutes are what AWS's own windows look like."""
     windows = []
-    start = last_end
+    start = last_end.replace(second=0, microsecond=0)
     until = slot_start(now)
     while until - start >= MIN_WINDOW:
         end = min(start + MAX_WINDOW, until)

@@ -58,10 +58,18 @@ class Export:
 
     @property
     def version_micros(self) -> int:
-        """The version of a full export's rows: its export time, in microseconds."""
-        moment = self.export_time or self.export_to_time
-        assert moment is not None
-        return int(moment.timestamp()) * 1_000_000 + moment.microsecond
+        """The version of the export's rows, in microseconds: a full export's time; for an
+        incremental export the last microsecond of its window (``exportToTime`` is exclusive),
+        because each of its lines is the item's state at the end of the window (AWS compacts a
+        window to each item's last write), whatever the line's ``WriteTimestampMicros``."""
+        if self.export_time is not None:
+            return _micros(self.export_time)
+        assert self.export_to_time is not None
+        return _micros(self.export_to_time) - 1
+
+
+def _micros(moment: datetime) -> int:
+    return int(moment.timestamp()) * 1_000_000 + moment.microsecond
 
 
 def _parse_time(value: Any, field: str, where: Location) -> datetime | None:

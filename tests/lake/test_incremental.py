@@ -22,6 +22,7 @@ from ingestion.cli import main
 from ingestion.dynamodb import schema_file
 from ingestion.dynamodb.tables import get_table
 from ingestion.lake import ingest, ledger, merge
+from ingestion.lake.chain import ChainError
 from ingestion.samples import exports as sample_exports
 from ingestion.samples import orders_chain
 from ingestion.sources import manifest
@@ -54,7 +55,7 @@ def expected_items(exports: list[Path]) -> dict[tuple[str, str], dict]:
                 if "Item" in line:
                     changes.append((export.version_micros, _key(line["Item"]), line["Item"]))
                 else:
-                    version = int(line["Metadata"]["WriteTimestampMicros"]["N"])
+                    version = export.version_micros  # the end of its window
                     changes.append((version, _key(line["Keys"]), line.get("NewImage")))
         if export.export_type == manifest.FULL:  # a full export is the whole table
             state = {}
@@ -118,7 +119,7 @@ def test_out_of_order_export_is_refused_then_applied_in_order(
 ) -> None:
     sync(spark, chain[:2])
     before = final_rows(spark)
-    with pytest.raises(ledger.ChainError) as failure:
+    with pytest.raises(ChainError) as failure:
         ingest.ingest_export(spark, get_table("orders"), str(chain[3]))
     message = str(failure.value)
     third = manifest.read_export(chain[3], verify=False)
@@ -133,7 +134,7 @@ def test_out_of_order_export_is_refused_then_applied_in_order(
 
     sync(spark, chain[2:])
     assert_final_equals(spark, chain)
-    with pytest.raises(ledger.ChainError, match="overlaps"):
+    with pytest.raises(ChainError, match="overlaps"):
         # the same window again under another export id: refused
         copy = sample_exports.write_export(
             chain[0].parent.parent.parent,
@@ -150,7 +151,7 @@ def test_export_of_another_table_and_gaps_are_refused_unless_allowed(
     spark, clean_lakehouse, chain, tmp_path: Path, capsys
 ) -> None:
     orders = get_table("orders")
-    with pytest.raises(ledger.ChainError, match="no full export yet"):
+    with pytest.raises(ChainError, match="no full export yet"):
         ingest.ingest_export(spark, orders, str(chain[1]))
     books = sample_exports.write_samples(tmp_path, 5, 1, ["books"])["books"]
     ingest.ingest_export(spark, orders, str(chain[0]))
@@ -158,7 +159,7 @@ def test_export_of_another_table_and_gaps_are_refused_unless_allowed(
     status = capsys.readouterr().out
     assert "orders: 1 source(s) in the ledger" in status
     assert f"staged rows not merged yet: {ITEMS} (1 batch(es)); final rows: 0" in status
-    with pytest.raises(ledger.ChainError, match="table/books"):
+    with pytest.raises(ChainError, match="table/books"):
         ingest.ingest_export(spark, orders, str(books))
     result = ingest.ingest_export(spark, orders, str(chain[2]), allow_gap=True)
     assert result.rows > 0
@@ -263,4 +264,65 @@ def test_sync_stages_the_exports_it_is_given_in_time_order(
     assert "exports given out of order: staged in time order" in capsys.readouterr().out
     staged = [e.source for e in ledger.entries(spark, "orders")]
     assert staged == [manifest.read_export(c, verify=False).export_arn for c in chain]
+    assert_final_equals(spark, chain)
+
+
+def _full_items(folder: Path) -> list[dict]:
+    export = manifest.read_export(folder, verify=False)
+    return [
+        json.loads(text)["Item"]
+        for data_file in export.files
+        for text in gzip.decompress(data_file.path.read_bytes()).decode().splitlines()
+    ]
+
+
+def test_the_first_incremental_may_overlap_the_full_export(
+    spark, clean_lakehouse, chain, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Real windows fall on whole minutes; a full export's time has milliseconds. The first
+    incremental starting just before it (the loss-free choice) was refused as an overlap."""
+    full = manifest.read_export(chain[0], verify=False)
+    start = full.export_time.replace(second=0, microsecond=0)
+    assert start < full.export_time
+    before, changed = _full_items(chain[0])[:2]
+    newer = {**changed, "status": {"S": "changed after the export"}}
+
+    def line(old: dict, new: dict, written) -> dict:
+        micros = int(written.timestamp()) * 1_000_000 + written.microsecond
+        keys = {k: new[k] for k in ("customer_id", "order_id")}
+        return {"Metadata": {"WriteTimestampMicros": {"N": str(micros)}}, "Keys": keys,
+                "OldImage": old, "NewImage": new}  # fmt: skip
+
+    inc = sample_exports.write_incremental_export(
+        tmp_path,
+        "orders",
+        [
+            line(before, before, full.export_time - timedelta(milliseconds=100)),  # in the overlap
+            line(changed, newer, full.export_time + timedelta(minutes=5)),
+        ],
+        (start, start + timedelta(hours=1)),
+    )
+    capsys.readouterr()
+    assert main(["sync", "--table", "orders", str(chain[0]), str(inc)]) == 0
+    out = capsys.readouterr().out
+    assert "overlaps the full export" in out and "change nothing" in out
+    assert_final_equals(spark, [chain[0], inc])
+    assert final_rows(spark)[_key(newer)]["status"] == "changed after the export"
+
+
+def test_an_export_fills_a_gap_left_with_allow_gap(
+    spark, clean_lakehouse, chain, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`sync full inc2 --allow-gap` leaves the gap inc1 covers; inc1 given later was refused as
+    an overlap forever. It fills the gap; status lists the gap while it is open."""
+    assert main(["sync", "--table", "orders", "--allow-gap", str(chain[0]), str(chain[2])]) == 0
+    first = manifest.read_export(chain[1], verify=False)
+    assert "leaves a gap" in capsys.readouterr().out
+    assert main(["status", "--table", "orders"]) == 0
+    gap = f"open gap: {first.export_from_time.isoformat()} -> {first.export_to_time.isoformat()}"
+    assert gap in capsys.readouterr().out
+    assert main(["sync", "--table", "orders", str(chain[1]), str(chain[3])]) == 0
+    assert "fills the gap" in capsys.readouterr().out
+    assert main(["status", "--table", "orders"]) == 0
+    assert "open gap" not in capsys.readouterr().out
     assert_final_equals(spark, chain)

@@ -15,13 +15,13 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from ingestion import cli
-from ingestion.lake import ledger
+from ingestion.lake import chain, ledger
 from ingestion.sources import export_control as exports
 from ingestion.sources import manifest
 from ingestion.sources.manifest import FULL, INCREMENTAL, ExportError
 
 ARN = "arn:aws:dynamodb:eu-west-1:123456789012:table/orders"
-T = datetime(2026, 3, 1, 10, 7, 30, tzinfo=UTC)
+T = datetime(2026, 3, 1, 10, 7, tzinfo=UTC)  # incremental windows start on whole minutes
 
 
 def stubbed():
@@ -29,6 +29,15 @@ def stubbed():
         "dynamodb", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
     return client, Stubber(client)
+
+
+def test_the_first_window_after_a_full_export_overlaps_it_by_under_a_minute() -> None:
+    """A full export's time has milliseconds; windows start on a whole minute before it (a
+    window starting after it would leave a gap, and AWS's windows fall on whole minutes)."""
+    full_time = T + timedelta(minutes=3, seconds=50, milliseconds=622)  # 10:10:50.622
+    windows = exports.incremental_windows(full_time, full_time + timedelta(hours=2))
+    assert windows[0].start == datetime(2026, 3, 1, 10, 10, tzinfo=UTC)
+    assert all(w.start.second == 0 and w.start.microsecond == 0 for w in windows)
 
 
 def test_windows_split_a_backlog_and_leave_a_short_remainder() -> None:
@@ -160,10 +169,12 @@ def test_the_next_window_starts_where_the_ledger_ends(spark, clean_lakehouse, sa
 
     ingest_export(spark, get_table("orders"), str(samples["orders"]))
     export_time = manifest.read_export(samples["orders"], verify=False).export_time
-    last_end = ledger.last_export_end(ledger.entries(spark, "orders"))
+    last_end = chain.last_export_end(ledger.entries(spark, "orders"))
     assert last_end == export_time
     requests = exports.plan(ARN, "b", "p", INCREMENTAL, last_end, last_end + timedelta(hours=2))
-    assert requests[0].window is not None and requests[0].window.start == export_time
+    # the minute the export was taken in: an overlap of under a minute, never a gap
+    assert requests[0].window is not None
+    assert requests[0].window.start == export_time.replace(second=0, microsecond=0)
 
 
 def test_export_needs_an_arn_and_a_destination(capsys) -> None:
