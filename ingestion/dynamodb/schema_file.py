@@ -79,6 +79,8 @@ def read_schema_file(path: Path, table: str, keys: dict[str, ColumnType]) -> Sch
                 raise SchemaError(
                     f"{where}: a key of this table's declared type can't be {key.sql()}"
                 )
+            if keys[name].kind == "number" and key.kind == "string":
+                key = keys[name]  # a numeric key in a string column: its canonical text
             typed[name] = Attribute(name, column, key, key=True, info=_info(entry))
         elif "type" in entry:
             column_type = parse_type(str(entry["type"]), entry, where)

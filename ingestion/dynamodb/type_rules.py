@@ -218,16 +218,18 @@ def key_type(
         return ColumnType("binary"), info
     if descriptor == "N" and descriptor in types:
         info.update(_number_info(types["N"]))
-        number = number_type(types["N"])
-        if number == STRING:
-            raise SchemaError(
-                f"table {table}: key attribute {name!r} holds numbers no decimal(38,s) can hold exactly"
-            )
-        return number, info
-    return ColumnType("decimal", 38, 0), info
+    return NUMBER_KEY, info
+
+
+# Decision: a numeric key's column holds its canonical exact text (``values.canonical_number``),
+# never a type guessed from the first export: ids 1 and 2 made it bigint, and a later valid key
+# 2.5 then failed its whole batch. No decimal(38,s) holds every number DynamoDB accepts (38
+# digits, exponents -130..+125), and a key must hold every one. Athena: ``where id = '42'``, or
+# ``cast(id as decimal(38,0))`` for arithmetic.
+NUMBER_KEY = ColumnType("number")
 
 
 def key_types(table_keys: list[tuple[str, str]]) -> dict[str, ColumnType]:
-    """Declared key types before detection (N: decimal(38,0) unless a schema file says more)."""
-    mapping = {"S": STRING, "B": ColumnType("binary"), "N": ColumnType("decimal", 38, 0)}
+    """Declared key types before detection (N: its canonical exact text)."""
+    mapping = {"S": STRING, "B": ColumnType("binary"), "N": NUMBER_KEY}
     return {name: mapping[descriptor] for name, descriptor in table_keys}

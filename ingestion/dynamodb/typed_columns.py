@@ -14,6 +14,7 @@ from ingestion.dynamodb.decode import fail
 from ingestion.dynamodb.types import Attribute, ColumnType, Schema
 from ingestion.dynamodb.values import (
     DESCRIPTORS,
+    canonical_number,
     descriptor,
     field,
     fits_decimal,
@@ -67,6 +68,8 @@ def typed(value: str, column_type: ColumnType, depth: int = 0) -> str:
     if kind == "bigint":
         number = field(value, "N")
         return f"case when {fits_long(number)} then cast(cast({number} as decimal(38,0)) as bigint) end"
+    if kind == "number":
+        return canonical_number(field(value, "N"))
     if kind == "decimal":
         number = field(value, "N")
         fitted = fits_decimal(number, column_type.precision, column_type.scale)

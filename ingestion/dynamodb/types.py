@@ -59,7 +59,14 @@ SIMPLE_TYPES = {
     "M": "string",
     "L": "string",
 }
-_KEY_KINDS = {"string": ("string",), "binary": ("binary",), "decimal": ("bigint", "decimal")}
+# A numeric key is ``number`` (its canonical exact text, in a string column); a schema file
+# written before that may still type it bigint or decimal (then a key that does not fit is a
+# damaged line).
+_KEY_KINDS = {
+    "string": ("string",),
+    "binary": ("binary",),
+    "number": ("number", "string", "bigint", "decimal"),
+}
 _DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 
 
@@ -69,7 +76,7 @@ class SchemaError(ValueError):
 
 @dataclass(frozen=True)
 class ColumnType:
-    kind: str  # string, boolean, binary, bigint, decimal, struct, array
+    kind: str  # string, boolean, binary, bigint, decimal, struct, array; number (a key)
     precision: int = 0
     scale: int = 0
     fields: tuple[StructField, ...] = ()
@@ -81,6 +88,8 @@ class ColumnType:
         if self.kind == "array":
             assert self.element is not None
             return f"array<{self.element.sql()}>"
+        if self.kind == "number":  # a numeric key's canonical exact text
+            return "string"
         if self.kind == "struct":
             return (
                 "struct<" + ",".join(f"{quote(f.column)}:{f.type.sql()}" for f in self.fields) + ">"

@@ -120,6 +120,34 @@ def fraction_digits(text: str) -> str:
     )
 
 
+def canonical_number(text: str) -> str:
+    """A number's exact text in one form per value, as DynamoDB compares numbers: no exponent,
+    no leading or trailing zero, no sign on zero (``2.50`` and ``25E-1`` -> ``2.5``, ``1E+3`` ->
+    ``1000``, ``-0`` -> ``0``). Null when ``text`` is not a number DynamoDB accepts (up to 38
+    significant digits, magnitude from 1E-130 to under 1E+126). For numeric keys: any key DynamoDB
+    holds has exactly one such text, so equal keys are equal texts."""
+    whole = f"regexp_extract(num, {_NUMBER}, 1)"
+    digits = f"concat({whole}, regexp_extract(num, {_NUMBER}, 2))"
+    exponent = f"coalesce(cast(nullif(regexp_extract(num, {_NUMBER}, 3), '') as int), 0)"
+    significant = f"regexp_replace({digits}, '^0+', '')"
+    parts = (
+        f"named_struct('d', regexp_replace({significant}, '0+$', ''), "
+        f"'p', length({whole}) + {exponent} - (length({digits}) - length({significant})), "
+        "'s', case when startswith(num, '-') then '-' else '' end)"
+    )
+    plain = (
+        "case when x.p >= length(x.d) then concat(x.d, repeat('0', x.p - length(x.d))) "
+        "when x.p > 0 then concat(substr(x.d, 1, x.p), '.', substr(x.d, x.p + 1)) "
+        "else concat('0.', repeat('0', -x.p), x.d) end"
+    )
+    formatted = (
+        f"transform(array({parts}), x -> case when x.d = '' then '0' "
+        f"when length(x.d) <= 38 and x.p between -129 and 126 then concat(x.s, {plain}) end)[0]"
+    )
+    valid = f"coalesce(num rlike {_NUMBER} and num rlike '[0-9]', false)"
+    return _bound(text, f"case when {valid} then {formatted} end")
+
+
 def _bound(text: str, body: str) -> str:
     """``body`` (over ``num``) with ``num`` bound to ``text``: a one-element ``transform``. Spark
     evaluates a lambda interpreted, so the generated code holds a reference, not the body: an

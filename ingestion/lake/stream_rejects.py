@@ -7,18 +7,32 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from ingestion.config import names
+from ingestion.dynamodb import schema_file, type_rules
 from ingestion.dynamodb.decode import creation_time_valid
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.dynamodb.values import sql_string
+from ingestion.dynamodb.typed_columns import typed
+from ingestion.dynamodb.types import ColumnType
+from ingestion.dynamodb.values import parse_item, sql_string
+
+
+def key_types(table: TableConfig) -> dict[str, ColumnType]:
+    """Each key's column type: the schema file's, else the declared one."""
+    declared = type_rules.key_types([(k.name, k.descriptor) for k in table.keys])
+    existing = schema_file.load_schema(table.name, declared)
+    typed_keys = existing.typed if existing else {}
+    return {n: typed_keys[n].type if n in typed_keys else t for n, t in declared.items()}
 
 
 def reject_reason(table: TableConfig) -> F.Column:
-    """Why a change-file line (``value``) cannot be staged, or null when it can."""
+    """Why a change-file line (``value``) cannot be staged, or null when it can: a key that its
+    column cannot hold (a number beyond a bigint key column an older schema file set) included,
+    so ``--max-rejects`` can set such a line aside instead of the whole batch failing."""
     line = (
         "from_json(value, 'eventName string, Keys string, NewImage string, "
         "ApproximateCreationDateTime string, SequenceNumber string')"
     )
     keys = f"from_json({line}.Keys, 'map<string, map<string, string>>')"
+    item_keys = parse_item(f"{line}.Keys")
     checks = [
         (
             "get_json_object(value, '$') is null or ltrim(value) not like '{%'",
@@ -31,6 +45,13 @@ def reject_reason(table: TableConfig) -> F.Column:
                 f"Keys lacks {k.name!r} of type {k.descriptor}",
             )
             for k in table.keys
+        ],
+        *[
+            (
+                f"{typed(f'{item_keys}[{sql_string(name)}]', column)} is null",
+                f"Keys' {name!r} is not a value its {column.sql()} column holds",
+            )
+            for name, column in key_types(table).items()
         ],
         (
             f"coalesce({line}.eventName, '') not in ('INSERT', 'MODIFY', 'REMOVE')",

@@ -150,3 +150,19 @@ def test_struct_decoding_flags_unknown_and_misfit_fields(spark) -> None:
     for value, row in zip(cases, rows, strict=True):
         want = expected(value, parsed)
         assert (want is DRIFT) == (not row["ok"])
+
+
+def test_canonical_number_is_one_text_per_value(spark) -> None:
+    from decimal import Decimal, localcontext
+
+    texts = ["2.5", "2.50", "25E-1", "1", "1.0", "1E+3", "-0.0012", "12e-3", "0", "-0", "0.000",
+             "1e125", "1E-130", ".5", "5.", "-1.5e2", "98765432109876543210.0123456789"]  # fmt: skip
+    refused = ["1" * 39, "abc", "", "1e126", "1e-131", "-", "1e"]
+    frame = spark.createDataFrame([(t,) for t in texts + refused], "t string")
+    got = dict(frame.select("t", F.expr(values.canonical_number("t"))).collect())
+    with localcontext() as exact:
+        exact.prec = 60
+        for text in texts:
+            want = format(Decimal(text).normalize(), "f") if Decimal(text) else "0"
+            assert got[text] == want, text
+    assert [got[t] for t in refused] == [None] * len(refused)

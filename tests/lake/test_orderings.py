@@ -5,6 +5,7 @@ incremental exports together, and chains of exports with gaps, fillings and over
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from ingestion.dynamodb.tables import get_table
-from ingestion.lake import ingest, merge, streams
+from ingestion.lake import ingest, merge, onboarding, streams
 from ingestion.samples import exports as sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
@@ -92,3 +93,46 @@ def test_a_stream_change_and_an_incremental_export_of_the_same_second_order_by_t
     assert titles(spark) == {"a": "export", "b": "after the window"}
     merge.run_merge(spark, [books], full_refresh=True)
     assert titles(spark) == {"a": "export", "b": "after the window"}
+
+
+@pytest.fixture
+def project_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = Path(__file__).resolve().parents[2]
+    copy = tmp_path / "project"
+    skip = (".venv", ".lakehouse", ".lakehouse-lint", ".git", "target", "logs", "__pycache__")
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns(*skip))
+    monkeypatch.setenv("LAKEHOUSE_PROJECT_DIR", str(copy))
+    return copy
+
+
+def test_a_numeric_key_holds_every_number_dynamodb_accepts(
+    spark, clean_lakehouse, project_copy: Path, tmp_path: Path
+) -> None:
+    """Ids 1 and 2 in the first export made the key column bigint; a later valid key 2.5 then
+    failed its whole batch, and --max-rejects could not set it aside. A numeric key is its
+    canonical exact text; a line whose key is no DynamoDB number is a reject like any other."""
+    onboarding.add_table("counters", "id:N", None)
+    counters = get_table("counters")
+
+    def item(key: str) -> dict[str, Any]:
+        return {"id": {"N": key}, "n": {"N": "1"}}
+
+    full = sample_exports.write_items_export(tmp_path / "f", "counters", [item("1"), item("2")])
+    ingest.ingest_export(spark, counters, str(full))
+    location = tmp_path / "streams"
+    records = [
+        sample_stream.stream_record("counters", "INSERT", {"id": {"N": k}}, None, item(k), s, s)
+        for s, k in ((1768400000, "2.5"), (1768400001, "1E+2"), (1768400002, "2.50"))
+    ]
+    damaged = sample_stream.stream_record(
+        "counters", "INSERT", {"id": {"N": "1E+200"}}, None, item("1E+200"), 1768400003, 4
+    )
+    written, failed = write_batch([*records, damaged], str(location))
+    assert failed is None and written
+    result = streams.ingest_stream(spark, counters, str(location), settle_seconds=0, max_rejects=1)
+    assert result.rejected == 1
+    reasons = spark.table("lake.staging.counters_rejects").select("reason").collect()
+    assert [r["reason"] for r in reasons] == ["Keys' 'id' is not a value its string column holds"]
+    merge.run_merge(spark, [counters])
+    rows = spark.table("lake.lakehouse.counters").select("id").collect()
+    assert sorted(r["id"] for r in rows) == ["1", "100", "2", "2.5"]  # 2.50 is the key 2.5
