@@ -40,6 +40,7 @@ def user_errors() -> tuple[type[Exception], ...]:
     from ingestion.lake.spark_config import ConfigError
     from ingestion.lake.spark_submit import SubmitError
     from ingestion.lake.staging import StagingError
+    from ingestion.lake.table_lock import TableBusy
     from ingestion.lake.watch import WatchError
     from ingestion.sources.manifest import ExportError
     from ingestion.sources.s3_uri import LocationError
@@ -54,6 +55,7 @@ def user_errors() -> tuple[type[Exception], ...]:
         SubmitError,
         LocationError,
         WatchError,
+        TableBusy,
         EmrError,
         GlueError,
         StreamError,

@@ -6,8 +6,9 @@ import argparse
 
 from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, selected_tables
+from ingestion.config import settings
 from ingestion.dynamodb.tables import TableConfig, get_table
-from ingestion.lake import drift, spark_config
+from ingestion.lake import drift, spark_config, table_lock
 from ingestion.lake.merge import run_merge
 from ingestion.lake.merge_counts import MergeCounts
 from ingestion.lake.rebuild import rebuild_staging
@@ -44,13 +45,17 @@ def run_merge_command(args: argparse.Namespace) -> int:
 
 def run_rebuild(args: argparse.Namespace) -> int:
     table = get_table(args.table)
+    lock = table_lock.hold(settings.lakehouse_home(), table.name, "rebuild")
     spark = spark_config.build_spark(f"rebuild {table.name}")
     rebuilt = rebuild_staging(spark, table)
     print(f"staging.{table.name} rebuilt from _image: {rebuilt.rows} rows")
+    for batch in rebuilt.restaged:
+        print(f"  batch {batch} was committed by another process meanwhile: staged again")
     for change in rebuilt.changed or ["(no column type changed)"]:
         print(f"  {change}")
     counts, seconds = run_merge(spark, [table], full_refresh=True)
     output.print_merge(counts, seconds)
+    lock.close()
     return 0
 
 

@@ -8,9 +8,9 @@ from ingestion.cli import output
 from ingestion.cli.arguments import add_stream_arguments
 from ingestion.config import settings
 from ingestion.dynamodb.tables import TableConfig, get_table
-from ingestion.lake import spark_config
+from ingestion.lake import spark_config, table_lock
 from ingestion.lake.streams import ingest_stream
-from ingestion.lake.watch import WatchOptions, only_watch, watch
+from ingestion.lake.watch import WatchOptions, watch
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -68,7 +68,7 @@ def stage_stream(table: TableConfig, args: argparse.Namespace) -> int:
 
 def run_watch(args: argparse.Namespace) -> int:
     table = get_table(args.table)
-    lock = only_watch(settings.lakehouse_home(), table.name)  # held until the process ends
+    lock = table_lock.hold(settings.lakehouse_home(), table.name, "watch")  # for its whole life
     options = WatchOptions(
         stream=args.stream,
         interval=args.interval,

@@ -9,18 +9,15 @@ SIGINT / SIGTERM stop it between ticks (a tick under way finishes first).
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
-import os
 import signal
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -78,33 +75,7 @@ class WatchOptions:
 
 
 class WatchError(RuntimeError):
-    """Too many ticks in a row failed, or another watch of the table runs on this machine."""
-
-
-def only_watch(home: Path, table: str) -> IO[str]:
-    """Hold ``<home>/locks/watch-<table>.lock`` for the life of the process: a second ``watch``
-    of one table on this machine would list the same change files and stage them twice. (Its
-    rows would be identical, and the merge keeps one, but the change log would double.) The
-    kernel frees the lock when the process ends, kill -9 included. Processes on other machines
-    (two EMR jobs) are not seen: schedule one watch per table there."""
-    path = home / "locks" / f"watch-{table}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = path.open("a+")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        owner = handle.read().strip() or "unknown"
-        handle.close()
-        raise WatchError(
-            f"another watch of table {table} is running on this machine (pid {owner}, lock "
-            f"{path}): two would stage the same change files twice; stop it first"
-        ) from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(str(os.getpid()))
-    handle.flush()
-    return handle
+    """Too many ticks in a row failed."""
 
 
 def tick(

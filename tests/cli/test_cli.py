@@ -48,18 +48,18 @@ def test_a_stream_location_is_a_folder_or_s3(capsys: pytest.CaptureFixture[str])
 def test_a_second_watch_of_a_table_stops_with_a_clear_error(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ingestion.lake.watch import only_watch
+    from ingestion.lake.table_lock import hold
 
     monkeypatch.setenv("LAKEHOUSE_HOME", str(tmp_path))
-    held = only_watch(tmp_path, "books")  # the first watch (this process holds the lock)
+    held = hold(tmp_path, "books", "watch")  # the first watch (this process holds the lock)
     # The second is refused before Spark starts; another table is not affected.
     assert cli.main(["watch", "--table", "books", "--stream", str(tmp_path / "s")]) == 2
     err = capsys.readouterr().err
     assert "another watch of table books is running on this machine" in err
     assert f"pid {os.getpid()}" in err
-    only_watch(tmp_path, "orders").close()
+    hold(tmp_path, "orders", "watch").close()
     held.close()  # the first one ends (the kernel also frees it on kill -9)
-    only_watch(tmp_path, "books").close()
+    hold(tmp_path, "books", "watch").close()
 
 
 @pytest.mark.slow

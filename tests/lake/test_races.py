@@ -1,0 +1,81 @@
+"""Races argued from the code, run for real: a second process commits into a table's staging
+change log at the worst moment of `rebuild` and of `maintain`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ingestion.dynamodb.tables import get_table
+from ingestion.lake import ingest, ledger, merge, rebuild
+from ingestion.samples import exports as sample_exports
+from ingestion.samples import stream as sample_stream
+from ingestion.sources.stream_writer import write_batch
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def book(key: str, title: str) -> dict:
+    return {"id": {"S": key}, "title": {"S": title}}
+
+
+def stream_ingest_in_another_process(location: Path) -> None:
+    command = [sys.executable, "-m", "ingestion.cli", "ingest", "--table", "books"]
+    command += ["--stream", str(location), "--settle", "0"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def final_ids(spark) -> set[str]:
+    spark.sql("refresh table lake.lakehouse.books")
+    rows = spark.table("lake.lakehouse.books").select("_image").collect()
+    return {json.loads(r["_image"])["id"]["S"] for r in rows}
+
+
+def test_a_stream_commit_during_rebuild_is_not_lost(spark, clean_lakehouse, tmp_path: Path) -> None:
+    """`rebuild` replaces staging; a stream ingest committing between its read and its commit
+    (watch on another machine) was replaced away, its change files already deleted."""
+    books = get_table("books")
+    full = sample_exports.write_items_export(tmp_path / "f", "books", [book("a", "A")])
+    ingest.ingest_export(spark, books, str(full))
+    merge.run_merge(spark, [books])
+    location = tmp_path / "streams"
+    record = sample_stream.stream_record(
+        "books", "INSERT", {"id": {"S": "race"}}, None, book("race", "R"), 1768400000, 1
+    )
+    assert write_batch([record], str(location))[1] is None
+
+    rebuilt = rebuild.rebuild_staging(
+        spark, books, before_commit=lambda: stream_ingest_in_another_process(location)
+    )
+    assert not list((location / "books").iterdir())  # the other process deleted its files
+    assert len(rebuilt.restaged) == 1
+    spark.sql("refresh table lake.staging.books")
+    ids = {r["_batch_id"] for r in spark.table("lake.staging.books").select("_batch_id").collect()}
+    assert set(rebuilt.restaged) <= ids
+    assert sum(e.kind == ledger.STREAM for e in ledger.entries(spark, "books")) == 1
+    merge.run_merge(spark, [books], full_refresh=True)
+    assert final_ids(spark) == {"a", "race"}
+
+
+def test_rebuild_refuses_while_watch_holds_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ingestion.cli import main
+    from ingestion.lake.table_lock import hold
+
+    held = hold(Path(os.environ["LAKEHOUSE_HOME"]), "books", "watch")
+    try:
+        assert main(["rebuild", "--table", "books"]) == 2
+        err = capsys.readouterr().err
+        assert "another watch of table books is running on this machine" in err
+        assert "rebuild replaces the staging table" in err
+    finally:
+        held.close()
