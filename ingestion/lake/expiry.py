@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
@@ -90,17 +91,25 @@ def _files_still_there(droppable: list[ledger.Entry], table: str) -> list[ledger
 
 
 def checkpoint_ledger(
-    spark: SparkSession, table: str, merged: set[str], cutoff: datetime
+    spark: SparkSession,
+    table: str,
+    merged: set[str],
+    cutoff: datetime,
+    before_commit: Callable[[], None] | None = None,
 ) -> datetime:
-    """One empty commit on the staging table carrying the ledger; returns its commit time.
-    Expiry must keep that commit (expire older than at most this time): it holds the entries
-    of every commit before it."""
+    """One empty commit on the staging table carrying the ledger; returns the time expiry may
+    expire before: the checkpoint's commit time, or earlier when a batch was committed between
+    the ledger's read and the checkpoint (``before_commit`` runs there: the race test's other
+    writer). The checkpoint does not hold such a batch, so its own commit must stay."""
+    name = names.staging_table(table)
+    spark.sql(f"refresh table {name}")  # another process's commits, not a cached snapshot
     entries = ledger.entries(spark, table)
     kept = [e for e in entries if not _droppable(e, merged, cutoff)]
     kept += _files_still_there([e for e in entries if _droppable(e, merged, cutoff)], table)
     position = {id(e): number for number, e in enumerate(entries)}
     kept.sort(key=lambda e: position[id(e)])  # commit order, as the ledger is read
-    name = names.staging_table(table)
+    if before_commit is not None:
+        before_commit()
     (
         spark.table(name)
         .limit(0)
@@ -112,13 +121,32 @@ def checkpoint_ledger(
     log.info(
         "staging.%s: ledger carried forward (%d of %d entries)", table, len(kept), len(entries)
     )
+    snapshots = spark.table(f"{name}.snapshots")
     committed = (
-        spark.table(f"{name}.snapshots")
-        .where(F.col("summary").getItem(ledger.LEDGER).isNotNull())
+        snapshots.where(F.col("summary").getItem(ledger.LEDGER).isNotNull())
         .agg(F.max("committed_at"))
         .first()
     )
-    return committed[0] if committed and committed[0] else cutoff
+    checkpoint = committed[0] if committed and committed[0] else cutoff
+    # Compare-and-set after the fact: an append never conflicts, so a batch committed between
+    # the read above and the checkpoint is in no checkpoint; expiry must stop before it.
+    held = [e.source for e in entries]
+    late = (
+        snapshots.where(F.col("summary").getItem(ledger.SOURCE).isNotNull())
+        .where(~F.col("summary").getItem(ledger.SOURCE).isin(held) if held else F.lit(True))
+        .where(F.col("committed_at") <= F.lit(checkpoint))
+        .agg(F.min("committed_at"), F.count(F.lit(1)))
+        .first()
+    )
+    if late and late[1]:
+        log.warning(
+            "staging.%s: %d batch(es) committed while the ledger was carried forward: their "
+            "commits are kept (expiry stops before them); the next maintenance carries them",
+            table,
+            late[1],
+        )
+        return min(checkpoint, late[0])
+    return checkpoint
 
 
 def expire(

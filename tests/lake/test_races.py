@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,36 @@ def test_rebuild_refuses_while_watch_holds_the_table(
         assert "rebuild replaces the staging table" in err
     finally:
         held.close()
+
+
+def test_a_batch_committed_while_maintain_carries_the_ledger_is_never_expired_unmerged(
+    spark, clean_lakehouse, tmp_path: Path
+) -> None:
+    """`maintain` read the ledger, then committed its checkpoint: a batch committed in between
+    was in no checkpoint, and with a small --keep-snapshots its commit expired with its entry:
+    staged, never merged."""
+    from ingestion.config import names
+    from ingestion.lake import expiry, merge_log
+
+    books = get_table("books")
+    full = sample_exports.write_items_export(tmp_path / "f", "books", [book("a", "A")])
+    ingest.ingest_export(spark, books, str(full))
+    merge.run_merge(spark, [books])
+    location = tmp_path / "streams"
+    record = sample_stream.stream_record(
+        "books", "INSERT", {"id": {"S": "race"}}, None, book("race", "R"), 1768400000, 1
+    )
+    assert write_batch([record], str(location))[1] is None
+
+    expire_before = expiry.checkpoint_ledger(
+        spark,
+        "books",
+        merged=set(),
+        cutoff=datetime.now() + timedelta(days=1),
+        before_commit=lambda: stream_ingest_in_another_process(location),
+    )
+    expiry.expire(spark, names.STAGING, "books", expire_before, 1, datetime(2000, 1, 1))
+    assert any(e.kind == ledger.STREAM for e in ledger.entries(spark, "books"))
+    assert len(merge_log.new_batches(spark, "books")) == 1
+    merge.run_merge(spark, [books])
+    assert final_ids(spark) == {"a", "race"}
