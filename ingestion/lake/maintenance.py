@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from ingestion.config import names
 from ingestion.config.names import quote_table
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.lake import expiry, ledger, merge_log
+from ingestion.lake import expiry, ledger, merge_log, staging
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +161,7 @@ def maintain(
             .where(f"table_name = '{table.name}'")
             .collect()
         }  # one row per merged batch
+        staging.remove_duplicate_batches(spark, table.name)
         pruned = expiry.prune_change_log(
             spark,
             table.name,

@@ -201,6 +201,47 @@ def append_batch(
     )
 
 
+def duplicate_batches(spark: SparkSession, table: str) -> list[str]:
+    """Batches of a source's second commit (two processes staged it at once) whose rows are
+    still there: the losing process was killed before it removed them again. The ledger counts
+    the first commit only, but a plain ``dbt run`` (batches in staging, not in the merge log)
+    would merge them again and again."""
+    name = names.staging_table(table)
+    if not spark.catalog.tableExists(name):
+        return []
+    commits = (
+        spark.table(f"{name}.snapshots")
+        .where(F.col("summary").getItem(ledger.SOURCE).isNotNull())
+        .orderBy("committed_at", "snapshot_id")
+        .select(
+            F.col("summary").getItem(ledger.SOURCE).alias("source"),
+            F.col("summary").getItem(ledger.BATCH).alias("batch"),
+        )
+        .collect()  # one row per staging commit still in the table's history
+    )
+    first: dict[str, str] = {}
+    later = [c["batch"] for c in commits if first.setdefault(c["source"], c["batch"]) != c["batch"]]
+    if not later:
+        return []
+    present = spark.table(name).where(F.col("_batch_id").isin(later)).select("_batch_id")
+    return sorted({r["_batch_id"] for r in present.distinct().collect()})
+
+
+def remove_duplicate_batches(spark: SparkSession, table: str) -> list[str]:
+    """Delete the rows of ``duplicate_batches`` (identical to the first commit's); one commit."""
+    found = duplicate_batches(spark, table)
+    if found:
+        listed = ", ".join(sql_string(b) for b in found)
+        spark.sql(f"delete from {names.staging_table(table)} where `_batch_id` in ({listed})")
+        log.warning(
+            "staging.%s: removed the duplicate batch(es) %s, left by a process killed after "
+            "staging a source another process had staged first",
+            table,
+            ", ".join(found),
+        )
+    return found
+
+
 def _keep_first_commit(spark: SparkSession, table: str, entry: ledger.Entry) -> None:
     """Two processes staging one source at once both commit (Iceberg appends never conflict).
     The first commit counts; a later one deletes its own rows again and fails, so no row is

@@ -113,3 +113,34 @@ def test_a_batch_committed_while_maintain_carries_the_ledger_is_never_expired_un
     assert len(merge_log.new_batches(spark, "books")) == 1
     merge.run_merge(spark, [books])
     assert final_ids(spark) == {"a", "race"}
+
+
+def test_a_duplicate_batch_left_by_a_killed_loser_is_removed_by_maintain(
+    spark, clean_lakehouse, tmp_path: Path
+) -> None:
+    """Two processes staged one export at once; the loser, killed before it deleted its copy,
+    left a second batch of the same source that no ledger entry names and that every plain
+    `dbt run` merged again. `maintain` removes it."""
+    from ingestion.lake import maintenance, staging
+    from ingestion.sources import manifest
+
+    books = get_table("books")
+    items = [book("a", "A"), book("b", "B")]
+    full = sample_exports.write_items_export(tmp_path / "f", "books", items)
+    first = ingest.ingest_export(spark, books, str(full))
+    export = manifest.read_export(str(full))
+    schema = ingest.table_schema(spark, books, export)[0]
+    now = datetime.now()
+    loser = staging.new_batch_id(now)
+    rows = staging.read_export(spark, export, schema, loser, now)
+    properties = ledger.snapshot_properties(ledger.entry_for(export, loser))
+    # The loser's commit, without its own delete (it was killed right after committing).
+    rows.writeTo("lake.staging.books").options(
+        **{f"snapshot-property.{k}": v for k, v in properties.items()}
+    ).append()
+    assert staging.duplicate_batches(spark, "books") == [loser]
+    maintenance.maintain(spark, books)
+    assert staging.duplicate_batches(spark, "books") == []
+    batches = spark.table("lake.staging.books").select("_batch_id").distinct().collect()
+    assert [r["_batch_id"] for r in batches] == [ledger.entries(spark, "books")[0].batch_id]
+    assert spark.table("lake.staging.books").count() == first.rows == 2
