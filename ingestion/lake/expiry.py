@@ -28,7 +28,7 @@ from datetime import datetime
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from ingestion.config import names
+from ingestion.config import clock, names
 from ingestion.config.names import quote, quote_table
 from ingestion.dynamodb import change_order
 from ingestion.lake import ledger
@@ -55,8 +55,15 @@ def _droppable(entry: ledger.Entry, merged: set[str], cutoff: datetime) -> bool:
         entry.kind == ledger.STREAM
         and entry.batch_id in merged
         and bool(entry.committed_at)
-        and datetime.fromisoformat(entry.committed_at) < cutoff
+        and _committed(entry) < clock.utc(cutoff)
     )
+
+
+def _committed(entry: ledger.Entry) -> datetime:
+    """When the entry's commit was made, in UTC (a ledger carried by an older version may
+    hold a naive time in the local zone of the process that wrote it)."""
+    moment = datetime.fromisoformat(entry.committed_at)
+    return clock.from_spark(moment) if moment.tzinfo is None else clock.utc(moment)
 
 
 def _files_still_there(droppable: list[ledger.Entry], table: str) -> list[ledger.Entry]:
@@ -127,7 +134,7 @@ def checkpoint_ledger(
         .agg(F.max("committed_at"))
         .first()
     )
-    checkpoint = committed[0] if committed and committed[0] else cutoff
+    checkpoint = clock.from_spark(committed[0]) if committed and committed[0] else clock.utc(cutoff)
     # Compare-and-set after the fact: an append never conflicts, so a batch committed between
     # the read above and the checkpoint is in no checkpoint; expiry must stop before it.
     held = [e.source for e in entries]
@@ -145,7 +152,7 @@ def checkpoint_ledger(
             table,
             late[1],
         )
-        return min(checkpoint, late[0])
+        return min(checkpoint, clock.from_spark(late[0]))
     return checkpoint
 
 
@@ -164,12 +171,12 @@ def expire(
     before = snapshot_count(spark, name)
     expired = spark.sql(
         f"call lake.system.expire_snapshots(table => '{target}', "
-        f"older_than => timestamp '{older_than:%Y-%m-%d %H:%M:%S.%f}', retain_last => {retain_last})"
+        f"older_than => {clock.sql_timestamp(older_than)}, retain_last => {retain_last})"
     ).first()
     deleted = sum(int(v or 0) for v in (expired.asDict().values() if expired else []))
     orphans = spark.sql(
         f"call lake.system.remove_orphan_files(table => '{target}', "
-        f"older_than => timestamp '{orphans_older_than:%Y-%m-%d %H:%M:%S.%f}')"
+        f"older_than => {clock.sql_timestamp(orphans_older_than)})"
     ).count()
     after = snapshot_count(spark, name)
     log.info(
@@ -203,7 +210,7 @@ def prune_change_log(
     superseded = (
         staged.withColumn("_latest", F.max(order).over(by_key))
         .where(order < F.col("_latest"))
-        .where(F.col("_ingested_at") < F.lit(cutoff))
+        .where(F.col("_ingested_at") < F.lit(clock.utc(cutoff)))
         .join(merged.select(F.col("batch_id").alias("_batch_id")), "_batch_id", "left_semi")
         .join(newest_full, "_batch_id", "left_anti")
         .select(

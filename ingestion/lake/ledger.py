@@ -15,7 +15,7 @@ from datetime import datetime
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from ingestion.config import names
+from ingestion.config import clock, names
 from ingestion.sources.manifest import FULL, Export
 
 PREFIX = "dynamodb-lakehouse."
@@ -105,7 +105,7 @@ def entries(spark: SparkSession, table: str) -> list[Entry]:
                     summary.get(TABLE_ARN),
                     summary.get(START),
                     summary.get(END),
-                    row["committed_at"].isoformat(),
+                    clock.from_spark(row["committed_at"]).isoformat(),
                     summary.get(FILES, ""),
                 ),
             )

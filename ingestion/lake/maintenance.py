@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from ingestion.config import names
+from ingestion.config import clock, names
 from ingestion.config.names import quote_table
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.lake import expiry, ledger, merge_log, staging
@@ -144,7 +144,7 @@ def maintain(
     ``retention`` (keeping ``keep_snapshots``) and remove old orphan files, for the final table,
     the staging change log and the merge log."""
     started = time.monotonic()
-    now = now or datetime.now(UTC).replace(tzinfo=None)
+    now = clock.utc(now) if now else clock.utc_now()  # a naive ``now`` is UTC
     compaction = compact(spark, table.name)
     manifests = (
         rewrite_manifests(spark, table.name)

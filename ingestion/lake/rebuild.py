@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from ingestion.config import names
+from ingestion.config import clock, names
 from ingestion.dynamodb import decode, detect, schema_file, type_rules, typed_columns, types
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.lake import ingest, ledger, staging
@@ -48,7 +48,7 @@ def _current_snapshot(spark: SparkSession, name: str) -> tuple[int, object]:
         .first()
     )
     assert row is not None  # a staging table exists only with its first commit
-    return int(row["snapshot_id"]), row["committed_at"]
+    return int(row["snapshot_id"]), clock.from_spark(row["committed_at"])
 
 
 def rebuild_staging(

@@ -202,3 +202,31 @@ def test_a_stream_batch_stays_in_the_ledger_while_its_files_are_there(
 
     maintenance.maintain(spark, books, keep_snapshots=1, now=later)
     assert staged.batch_id not in {e.batch_id for e in ledger.entries(spark, "books")}
+
+
+@pytest.fixture
+def los_angeles(monkeypatch: pytest.MonkeyPatch):
+    """The process's local time zone west of UTC (PySpark renders Spark timestamps in it)."""
+    import time
+
+    monkeypatch.setenv("TZ", "America/Los_Angeles")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_retention_is_measured_in_utc_whatever_the_local_time_zone(
+    spark, clean_lakehouse, tmp_path: Path, los_angeles
+) -> None:
+    """The cutoff was a naive UTC time that Spark read as local time, and `committed_at` came
+    back in local time: 8 hours west of UTC, changes merged a minute ago counted as older than
+    a 2-hour retention, and were pruned and their ledger entries dropped."""
+    build(spark, tmp_path)
+    books = get_table("books")
+    entries = ledger.entries(spark, "books")
+    report = maintenance.maintain(spark, books, retention=timedelta(hours=2))
+    assert report.pruned == 0  # every change is a minute old
+    assert [e.source for e in ledger.entries(spark, "books")] == [e.source for e in entries]
+    committed = datetime.fromisoformat(entries[-1].committed_at)
+    assert abs(committed - datetime.now(UTC)) < timedelta(minutes=10)  # UTC, not local time
