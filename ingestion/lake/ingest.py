@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from ingestion.dynamodb import detect, schema_file, type_rules, typed_columns, types
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.lake import chain, ledger, staging
+from ingestion.lake import chain, ledger, spark_config, staging
 from ingestion.lake.drift import Drift
 from ingestion.sources import manifest
 
@@ -104,6 +104,7 @@ def add_new_attributes(
 
 
 def stage_with_evolution(
+    spark: SparkSession,
     stage: Callable[[types.Schema], staging.StagedBatch],
     table: TableConfig,
     label: str,
@@ -114,7 +115,8 @@ def stage_with_evolution(
     """``stage(current)``; when the batch holds attributes the schema lacks, add them to the
     schema file and stage again (the first attempt committed nothing)."""
     try:
-        return stage(current), []
+        with spark_config.quiet_task_failures(spark):
+            return stage(current), []
     except staging.StagingError as exc:
         if typed_columns.NEW_ATTRIBUTES not in str(exc):
             raise
@@ -170,6 +172,7 @@ def ingest_export(
     check_line_counts(spark, export)
     current, changes = table_schema(spark, table, export)
     batch, added = stage_with_evolution(
+        spark,
         lambda columns: staging.stage_export(spark, export, table, columns),
         table,
         export.export_id,

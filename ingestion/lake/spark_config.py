@@ -8,6 +8,8 @@ the configuration cannot drift between ingestion and dbt.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,3 +89,31 @@ def build_spark(app_name: str = "dynamodb-lakehouse", target: str | None = None)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("LAKEHOUSE_SPARK_LOG_LEVEL", "WARN"))
     return spark
+
+
+# Spark logs every failed task (an ERROR with its Java stack trace) before the job fails, also
+# when the failure is an expected path: a batch that meets attributes the schema lacks stops
+# on purpose, and ingestion adds them and stages it again. A user reads that trace as a failure.
+TASK_FAILURE_LOGGERS = (
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+    "org.apache.spark.storage.DiskBlockObjectWriter",
+)
+
+
+@contextmanager
+def quiet_task_failures(spark: SparkSession) -> Iterator[None]:
+    """Silence Spark's per-task failure logs for the block; the failure itself still raises
+    (and the caller turns it into a one-line error)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+    manager = jvm.org.apache.logging.log4j.LogManager
+    saved = {name: manager.getLogger(name).getLevel() for name in TASK_FAILURE_LOGGERS}
+    for name in TASK_FAILURE_LOGGERS:
+        configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.OFF)
+    try:
+        yield
+    finally:
+        for name, level in saved.items():
+            configurator.setLevel(name, level)

@@ -115,7 +115,7 @@ def ingest_stream(
         return staging.append_batch(spark, table, rows, entry, label, ingested_at)
 
     batch, added = ingest.stage_with_evolution(
-        stage, table, label, lambda: detect.stream_images(good), store.location, current
+        spark, stage, table, label, lambda: detect.stream_images(good), store.location, current
     )
     _clean_up(store, [f.name for f in todo])
     return StreamResult(

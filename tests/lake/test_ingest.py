@@ -209,3 +209,35 @@ def test_corrupted_gzip_whose_md5_agrees_is_refused_naming_the_file(
     message = str(failure.value)
     assert data_file.name in message and "nothing staged" in message
     assert _snapshots(spark, "books") == 0
+
+
+def test_a_new_column_is_added_without_an_error_in_the_log(
+    spark, clean_lakehouse, tmp_path: Path
+) -> None:
+    """A batch that meets attributes the schema lacks stops on purpose and is staged again with
+    them; Spark logged the stopped task as an ERROR with a Java stack trace first, which a user
+    reads as a failure."""
+    import os
+    import subprocess
+    import sys
+    from datetime import timedelta
+
+    from ingestion.samples import exports as sample_exports
+    from ingestion.samples.items import BASE_TIME
+
+    first = [{"id": {"S": "a"}, "title": {"S": "A"}}]
+    later = [{"id": {"S": "a"}, "title": {"S": "A"}, "shelf": {"S": "top"}}]
+    one = sample_exports.write_items_export(tmp_path / "1", "books", first)
+    two = sample_exports.write_items_export(
+        tmp_path / "2", "books", later, moment=BASE_TIME + timedelta(hours=1), seed=2
+    )
+    ingest_export(spark, get_table("books"), str(one))
+    command = [sys.executable, "-m", "ingestion.cli", "ingest", "--table", "books", str(two)]
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        command, cwd=root, env=dict(os.environ), capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "new columns: 'shelf'" in done.stdout
+    log = done.stdout + done.stderr
+    assert "ERROR" not in log and "Exception in task" not in log, log[-3000:]
