@@ -16,7 +16,7 @@ from ingestion.cli.arguments import (
     add_stream_arguments,
 )
 from ingestion.cli.merge import merge_tables
-from ingestion.cli.streams import stage_stream
+from ingestion.cli.streams import report_adoption, stage_stream
 from ingestion.dynamodb import detect, schema_file
 from ingestion.dynamodb.tables import TableConfig, TableConfigError, get_table
 from ingestion.lake import chain, ledger, spark_config
@@ -101,11 +101,7 @@ def ingest_folders(table: TableConfig, sources: list[str], allow_gap: bool = Fal
     drift = [d for r in results for d in r.drift]
     if drift:
         output.print_drift(drift)
-        print(
-            f"{sum(d.rows for d in drift)} value(s) did not fit their column: the rows are staged, "
-            "those columns are null and the values are whole in _image. To adopt the new types: "
-            f"ddb-lakehouse rebuild --table {table.name}"
-        )
+        report_adoption(spark, table, drift)
     return 0 if all(r.skipped or r.rows == r.expected for r in results) else 1
 
 

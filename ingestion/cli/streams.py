@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from pyspark.sql import SparkSession
+
 from ingestion.cli import output
 from ingestion.cli.arguments import add_stream_arguments
 from ingestion.config import settings
 from ingestion.dynamodb.tables import TableConfig, get_table
 from ingestion.lake import spark_config, table_lock
+from ingestion.lake.adopt import adopt_drift
+from ingestion.lake.drift import Drift
 from ingestion.lake.streams import ingest_stream
 from ingestion.lake.watch import WatchOptions, watch
 
@@ -47,6 +51,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run_watch)
 
 
+def report_adoption(spark: SparkSession, table: TableConfig, drift: list[Drift]) -> None:
+    """Adopt the drift (the table's ``adopt_drift``, default on) or say how to."""
+    adopted = adopt_drift(spark, table, drift)
+    for line in adopted:
+        print(line)
+    if not adopted:
+        print(
+            f"{sum(d.rows for d in drift)} value(s) did not fit their column: the rows are "
+            "staged, those columns are null and the values are whole in _image (adopt_drift is "
+            f"off for {table.name}). To adopt the new types: ddb-lakehouse rebuild --table "
+            f"{table.name}"
+        )
+
+
 def stage_stream(table: TableConfig, args: argparse.Namespace) -> int:
     """Stage the settled change files under ``--stream`` once, and print what was done."""
     spark = spark_config.build_spark(f"ingest {table.name} stream")
@@ -63,6 +81,7 @@ def stage_stream(table: TableConfig, args: argparse.Namespace) -> int:
         print(f"{r.table}: {change}")
     if r.drift:
         output.print_drift(list(r.drift))
+        report_adoption(spark, table, list(r.drift))
     return 0
 
 

@@ -15,8 +15,9 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.dynamodb import decode, type_rules, types
+from ingestion.dynamodb.numbers import fits_long, number_digits
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.dynamodb.values import descriptor, expand_values, fits_long, number_digits
+from ingestion.dynamodb.values import descriptor, expand_values
 from ingestion.sources import manifest
 
 log = logging.getLogger(__name__)

@@ -49,6 +49,7 @@ class TableConfig:
     table_arn: str | None = None  # the DynamoDB table, for `export`
     export_to: str | None = None  # s3://BUCKET/PREFIX where `export` asks DynamoDB to write
     buckets: int | None = None  # final table partitioned by bucket(N, partition key column)
+    adopt_drift: bool = True  # a value that does not fit its column widens it (lake.adopt)
 
     @property
     def keys(self) -> tuple[Key, ...]:
@@ -100,6 +101,9 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         raise TableConfigError(
             f"table {name}: buckets is {buckets!r}; expected a whole number from 2 to {MAX_BUCKETS}"
         )
+    adopt = entry.get("adopt_drift", True)
+    if not isinstance(adopt, bool):
+        raise TableConfigError(f"table {name}: adopt_drift is {adopt!r}; expected true or false")
     config = TableConfig(
         name,
         parse_key(entry["partition_key"], name),
@@ -108,6 +112,7 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         entry.get("table_arn"),
         export_to,
         buckets,
+        adopt,
     )
     if sort_key and sort_key.column == config.partition_key.column:
         raise TableConfigError(

@@ -221,7 +221,7 @@ def key_type(
     return NUMBER_KEY, info
 
 
-# Decision: a numeric key's column holds its canonical exact text (``values.canonical_number``),
+# Decision: a numeric key's column holds its canonical exact text (``numbers.canonical_number``),
 # never a type guessed from the first export: ids 1 and 2 made it bigint, and a later valid key
 # 2.5 then failed its whole batch. No decimal(38,s) holds every number DynamoDB accepts (38
 # digits, exponents -130..+125), and a key must hold every one. Athena: ``where id = '42'``, or

@@ -11,14 +11,12 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ingestion.dynamodb.decode import fail
+from ingestion.dynamodb.numbers import canonical_number, fits_decimal, fits_long
 from ingestion.dynamodb.types import Attribute, ColumnType, Schema
 from ingestion.dynamodb.values import (
     DESCRIPTORS,
-    canonical_number,
     descriptor,
     field,
-    fits_decimal,
-    fits_long,
     is_absent,
     parse_list,
     parse_map,

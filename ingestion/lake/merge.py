@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 
 from ingestion.config import names, settings
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.lake.adopt import needs_full_refresh
 from ingestion.lake.merge_counts import MergeCounts, current_snapshot, diff_counts
 from ingestion.lake.merge_log import ensure_merge_log, new_batches, record_merged
 from ingestion.testing import faults
@@ -67,10 +68,15 @@ def run_merge(
     ensure_merge_log(spark)
     batches = {t.name: new_batches(spark, t.name) for t in tables}
     before = {t.name: current_snapshot(spark, t.name) for t in tables}
+    # Drift adopted since the last build changed column types: only a full refresh changes them.
+    refresh = {t.name for t in tables if full_refresh or needs_full_refresh(spark, t)}
     # Nothing new for a table that exists: no dbt run for it (not even an empty commit).
-    to_run = [t for t in tables if full_refresh or batches[t.name] or before[t.name] is None]
+    to_run = [t for t in tables if t.name in refresh or batches[t.name] or before[t.name] is None]
     if to_run:
-        _dbt_run(spark, to_run, {t.name: batches[t.name] for t in to_run}, full_refresh)
+        for flag in (False, True):
+            group = [t for t in to_run if (t.name in refresh) == flag]
+            if group:
+                _dbt_run(spark, group, {t.name: batches[t.name] for t in group}, flag)
         faults.point("after-merge-commit")
     else:
         log.info("nothing new to merge for %s", ", ".join(t.name for t in tables))

@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 
 from ingestion.dynamodb import decode, schema_file
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.lake import ingest, maintenance, merge, merge_log, staging, streams
+from ingestion.lake import adopt, ingest, maintenance, merge, merge_log, staging, streams
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +91,8 @@ def tick(
         options.max_files,
         max_rejects=options.max_rejects,
     )
+    for line in adopt.adopt_drift(spark, table, ingested.drift):
+        log.info(line)  # the merge below rebuilds the final table with the wider types
     counts = None
     merge_seconds = 0.0
     # Also batches staged earlier and never merged (a kill after the staging commit, a tick

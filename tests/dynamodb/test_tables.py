@@ -39,6 +39,7 @@ def test_committed_models_are_what_add_table_renders() -> None:
         ({"partition_key": "id:S", "buckets": 1}, "buckets is 1; expected a whole number"),
         ({"partition_key": "id:S", "buckets": "16"}, "buckets is '16'"),
         ({"partition_key": "id:S", "buckets": 4096}, "from 2 to 1024"),
+        ({"partition_key": "id:S", "adopt_drift": "no"}, "adopt_drift is 'no'; expected true or"),
     ],
 )
 def test_invalid_entries_are_refused(entry: dict, message: str) -> None:

@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import functions as F
 from reference import DRIFT, expected, same
 
-from ingestion.dynamodb import typed_columns, values
+from ingestion.dynamodb import numbers, typed_columns, values
 from ingestion.dynamodb.types import parse_type
 
 pytestmark = pytest.mark.slow
@@ -32,13 +32,13 @@ def test_number_digits_and_fits(spark) -> None:
     frame = spark.createDataFrame(
         [(n,) for n in [*NUMBERS, "9223372036854775808", "abc"]], "t string"
     )
-    integer, fraction = values.number_digits("t")
+    integer, fraction = numbers.number_digits("t")
     rows = frame.select(
         "t",
         F.expr(integer).alias("i"),
         F.expr(fraction).alias("f"),
-        F.expr(values.fits_long("t")).alias("long"),
-        F.expr(values.fits_decimal("t", 38, 2)).alias("d2"),
+        F.expr(numbers.fits_long("t")).alias("long"),
+        F.expr(numbers.fits_decimal("t", 38, 2)).alias("d2"),
     ).collect()
     got = {r["t"]: r for r in rows}
     for number, digits in NUMBERS.items():
@@ -159,7 +159,7 @@ def test_canonical_number_is_one_text_per_value(spark) -> None:
              "1e125", "1E-130", ".5", "5.", "-1.5e2", "98765432109876543210.0123456789"]  # fmt: skip
     refused = ["1" * 39, "abc", "", "1e126", "1e-131", "-", "1e"]
     frame = spark.createDataFrame([(t,) for t in texts + refused], "t string")
-    got = dict(frame.select("t", F.expr(values.canonical_number("t"))).collect())
+    got = dict(frame.select("t", F.expr(numbers.canonical_number("t"))).collect())
     with localcontext() as exact:
         exact.prec = 60
         for text in texts:

@@ -527,3 +527,37 @@ def test_a_failed_data_test_leaves_the_batch_unmerged_and_blocks_the_next_merge(
     merge.run_merge(spark, [books], full_refresh=True)
     assert merge_log.new_batches(spark, "books") == []
     assert "new" in final_ids(spark)
+
+
+def test_drift_in_the_stream_is_adopted_without_a_manual_step(
+    spark, clean_lakehouse, books_export, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A value that did not fit its column (`pages` bigint meets 3.25) stayed null in the final
+    table until someone ran `rebuild`: a wrong answer in Athena with no end date. With the
+    table's `adopt_drift` (default on) the same run widens the column from the staged images and
+    the next merge rebuilds the final table: the value reads back exactly."""
+    from dataclasses import replace
+    from decimal import Decimal
+
+    from ingestion.cli import main
+    from ingestion.lake import adopt, drift
+
+    baseline(spark, books_export)
+    books = get_table("books")
+    image = {"id": {"S": "drift"}, "title": {"S": "t"}, "pages": {"N": "3.25"}}
+    location = tmp_path / "streams"
+    write_stream(location, [[sample_stream.stream_record(
+        "books", "INSERT", {"id": {"S": "drift"}}, None, image, 1769000000, 21)]])  # fmt: skip
+    # The off setting keeps the value null (listed in _drift) and changes nothing.
+    assert adopt.adopt_drift(spark, replace(books, adopt_drift=False), [drift.Drift("pages", "s", 1, "")]) == []  # fmt: skip
+    capsys.readouterr()
+    assert main(["ingest", "--table", "books", "--stream", str(location), "--settle", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "drift adopted (pages)" in out and "pages: bigint -> decimal(38,2)" in out
+    assert main(["merge", "--table", "books"]) == 0
+    spark.sql("refresh table lake.lakehouse.books")
+    row = spark.table("lake.lakehouse.books").where("id = 'drift'").first()
+    assert row["pages"] == Decimal("3.25") and row["_drift"] is None
+    assert drift.drift_report(spark, "books") == []
+    assert main(["merge", "--table", "books"]) == 0  # and the next merge is incremental again
+    assert not adopt.needs_full_refresh(spark, books)
