@@ -4,8 +4,9 @@
 -#}
 
 {#-
-  The version guard: a change is newer than a row when its `_version` (DynamoDB write time, export
-  time, or for a stream change the end of its second, in epoch microseconds) is higher, or, at
+  The version guard: a change is newer than a row when its `_version` (a full export's time, an
+  incremental export's window end, or for a stream change the end of its second, in epoch
+  microseconds) is higher, or, at
   equal versions, when its `_sequence` (the stream's SequenceNumber, zero-padded; null for
   exports) is higher.
 -#}
