@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+import uuid
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -121,10 +122,12 @@ def start_serverless(
     arguments: list[str],
     parameters: str,
     name: str,
+    token: str | None = None,
 ) -> str:
-    token = hashlib.sha256(
-        f"{application_id}|{name}|{arguments}|{entry_point}".encode()
-    ).hexdigest()
+    """Start one job run. ``token`` (``clientToken``) is fresh for every intended run: a token
+    derived from the command repeated tomorrow's identical ``sync``, and EMR Serverless answered
+    with yesterday's run instead of starting one. boto3's own retries of this one call reuse it."""
+    token = token or uuid.uuid4().hex
     answer = client.start_job_run(
         applicationId=application_id,
         executionRoleArn=role_arn,

@@ -43,9 +43,7 @@ def test_serverless_job_request_and_wait() -> None:
         "applicationId": "app-1",
         "executionRoleArn": "arn:aws:iam::123456789012:role/job",
         "name": "orders",
-        "clientToken": emr.hashlib.sha256(
-            f"app-1|orders|{arguments}|s3://code/p/main.py".encode()
-        ).hexdigest(),
+        "clientToken": "run-token",
         "jobDriver": {"sparkSubmit": {"entryPoint": "s3://code/p/main.py",
                                       "entryPointArguments": arguments,
                                       "sparkSubmitParameters": parameters}},
@@ -71,11 +69,31 @@ def test_serverless_job_request_and_wait() -> None:
             arguments,
             parameters,
             "orders",
+            token="run-token",
         )
         assert run == "run-1"
         with pytest.raises(emr.EmrError, match="FAILED after .*: dbt test failed"):
             emr.wait(emr.serverless_state(client, "app-1", run), emr.DONE_SERVERLESS, emr.FAILED_SERVERLESS, "job run run-1", 0, lines.append)  # fmt: skip
     assert lines == ["job run run-1: RUNNING, 0s so far"]
+
+
+def test_every_submission_carries_a_fresh_client_token() -> None:
+    """The token was derived from the command: tomorrow's identical `sync` sent yesterday's
+    token, and EMR Serverless returned yesterday's run instead of starting one. (A recording
+    stand-in for the EMR Serverless client: a control-plane call, no Spark or dbt involved.)"""
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.tokens: list[str] = []
+
+        def start_job_run(self, **request: object) -> dict[str, str]:
+            self.tokens.append(str(request["clientToken"]))
+            return {"jobRunId": f"run-{len(self.tokens)}"}
+
+    client = Recorder()
+    for _ in range(2):
+        emr.start_serverless(client, "app-1", "role", "s3://c/main.py", ["sync"], "", "orders")
+    assert len(set(client.tokens)) == 2 and all(0 < len(t) <= 64 for t in client.tokens)
 
 
 def test_cluster_step_request() -> None:
