@@ -19,7 +19,7 @@ def ensure_merge_log(spark: SparkSession) -> None:
     spark.sql(
         f"create table if not exists {MERGE_LOG} "
         "(table_name string, batch_id string, merged_at timestamp) using iceberg "
-        "tblproperties ('format-version'='2')"
+        "tblproperties ('format-version'='2', 'commit.retry.num-retries'='10')"
     )
 
 

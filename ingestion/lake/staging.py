@@ -34,6 +34,9 @@ TABLE_PROPERTIES = {
     "write.parquet.compression-codec": "zstd",
     # New attributes in the table configuration become new columns on the next append.
     "write.spark.accept-any-schema": "true",
+    # Iceberg reads commit retries from the table, not the catalog: a stream ingest, a merge
+    # and maintenance may commit at once (the default 4 retries give up too early).
+    "commit.retry.num-retries": "10",
 }
 
 

@@ -97,7 +97,7 @@ def record_rejects(spark: SparkSession, table: str, rejects: DataFrame, batch_id
     spark.sql(
         f"create table if not exists {name} (file string, line bigint, reason string, "
         "raw string, batch_id string, rejected_at timestamp) using iceberg "
-        "tblproperties ('format-version'='2')"
+        "tblproperties ('format-version'='2', 'commit.retry.num-retries'='10')"
     )
     rejects.withColumn("batch_id", F.lit(batch_id)).withColumn(
         "rejected_at", F.current_timestamp()

@@ -86,6 +86,10 @@ def test_merge_applies_upserts_deletes_and_the_version_guard(spark, clean_lakeho
     }
     assert properties["format-version"] == "2"
     assert properties["write.merge.mode"] == "merge-on-read"
+    # Commit retries are a table property in Iceberg (a catalog setting was ignored).
+    for table in ("lakehouse.books", "staging.books", "staging.dynamodb_lakehouse_merges"):
+        shown = spark.sql(f"show tblproperties lake.{table}").collect()
+        assert {r["key"]: r["value"] for r in shown}["commit.retry.num-retries"] == "10", table
 
     ids = sorted(r["id"] for r in spark.table("lake.lakehouse.books").select("id").collect())
     updated, deleted, stale, new = ids[0], ids[1], ids[2], "book-new-0001"
