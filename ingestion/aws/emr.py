@@ -96,14 +96,19 @@ def upload(s3: Any, built: Package, bucket: str, prefix: str) -> tuple[str, str]
     return f"s3://{bucket}/{base}/main.py", f"s3://{bucket}/{base}/project.zip"
 
 
-def spark_parameters(archive: str, warehouse: str, venv_archive: str | None = None) -> str:
-    """spark-submit parameters of an EMR Serverless job of this project."""
-    env = {
+def job_environment(warehouse: str) -> dict[str, str]:
+    """The environment the job's driver needs (the target, the warehouse, the project)."""
+    return {
         "LAKEHOUSE_TARGET": "emr",
         "LAKEHOUSE_WAREHOUSE": warehouse,
         "LAKEHOUSE_PROJECT_DIR": "./project",
         "PYTHONPATH": "./project",
     }
+
+
+def spark_parameters(archive: str, warehouse: str, venv_archive: str | None = None) -> str:
+    """spark-submit parameters of an EMR Serverless job of this project."""
+    env = job_environment(warehouse)
     archives = [f"{archive}#project"] + ([f"{venv_archive}#environment"] if venv_archive else [])
     parts = [f"--conf spark.archives={','.join(archives)}"]
     if venv_archive:
@@ -145,20 +150,25 @@ def start_serverless(
 
 
 def add_step(
-    client: Any, cluster_id: str, entry_point: str, arguments: list[str], archive: str, name: str
+    client: Any,
+    cluster_id: str,
+    entry_point: str,
+    arguments: list[str],
+    archive: str,
+    name: str,
+    warehouse: str,
 ) -> str:
-    """A step on an EMR on EC2 cluster: spark-submit through command-runner.jar."""
-    command = [
-        "spark-submit",
-        "--deploy-mode",
-        "client",
-        "--conf",
-        f"spark.archives={archive}#project",
-        "--conf",
-        "spark.yarn.appMasterEnv.LAKEHOUSE_TARGET=emr",
-        entry_point,
-        *arguments,
-    ]
+    """A step on an EMR on EC2 cluster: spark-submit through command-runner.jar, in cluster
+    mode: the driver runs in YARN's application master, where ``spark.yarn.appMasterEnv.*``
+    sets its environment and the archive is unpacked (in client mode the driver ran on the
+    primary node without either, and LAKEHOUSE_TARGET never reached it)."""
+    env = job_environment(warehouse)
+    command = ["spark-submit", "--deploy-mode", "cluster"]
+    command += ["--conf", f"spark.archives={archive}#project"]
+    for key, value in env.items():
+        command += ["--conf", f"spark.yarn.appMasterEnv.{key}={value}"]
+        command += ["--conf", f"spark.executorEnv.{key}={value}"]
+    command += [entry_point, *arguments]
     answer = client.add_job_flow_steps(
         JobFlowId=cluster_id,
         Steps=[

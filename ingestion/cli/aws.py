@@ -70,6 +70,10 @@ def run_emr(args: argparse.Namespace) -> int:
         raise emr.EmrError("give the command to run after --, e.g. -- sync --table orders ...")
     if args.application_id and (not args.role_arn or not args.warehouse):
         raise emr.EmrError("EMR Serverless needs --role-arn and --warehouse")
+    if not args.application_id and not args.warehouse:
+        raise emr.EmrError(
+            "an EMR on EC2 step needs --warehouse (s3://BUCKET/PREFIX of the tables)"
+        )
     bucket, prefix = parse_s3_uri(args.code)
     built = emr.package(Path(".lakehouse-dist"))
     entry, archive = emr.upload(s3_client(), built, bucket, prefix)
@@ -88,7 +92,9 @@ def run_emr(args: argparse.Namespace) -> int:
         done, failed = emr.DONE_SERVERLESS, emr.FAILED_SERVERLESS
     else:
         client = boto3.client("emr")
-        step_id = emr.add_step(client, args.cluster_id, entry, arguments, archive, name)
+        step_id = emr.add_step(
+            client, args.cluster_id, entry, arguments, archive, name, args.warehouse
+        )
         what = f"step {step_id} on cluster {args.cluster_id}"
         state = emr.step_state(client, args.cluster_id, step_id)
         done, failed = emr.DONE_STEP, emr.FAILED_STEP

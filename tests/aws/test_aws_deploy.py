@@ -102,16 +102,26 @@ def test_cluster_step_request() -> None:
     )
     stub = Stubber(client)
     args = ["sync", "--table", "books", "--stream", "s3://lake/streams"]
+    # Cluster mode: the driver runs in YARN's application master, which gets the environment
+    # (in client mode LAKEHOUSE_TARGET never reached the driver).
+    env = {"LAKEHOUSE_TARGET": "emr", "LAKEHOUSE_WAREHOUSE": "s3://lake/warehouse",
+           "LAKEHOUSE_PROJECT_DIR": "./project", "PYTHONPATH": "./project"}  # fmt: skip
+    expected = ["spark-submit", "--deploy-mode", "cluster", "--conf", "spark.archives=s3://code/project.zip#project"]  # fmt: skip
+    for key, value in env.items():
+        expected += ["--conf", f"spark.yarn.appMasterEnv.{key}={value}"]
+        expected += ["--conf", f"spark.executorEnv.{key}={value}"]
+    expected += ["s3://code/main.py", *args]
     stub.add_response(
         "add_job_flow_steps",
         {"StepIds": ["s-1"]},
-        {"JobFlowId": "j-1", "Steps": [{"Name": "books", "ActionOnFailure": "CONTINUE", "HadoopJarStep": {"Jar": "command-runner.jar", "Args": ["spark-submit", "--deploy-mode", "client", "--conf", "spark.archives=s3://code/project.zip#project", "--conf", "spark.yarn.appMasterEnv.LAKEHOUSE_TARGET=emr", "s3://code/main.py", *args]}}]},
+        {"JobFlowId": "j-1", "Steps": [{"Name": "books", "ActionOnFailure": "CONTINUE", "HadoopJarStep": {"Jar": "command-runner.jar", "Args": expected}}]},
     )  # fmt: skip
     stub.add_response("describe_step", {"Step": {"Status": {"State": "COMPLETED"}}}, {"ClusterId": "j-1", "StepId": "s-1"})  # fmt: skip
     with stub:
         step = emr.add_step(
-            client, "j-1", "s3://code/main.py", args, "s3://code/project.zip", "books"
-        )
+            client, "j-1", "s3://code/main.py", args, "s3://code/project.zip", "books",
+            "s3://lake/warehouse",
+        )  # fmt: skip
         assert emr.wait(emr.step_state(client, "j-1", step), emr.DONE_STEP, emr.FAILED_STEP, "step", 0, print) == "COMPLETED"  # fmt: skip
 
 
