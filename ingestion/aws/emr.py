@@ -106,11 +106,17 @@ def job_environment(warehouse: str) -> dict[str, str]:
     }
 
 
+# EMR 7.x ships Iceberg's Spark runtime here. It must be a spark-submit parameter: a jar set
+# through SparkSession.builder (the emr profile's spark.jars) is not loaded under spark-submit.
+EMR_ICEBERG_JAR = "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
+
+
 def spark_parameters(archive: str, warehouse: str, venv_archive: str | None = None) -> str:
-    """spark-submit parameters of an EMR Serverless job of this project."""
+    """spark-submit parameters of an EMR Serverless job of this project: the one list that
+    ``emr submit`` sends and the template's schedules carry (a test compares them)."""
     env = job_environment(warehouse)
     archives = [f"{archive}#project"] + ([f"{venv_archive}#environment"] if venv_archive else [])
-    parts = [f"--conf spark.archives={','.join(archives)}"]
+    parts = [f"--conf spark.jars={EMR_ICEBERG_JAR}", f"--conf spark.archives={','.join(archives)}"]
     if venv_archive:
         env["PYSPARK_PYTHON"] = "./environment/bin/python"
         env["PYSPARK_DRIVER_PYTHON"] = "./environment/bin/python"

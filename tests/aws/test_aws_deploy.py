@@ -157,6 +157,43 @@ def test_iam_policies_name_their_actions() -> None:
         assert all(r != "*" for r in resources), statement
 
 
+def _template() -> dict:
+    from cfnlint.decode import decode
+
+    template, problems = decode(str(TEMPLATE))
+    assert not problems and template is not None
+    return template
+
+
+def test_schedules_send_what_emr_submit_sends() -> None:
+    """The schedules carried their own parameter list: no PYTHONPATH, no project dir, no
+    Iceberg jar, so every scheduled run failed on import. They must equal `emr submit`'s."""
+    import json
+
+    expected = emr.spark_parameters("s3://${CodeBucket}/${JobArchiveKey}", "s3://${BucketName}/warehouse")  # fmt: skip
+    assert f"spark.jars={emr.EMR_ICEBERG_JAR}" in expected
+    schedules = [
+        r for r in _template()["Resources"].values() if r["Type"] == "AWS::Scheduler::Schedule"
+    ]
+    assert len(schedules) == 2
+    for schedule in schedules:
+        job = json.loads(schedule["Properties"]["Target"]["Input"]["Fn::Sub"])
+        assert job["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"] == expected
+
+
+def test_poison_stream_records_are_reported_and_lag_alarms() -> None:
+    """The event source mapping retried 100 times with no on-failure destination: a poison
+    record vanished unrecorded, and nothing said the writer was falling behind."""
+    resources = _template()["Resources"]
+    mapping = resources["StreamMapping"]["Properties"]
+    destination = mapping["DestinationConfig"]["OnFailure"]["Destination"]
+    assert destination == {"Fn::GetAtt": ["StreamFailures", "Arn"]}
+    assert resources["StreamFailures"]["Type"] == "AWS::SQS::Queue"
+    alarms = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    assert [a["MetricName"] for a in alarms] == ["IteratorAge"]
+    assert alarms[0]["Dimensions"][0]["Value"] == {"Ref": "StreamWriterFunction"}
+
+
 def test_lambda_package_runs_without_site_packages(tmp_path: Path) -> None:
     """The function's zip needs only the standard library (boto3 only for s3:// targets)."""
     archive = emr.package_lambda(tmp_path / "dist", ROOT)
