@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import time
 import uuid
 import zipfile
@@ -88,12 +89,37 @@ def package_lambda(out: Path, root: Path | None = None) -> Path:
     return archive
 
 
+def code_locations(built: Package, bucket: str, prefix: str) -> tuple[str, str]:
+    """Where the package goes: (entry point URI, archive URI) under ``prefix/<digest>/``."""
+    base = f"s3://{bucket}/{prefix.strip('/')}/{built.digest}"
+    return f"{base}/main.py", f"{base}/project.zip"
+
+
 def upload(s3: Any, built: Package, bucket: str, prefix: str) -> tuple[str, str]:
     """Upload the package under ``prefix/<digest>/``; return (entry point URI, archive URI)."""
-    base = f"{prefix.strip('/')}/{built.digest}"
-    s3.upload_file(str(built.archive), bucket, f"{base}/project.zip")
-    s3.upload_file(str(built.entry_point), bucket, f"{base}/main.py")
-    return f"s3://{bucket}/{base}/main.py", f"s3://{bucket}/{base}/project.zip"
+    entry, archive = code_locations(built, bucket, prefix)
+    s3.upload_file(str(built.archive), bucket, archive.split("/", 3)[3])
+    s3.upload_file(str(built.entry_point), bucket, entry.split("/", 3)[3])
+    return entry, archive
+
+
+# The oldest EMR release whose Iceberg (1.7) has what `maintain` calls: rewrite_data_files'
+# remove-dangling-deletes. Tested locally with Iceberg 1.10.2 (snowpark-connect-deps-iceberg).
+MIN_RELEASE = (7, 7, 0)
+
+
+def check_release(client: Any, application_id: str) -> str:
+    """The application's release label, or an error when it is older than ``MIN_RELEASE``."""
+    label = str(client.get_application(applicationId=application_id)["application"]["releaseLabel"])
+    numbers = tuple(int(n) for n in re.findall(r"\d+", label)[:3])
+    if not label.startswith("emr-") or numbers < MIN_RELEASE:
+        minimum = "emr-" + ".".join(map(str, MIN_RELEASE))
+        raise EmrError(
+            f"application {application_id} runs {label}; this project needs {minimum} or later "
+            "(Iceberg 1.7 or later, for maintain's remove-dangling-deletes): create an "
+            f"application with release {minimum} or later"
+        )
+    return label
 
 
 def job_environment(warehouse: str) -> dict[str, str]:
@@ -138,21 +164,35 @@ def start_serverless(
     """Start one job run. ``token`` (``clientToken``) is fresh for every intended run: a token
     derived from the command repeated tomorrow's identical ``sync``, and EMR Serverless answered
     with yesterday's run instead of starting one. boto3's own retries of this one call reuse it."""
-    token = token or uuid.uuid4().hex
-    answer = client.start_job_run(
-        applicationId=application_id,
-        executionRoleArn=role_arn,
-        name=name,
-        clientToken=token[:64],
-        jobDriver={
+    request = job_run_request(
+        application_id, role_arn, entry_point, arguments, parameters, name, token
+    )
+    return str(client.start_job_run(**request)["jobRunId"])
+
+
+def job_run_request(
+    application_id: str,
+    role_arn: str,
+    entry_point: str,
+    arguments: list[str],
+    parameters: str,
+    name: str,
+    token: str | None = None,
+) -> dict[str, Any]:
+    """The StartJobRun request of one run (``emr submit --dry-run`` prints it)."""
+    return {
+        "applicationId": application_id,
+        "executionRoleArn": role_arn,
+        "name": name,
+        "clientToken": (token or uuid.uuid4().hex)[:64],
+        "jobDriver": {
             "sparkSubmit": {
                 "entryPoint": entry_point,
                 "entryPointArguments": arguments,
                 "sparkSubmitParameters": parameters,
             }
         },
-    )
-    return str(answer["jobRunId"])
+    }
 
 
 def add_step(
@@ -168,24 +208,25 @@ def add_step(
     mode: the driver runs in YARN's application master, where ``spark.yarn.appMasterEnv.*``
     sets its environment and the archive is unpacked (in client mode the driver ran on the
     primary node without either, and LAKEHOUSE_TARGET never reached it)."""
-    env = job_environment(warehouse)
+    step = step_request(entry_point, arguments, archive, name, warehouse)
+    answer = client.add_job_flow_steps(JobFlowId=cluster_id, Steps=[step])
+    return str(answer["StepIds"][0])
+
+
+def step_request(
+    entry_point: str, arguments: list[str], archive: str, name: str, warehouse: str
+) -> dict[str, Any]:
+    """One EMR on EC2 step (``emr submit --dry-run`` prints it)."""
     command = ["spark-submit", "--deploy-mode", "cluster"]
     command += ["--conf", f"spark.archives={archive}#project"]
-    for key, value in env.items():
+    for key, value in job_environment(warehouse).items():
         command += ["--conf", f"spark.yarn.appMasterEnv.{key}={value}"]
         command += ["--conf", f"spark.executorEnv.{key}={value}"]
-    command += [entry_point, *arguments]
-    answer = client.add_job_flow_steps(
-        JobFlowId=cluster_id,
-        Steps=[
-            {
-                "Name": name,
-                "ActionOnFailure": "CONTINUE",
-                "HadoopJarStep": {"Jar": "command-runner.jar", "Args": command},
-            }
-        ],
-    )
-    return str(answer["StepIds"][0])
+    return {
+        "Name": name,
+        "ActionOnFailure": "CONTINUE",
+        "HadoopJarStep": {"Jar": "command-runner.jar", "Args": [*command, entry_point, *arguments]},
+    }
 
 
 def wait(

@@ -41,6 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--venv-archive", metavar="s3://...", help="packed virtualenv (venv-pack)")
     a.add_argument("--poll", type=float, default=30.0, help="seconds between status calls")
     a.add_argument("--no-wait", action="store_true", help="submit and return")
+    a.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the exact request (StartJobRun, or the cluster step) and send nothing",
+    )
     a.add_argument("arguments", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS")
 
 
@@ -76,13 +81,18 @@ def run_emr(args: argparse.Namespace) -> int:
         )
     bucket, prefix = parse_s3_uri(args.code)
     built = emr.package(Path(".lakehouse-dist"))
+    name = "ddb-lakehouse " + " ".join(arguments[:3])
+    if args.dry_run:
+        return print_dry_run(args, built, bucket, prefix, arguments, name)
     entry, archive = emr.upload(s3_client(), built, bucket, prefix)
     print(f"uploaded {archive}")
-    name = "ddb-lakehouse " + " ".join(arguments[:3])
     import boto3
 
     if args.application_id:
         client = boto3.client("emr-serverless")
+        print(
+            f"application {args.application_id}: {emr.check_release(client, args.application_id)}"
+        )
         parameters = emr.spark_parameters(archive, args.warehouse, args.venv_archive)
         run_id = emr.start_serverless(
             client, args.application_id, args.role_arn, entry, arguments, parameters, name
@@ -101,4 +111,28 @@ def run_emr(args: argparse.Namespace) -> int:
     print(what)
     if not args.no_wait:
         emr.wait(state, done, failed, what, args.poll, lambda line: print(line, flush=True))
+    return 0
+
+
+def print_dry_run(
+    args: argparse.Namespace, built: emr.Package, bucket: str, prefix: str, arguments: list[str],
+    name: str,
+) -> int:  # fmt: skip
+    """The request ``emr submit`` would send, as JSON; nothing is uploaded or started."""
+    import json
+
+    entry, archive = emr.code_locations(built, bucket, prefix)
+    if args.application_id:
+        parameters = emr.spark_parameters(archive, args.warehouse, args.venv_archive)
+        request = emr.job_run_request(
+            args.application_id, args.role_arn, entry, arguments, parameters, name
+        )
+        print("StartJobRun " + json.dumps(request, indent=2))
+    else:
+        step = emr.step_request(entry, arguments, archive, name, args.warehouse)
+        print(
+            "AddJobFlowSteps "
+            + json.dumps({"JobFlowId": args.cluster_id, "Steps": [step]}, indent=2)
+        )
+    print(f"(dry run: {built.archive} not uploaded to s3://{bucket}/{prefix}, nothing started)")
     return 0

@@ -215,3 +215,43 @@ def test_lambda_package_runs_without_site_packages(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "'batchItemFailures': []" in done.stdout
     assert len(list((tmp_path / "out" / "books").glob("*.json.gz"))) == 1
+
+
+def test_submit_checks_the_release_before_it_starts_anything() -> None:
+    """`maintain` needs Iceberg 1.7 (remove-dangling-deletes): EMR 7.7 or later."""
+    client = boto3.client(
+        "emr-serverless", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stub = Stubber(client)
+    for label in ("emr-7.5.0", "emr-7.9.0"):
+        application = {"applicationId": "app-1", "name": "lake", "arn": "arn:aws:emr-serverless:eu-west-1:123456789012:/applications/app-1", "releaseLabel": label, "type": "Spark", "state": "CREATED", "createdAt": 0, "updatedAt": 0}  # fmt: skip
+        stub.add_response("get_application", {"application": application}, {"applicationId": "app-1"})  # fmt: skip
+    with stub:
+        with pytest.raises(emr.EmrError, match=r"runs emr-7.5.0; this project needs emr-7.7.0"):
+            emr.check_release(client, "app-1")
+        assert emr.check_release(client, "app-1") == "emr-7.9.0"
+
+
+def test_dry_run_prints_the_request_the_schedules_send(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`emr submit --dry-run` prints the exact StartJobRun request and sends nothing; its
+    parameters are the template's, with the template's placeholders filled in."""
+    import json
+
+    from ingestion import cli
+
+    command = ["emr", "submit", "--code", "s3://code/p", "--application-id", "app-1"]
+    command += ["--role-arn", "arn:aws:iam::123456789012:role/job", "--warehouse", "s3://lake/warehouse"]  # fmt: skip
+    assert cli.main([*command, "--dry-run", "--", "sync", "--table", "books"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("StartJobRun {") and "not uploaded" in out
+    request = json.loads(out[len("StartJobRun ") : out.rindex("}") + 1])
+    job = request["jobDriver"]["sparkSubmit"]
+    assert job["entryPointArguments"] == ["sync", "--table", "books"]
+    archive = job["entryPoint"].rsplit("/", 1)[0] + "/project.zip"
+    schedule = json.loads(_template()["Resources"]["BooksSchedule"]["Properties"]["Target"]["Input"]["Fn::Sub"])  # fmt: skip
+    filled = schedule["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"]
+    filled = filled.replace("s3://${CodeBucket}/${JobArchiveKey}", archive)
+    filled = filled.replace("s3://${BucketName}/warehouse", "s3://lake/warehouse")
+    assert job["sparkSubmitParameters"] == filled
