@@ -12,15 +12,15 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ingestion.aws import emr
+from ingestion.aws import emr, job_python, packaging
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "deploy" / "template.yaml"
 
 
 def test_package_holds_the_code_and_the_dbt_project(tmp_path: Path) -> None:
-    first = emr.package(tmp_path / "a", ROOT)
-    again = emr.package(tmp_path / "b", ROOT)
+    first = packaging.package(tmp_path / "a", ROOT)
+    again = packaging.package(tmp_path / "b", ROOT)
     assert first.digest == again.digest  # same files, same zip, same upload name
     names = set(zipfile.ZipFile(first.archive).namelist())
     for expected in ("dbt_project.yml", "ingestion/main.py", "ingestion/cli/__init__.py",
@@ -35,8 +35,10 @@ def test_serverless_job_request_and_wait() -> None:
         "emr-serverless", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
     stub = Stubber(client)
-    parameters = emr.spark_parameters("s3://code/p/project.zip", "s3://lake/warehouse")
-    assert "spark.archives=s3://code/p/project.zip#project" in parameters
+    parameters = emr.spark_parameters("s3://code/p/project.zip", "s3://lake/warehouse", "s3://code/p/deps.tgz")  # fmt: skip
+    assert "spark.archives=s3://code/p/project.zip#project,s3://code/p/deps.tgz#deps" in parameters
+    assert "spark.emr-serverless.driverEnv.PYSPARK_PYTHON=/usr/bin/python3.11" in parameters
+    assert "spark.emr-serverless.driverEnv.PYTHONPATH=./project:./deps" in parameters
     assert "spark.emr-serverless.driverEnv.LAKEHOUSE_TARGET=emr" in parameters
     arguments = ["sync", "--table", "orders", "--from-dynamodb"]
     expected = {
@@ -61,16 +63,11 @@ def test_serverless_job_request_and_wait() -> None:
         stub.add_response("get_job_run", {"jobRun": job_run}, {"applicationId": "app-1", "jobRunId": "run-1"})  # fmt: skip
     lines: list[str] = []
     with stub:
-        run = emr.start_serverless(
-            client,
-            "app-1",
-            expected["executionRoleArn"],
-            "s3://code/p/main.py",
-            arguments,
-            parameters,
-            "orders",
-            token="run-token",
-        )
+        request = emr.job_run_request(
+            "app-1", expected["executionRoleArn"], "s3://code/p/main.py", arguments, parameters,
+            "orders", token="run-token",
+        )  # fmt: skip
+        run = emr.start_serverless(client, request)
         assert run == "run-1"
         with pytest.raises(emr.EmrError, match="FAILED after .*: dbt test failed"):
             emr.wait(emr.serverless_state(client, "app-1", run), emr.DONE_SERVERLESS, emr.FAILED_SERVERLESS, "job run run-1", 0, lines.append)  # fmt: skip
@@ -92,7 +89,8 @@ def test_every_submission_carries_a_fresh_client_token() -> None:
 
     client = Recorder()
     for _ in range(2):
-        emr.start_serverless(client, "app-1", "role", "s3://c/main.py", ["sync"], "", "orders")
+        request = emr.job_run_request("app-1", "role", "s3://c/main.py", ["sync"], "", "orders")
+        emr.start_serverless(client, request)
     assert len(set(client.tokens)) == 2 and all(0 < len(t) <= 64 for t in client.tokens)
 
 
@@ -104,9 +102,13 @@ def test_cluster_step_request() -> None:
     args = ["sync", "--table", "books", "--stream", "s3://lake/streams"]
     # Cluster mode: the driver runs in YARN's application master, which gets the environment
     # (in client mode LAKEHOUSE_TARGET never reached the driver).
+    # The release's Python 3.11 runs it, with the dependency archive on its path.
     env = {"LAKEHOUSE_TARGET": "emr", "LAKEHOUSE_WAREHOUSE": "s3://lake/warehouse",
-           "LAKEHOUSE_PROJECT_DIR": "./project", "PYTHONPATH": "./project"}  # fmt: skip
-    expected = ["spark-submit", "--deploy-mode", "cluster", "--conf", "spark.archives=s3://code/project.zip#project"]  # fmt: skip
+           "LAKEHOUSE_PROJECT_DIR": "./project", "PYTHONPATH": "./project:./deps",
+           "PYSPARK_PYTHON": "/usr/bin/python3.11"}  # fmt: skip
+    expected = ["spark-submit", "--deploy-mode", "cluster",
+                "--conf", f"spark.jars={emr.EMR_ICEBERG_JAR}",
+                "--conf", "spark.archives=s3://code/project.zip#project,s3://code/deps.tgz#deps"]  # fmt: skip
     for key, value in env.items():
         expected += ["--conf", f"spark.yarn.appMasterEnv.{key}={value}"]
         expected += ["--conf", f"spark.executorEnv.{key}={value}"]
@@ -118,10 +120,11 @@ def test_cluster_step_request() -> None:
     )  # fmt: skip
     stub.add_response("describe_step", {"Step": {"Status": {"State": "COMPLETED"}}}, {"ClusterId": "j-1", "StepId": "s-1"})  # fmt: skip
     with stub:
-        step = emr.add_step(
-            client, "j-1", "s3://code/main.py", args, "s3://code/project.zip", "books",
-            "s3://lake/warehouse",
+        request = emr.step_request(
+            "s3://code/main.py", args, "s3://code/project.zip", "books", "s3://lake/warehouse",
+            "s3://code/deps.tgz",
         )  # fmt: skip
+        step = emr.add_step(client, "j-1", request)
         assert emr.wait(emr.step_state(client, "j-1", step), emr.DONE_STEP, emr.FAILED_STEP, "step", 0, print) == "COMPLETED"  # fmt: skip
 
 
@@ -170,7 +173,7 @@ def test_schedules_send_what_emr_submit_sends() -> None:
     Iceberg jar, so every scheduled run failed on import. They must equal `emr submit`'s."""
     import json
 
-    expected = emr.spark_parameters("s3://${CodeBucket}/${JobArchiveKey}", "s3://${BucketName}/warehouse")  # fmt: skip
+    expected = emr.spark_parameters("s3://${CodeBucket}/${JobArchiveKey}", "s3://${BucketName}/warehouse", "s3://${CodeBucket}/${JobDependenciesKey}")  # fmt: skip
     assert f"spark.jars={emr.EMR_ICEBERG_JAR}" in expected
     schedules = [
         r for r in _template()["Resources"].values() if r["Type"] == "AWS::Scheduler::Schedule"
@@ -196,8 +199,8 @@ def test_poison_stream_records_are_reported_and_lag_alarms() -> None:
 
 def test_lambda_package_runs_without_site_packages(tmp_path: Path) -> None:
     """The function's zip needs only the standard library (boto3 only for s3:// targets)."""
-    archive = emr.package_lambda(tmp_path / "dist", ROOT)
-    assert sorted(zipfile.ZipFile(archive).namelist()) == sorted(emr.LAMBDA_FILES)
+    archive = packaging.package_lambda(tmp_path / "dist", ROOT)
+    assert sorted(zipfile.ZipFile(archive).namelist()) == sorted(packaging.LAMBDA_FILES)
     script = (
         "import os, sys; sys.path.insert(0, sys.argv[1]);"
         "os.environ['LAKEHOUSE_STREAM_URI'] = sys.argv[2];"
@@ -229,7 +232,7 @@ def test_submit_checks_the_release_before_it_starts_anything() -> None:
     with stub:
         with pytest.raises(emr.EmrError, match=r"runs emr-7.5.0; this project needs emr-7.7.0"):
             emr.check_release(client, "app-1")
-        assert emr.check_release(client, "app-1") == "emr-7.9.0"
+        assert emr.check_release(client, "app-1") == ("emr-7.9.0", "x86_64")
 
 
 def test_dry_run_prints_the_request_the_schedules_send(
@@ -245,7 +248,7 @@ def test_dry_run_prints_the_request_the_schedules_send(
     command += ["--role-arn", "arn:aws:iam::123456789012:role/job", "--warehouse", "s3://lake/warehouse"]  # fmt: skip
     assert cli.main([*command, "--dry-run", "--", "sync", "--table", "books"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("StartJobRun {") and "not uploaded" in out
+    assert out.startswith("StartJobRun {") and "nothing uploaded" in out
     request = json.loads(out[len("StartJobRun ") : out.rindex("}") + 1])
     job = request["jobDriver"]["sparkSubmit"]
     assert job["entryPointArguments"] == ["sync", "--table", "books"]
@@ -254,4 +257,7 @@ def test_dry_run_prints_the_request_the_schedules_send(
     filled = schedule["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"]
     filled = filled.replace("s3://${CodeBucket}/${JobArchiveKey}", archive)
     filled = filled.replace("s3://${BucketName}/warehouse", "s3://lake/warehouse")
+    deps = job["sparkSubmitParameters"].split("spark.archives=")[1].split()[0].split(",")[1]
+    assert deps.startswith("s3://code/p/deps/") and deps.endswith("/deps-x86_64.tar.gz#deps")
+    filled = filled.replace("s3://${CodeBucket}/${JobDependenciesKey}#deps", deps)
     assert job["sparkSubmitParameters"] == filled

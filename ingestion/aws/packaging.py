@@ -1,0 +1,123 @@
+"""What the EMR job runs, packed for S3: the project, its entry point, its Python packages.
+
+``project.zip`` holds the ``ingestion`` package and the dbt project (``dbt_project.yml``,
+``models/``, ``macros/``, ``profiles/``, ``schemas/``, ``conf/``); ``main.py`` is the entry point;
+``deps-<arch>.tar.gz`` the packages for the release's Python 3.11 (``job_python``). Each goes to
+S3 under a name derived from its content, so a changed project never reuses an old upload and
+an unchanged one is not uploaded again. The Lambda function's zip is built here too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ingestion.aws import job_python
+from ingestion.config import settings
+
+PROJECT_PARTS = ("ingestion", "models", "macros", "profiles", "schemas", "conf")
+PROJECT_FILES = ("dbt_project.yml",)
+LAMBDA_HANDLER = "ingestion.stream_writer.handler"
+LAMBDA_FILES = (
+    "ingestion/__init__.py",
+    "ingestion/stream_writer.py",
+    "ingestion/sources/__init__.py",
+    "ingestion/sources/s3_uri.py",
+    "ingestion/sources/stream_writer.py",
+)
+
+
+@dataclass(frozen=True)
+class Package:
+    archive: Path  # project.zip
+    entry_point: Path  # ingestion/main.py
+    digest: str  # of the archive: names the upload, so a changed project never reuses an old one
+
+
+def package(out: Path, root: Path | None = None) -> Package:
+    """Zip the package and the dbt project (sorted, fixed timestamps: same files, same zip)."""
+    root = root or settings.project_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    archive = out / "project.zip"
+    files = [root / name for name in PROJECT_FILES]
+    for part in PROJECT_PARTS:
+        files += [
+            p for p in (root / part).rglob("*") if p.is_file() and "__pycache__" not in p.parts
+        ]
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for path in sorted(files):
+            info = zipfile.ZipInfo(
+                path.relative_to(root).as_posix(), date_time=(2020, 1, 1, 0, 0, 0)
+            )
+            info.external_attr = 0o644 << 16
+            bundle.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()[:16]
+    return Package(archive, root / "ingestion" / "main.py", digest)
+
+
+def package_lambda(out: Path, root: Path | None = None) -> Path:
+    """The Lambda function's code: the writer, the S3 URI parser and the handler's stable path
+    (``ingestion.stream_writer.handler``) only: standard library + boto3, which the Lambda
+    runtime provides."""
+    root = root or settings.project_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    archive = out / "stream_writer.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for name in LAMBDA_FILES:
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            bundle.writestr(info, (root / name).read_bytes(), zipfile.ZIP_DEFLATED)
+    return archive
+
+
+def code_locations(built: Package, bucket: str, prefix: str) -> tuple[str, str]:
+    """Where the package goes: (entry point URI, archive URI) under ``prefix/<digest>/``."""
+    base = f"s3://{bucket}/{prefix.strip('/')}/{built.digest}"
+    return f"{base}/main.py", f"{base}/project.zip"
+
+
+def upload(s3: Any, built: Package, bucket: str, prefix: str) -> tuple[str, str]:
+    """Upload the package under ``prefix/<digest>/``; return (entry point URI, archive URI)."""
+    entry, archive = code_locations(built, bucket, prefix)
+    s3.upload_file(str(built.archive), bucket, archive.split("/", 3)[3])
+    s3.upload_file(str(built.entry_point), bucket, entry.split("/", 3)[3])
+    return entry, archive
+
+
+
+
+def deps_key(arch: str, root: Path | None = None) -> str:
+    """What decides the dependency archive's content: requirements, pins, tags, Python."""
+    facts = [arch, job_python.PYTHON_VERSION, *job_python.MANYLINUX]
+    facts += job_python.requirements(root) + job_python.constraints()
+    return hashlib.sha256("\n".join(facts).encode()).hexdigest()[:16]
+
+
+def dependencies(out: Path, arch: str, root: Path | None = None) -> tuple[Path, str]:
+    """``out/deps-<arch>.tar.gz``, built once per key (a rebuild takes about 30 s with pip's
+    cache); returns (path, key)."""
+    key = deps_key(arch, root)
+    archive = out / job_python.archive_name(arch)
+    stamp = archive.with_name(archive.name + ".key")
+    if not (archive.is_file() and stamp.is_file() and stamp.read_text() == key):
+        job_python.build(out, arch, root)
+        stamp.write_text(key)
+    return archive, key
+
+
+def deps_location(bucket: str, prefix: str, arch: str, key: str) -> str:
+    return f"s3://{bucket}/{prefix.strip('/')}/deps/{key}/{job_python.archive_name(arch)}"
+
+
+def upload_dependencies(s3: Any, archive: Path, uri: str) -> bool:
+    """Upload the archive unless that very key is already there; True when uploaded."""
+    bucket, key = uri[len("s3://") :].split("/", 1)
+    try:
+        s3.head_object(Bucket=bucket, Key=key)
+        return False
+    except s3.exceptions.ClientError:
+        s3.upload_file(str(archive), bucket, key)
+        return True
