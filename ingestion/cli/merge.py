@@ -6,7 +6,7 @@ import argparse
 
 from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, selected_tables
-from ingestion.config import settings
+from ingestion.config import names, settings
 from ingestion.dynamodb.tables import TableConfig, get_table
 from ingestion.lake import drift, spark_config, table_lock
 from ingestion.lake.merge import run_merge
@@ -31,9 +31,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def merge_tables(tables: list[TableConfig]) -> list[MergeCounts]:
-    """``dbt run`` + ``dbt test`` for these tables, and the summary table."""
+    """``dbt run`` + ``dbt test`` for these tables, and the summary table. A table with nothing
+    staged yet is skipped and said so: with no staging table its model cannot compile, and
+    ``merge`` of all tables failed on the first run of a deploy that had synced one table."""
     spark = spark_config.build_spark("merge")
-    counts, seconds = run_merge(spark, tables)
+    staged = [t for t in tables if spark.catalog.tableExists(names.staging_table(t.name))]
+    for table in tables:
+        if table not in staged:
+            print(f"{table.name}: nothing staged yet, skipped")
+    if not staged:
+        return []
+    counts, seconds = run_merge(spark, staged)
     output.print_merge(counts, seconds)
     return counts
 

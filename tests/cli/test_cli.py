@@ -127,6 +127,20 @@ def test_processes_share_the_lakehouse(spark, clean_lakehouse, samples) -> None:
     )  # still can write
 
 
+@pytest.mark.slow
+@pytest.mark.integration
+def test_merge_of_every_table_skips_a_table_with_nothing_staged(
+    spark, clean_lakehouse, samples, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`merge` ran dbt for every configured table: a table never staged (no staging table)
+    failed the whole merge, as on the first run of a deploy that had synced only orders."""
+    ingest_export(spark, get_table("orders"), str(samples["orders"]))
+    assert cli.main(["merge"]) == 0
+    assert "books: nothing staged yet, skipped" in capsys.readouterr().out
+    assert spark.table("lake.lakehouse.orders").count() == 60
+    assert not spark.catalog.tableExists("lake.lakehouse.books")
+
+
 NESTED = (
     "select named_struct('test', cast('abc' as binary)) as m, "
     "array(named_struct('a', 1), named_struct('a', 2)) as l, "

@@ -1,0 +1,161 @@
+"""Run the project's EMR Serverless job on this machine the way EMR runs it.
+
+What EMR Serverless does with a job run, and how each step is rehearsed here:
+
+- It downloads ``spark.archives`` and unpacks each into the driver's working directory under its
+  alias (``#project``, ``#deps``). Here: the archives are downloaded from the local S3 endpoint
+  (moto's server, a test double for AWS only) with boto3 and unpacked into an empty folder.
+- It sets ``spark.emr-serverless.driverEnv.*`` as the driver's environment. Here: the same
+  variables are the only project variables of the spark-submit process (``env -i``), not this
+  test's environment.
+- It runs ``spark-submit`` with the other parameters, on a Spark whose classpath has no Iceberg:
+  EMR keeps Iceberg's runtime jar in /usr/share/aws/iceberg/lib, loaded only when a job names it.
+  Here: a Spark home made of PySpark's own jars without the Iceberg and SQLite jars that the
+  embedded default links into them; ``spark.jars`` is kept, with EMR's path mapped to the same
+  Iceberg jar (1.10.2) on this machine, plus the stand-ins below.
+- The driver's Python is the release's ``/usr/bin/python3.11``, with no packages of its own.
+  Here: a virtual environment of this machine's CPython 3.11 made with nothing installed.
+
+What cannot run here and has a stand-in: the Glue Data Catalog (Iceberg's JDBC catalog with
+``jdbc.schema-version=V0``, which, like Glue, cannot store views; the profile's ``rehearsal``
+target), S3FileIO and EMRFS (S3A on the local S3 endpoint, its jars added to ``spark.jars``),
+EMR's own Spark build (Apache Spark 3.5.9 from PyPI). A parameter this harness does not know
+fails the rehearsal: a new parameter must be thought through here, not passed on blindly.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ingestion.aws import emr, job_python
+from ingestion.lake import jars
+
+ENV_PREFIX = "spark.emr-serverless.driverEnv."
+
+
+@dataclass
+class Job:
+    """One rehearsed job: its working directory, spark-submit's flags and environment."""
+
+    work: Path
+    confs: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def emr_like_spark_home(folder: Path) -> Path:
+    """Spark without Iceberg on its classpath: PySpark's bin, python and jars, less the jars the
+    embedded default links into ``pyspark/jars``."""
+    pyspark = jars.pyspark_jars_dir().parent
+    home = folder / "spark"
+    if home.is_dir():
+        return home
+    (home / "jars").mkdir(parents=True)
+    (home / "python").mkdir()
+    (home / "bin").symlink_to(pyspark / "bin")
+    (home / "python" / "lib").symlink_to(pyspark / "python" / "lib")
+    embedded = {jar.name for jar in jars.required_jars()}
+    for jar in sorted((pyspark / "jars").iterdir()):
+        if jar.name not in embedded:
+            (home / "jars" / jar.name).symlink_to(jar.resolve())
+    return home
+
+
+def image_python(folder: Path) -> Path:
+    """A CPython 3.11 with no packages: what ``/usr/bin/python3.11`` is on EMR 7.x."""
+    target = folder / "python3.11"
+    if not target.is_dir():
+        base = getattr(sys, "_base_executable", sys.executable)
+        subprocess.run([base, "-m", "venv", "--without-pip", str(target)], check=True)
+    return target / "bin" / "python"
+
+
+def _unpack(archive: Path, into: Path) -> None:
+    into.mkdir(parents=True)
+    if archive.name.endswith(".zip"):
+        with zipfile.ZipFile(archive) as bundle:
+            bundle.extractall(into)
+    else:
+        with tarfile.open(archive) as tar:
+            tar.extractall(into, filter="data")
+
+
+def prepare(parameters: str, s3: Any, work: Path, python: Path) -> Job:
+    """Turn the rendered ``sparkSubmitParameters`` into a job in the empty folder ``work``."""
+    tokens = shlex.split(parameters)
+    if len(tokens) % 2 or any(flag != "--conf" for flag in tokens[::2]):
+        raise AssertionError(f"only --conf pairs are rehearsed: {parameters}")
+    job = Job(work)
+    work.mkdir(parents=True)
+    for setting in tokens[1::2]:
+        key, _, value = setting.partition("=")
+        if key == "spark.jars":
+            job.confs.append(f"spark.jars={','.join(_local_jars(value))}")
+        elif key == "spark.archives":
+            for entry in value.split(","):
+                uri, _, alias = entry.partition("#")
+                bucket, object_key = uri[len("s3://") :].split("/", 1)
+                local = work.parent / "downloads" / Path(object_key).name
+                local.parent.mkdir(exist_ok=True)
+                s3.download_file(bucket, object_key, str(local))
+                _unpack(local, work / alias)
+        elif key.startswith(ENV_PREFIX):
+            job.env[key[len(ENV_PREFIX) :]] = value
+        elif key.startswith("spark.executorEnv."):
+            job.confs.append(setting)
+        else:
+            raise AssertionError(f"the rehearsal does not know what EMR does with {key}")
+    for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+        if job.env.get(name) == job_python.JOB_PYTHON:
+            job.env[name] = str(python)
+    job.confs = [
+        c.replace(f"={job_python.JOB_PYTHON}", f"={python}") for c in job.confs
+    ]
+    return job
+
+
+def _local_jars(value: str) -> list[str]:
+    iceberg = next(j for j in jars.required_jars() if j.name == jars.ICEBERG_JAR).source
+    local = []
+    for jar in value.split(","):
+        if jar != emr.EMR_ICEBERG_JAR:
+            raise AssertionError(f"no local stand-in for the jar {jar}")
+        local.append(str(iceberg))
+    # Stand-ins for what EMR has on its classpath: S3A for EMRFS, SQLite JDBC for Glue's client.
+    return local + [str(p) for p in jars.install_aws()] + [jars.SQLITE_JDBC_JAR]
+
+
+def run(
+    job: Job, entry_point: Path, arguments: list[str], spark_home: Path, stand_ins: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """``spark-submit`` the entry point in the job's folder, with only the job's environment
+    (``LAKEHOUSE_TARGET=emr`` becomes ``rehearsal``: the stand-in catalog and S3A)."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(job.work),
+        "SPARK_HOME": str(spark_home),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        **({"JAVA_HOME": os.environ["JAVA_HOME"]} if "JAVA_HOME" in os.environ else {}),
+        **stand_ins,
+        **job.env,
+    }
+    if env.get("LAKEHOUSE_TARGET") == "emr":
+        env["LAKEHOUSE_TARGET"] = "rehearsal"
+    entry = job.work / "main.py"
+    if not entry.exists():
+        shutil.copyfile(entry_point, entry)
+    command = [str(spark_home / "bin" / "spark-submit")]
+    for conf in job.confs:
+        command += ["--conf", conf]
+    command += ["main.py", *arguments]
+    return subprocess.run(
+        command, cwd=job.work, env=env, capture_output=True, text=True, timeout=900, check=False
+    )

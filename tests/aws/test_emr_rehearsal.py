@@ -1,0 +1,171 @@
+"""The EMR Serverless job, rehearsed on this machine as EMR runs it (tests/aws/emr_rehearsal.py
+says how each step is rehearsed and what stands in for Glue, S3 and EMR's image).
+
+The job is built as ``emr submit`` builds it (project.zip, main.py, the dependency archive for
+this machine's architecture), uploaded to a local S3 endpoint (moto's server: a test double for
+AWS only), and every run starts in a fresh folder, as every EMR job run starts in a fresh
+container: a full export is ingested, merged, an incremental chain synced, the table maintained,
+its status read. Then the final table is read back with pyiceberg and compared with what the
+export files say, and two broken jobs show that the rehearsal catches what failed on EMR.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import boto3
+import emr_rehearsal
+import local_s3
+import pytest
+
+from ingestion.aws import emr, job_python, packaging
+from ingestion.lake import spark_config
+from ingestion.samples import exports as sample_exports
+from ingestion.samples import orders_chain
+from ingestion.sources import manifest
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.aws]
+
+ROOT = Path(__file__).resolve().parents[2]
+BUCKET = "lake"
+WAREHOUSE = f"s3://{BUCKET}/warehouse"
+
+
+def test_rehearsal_target_is_the_emr_target_but_for_the_catalog(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The stand-in differs from what runs on EMR in the catalog and the file system only."""
+    monkeypatch.setenv("LAKEHOUSE_WAREHOUSE", WAREHOUSE)
+    monkeypatch.setenv("LAKEHOUSE_REHEARSAL_CATALOG", "/tmp/glue.db")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")
+    on_emr = spark_config.profile_target(target="emr")["server_side_parameters"]
+    rehearsed = spark_config.profile_target(target="rehearsal")["server_side_parameters"]
+    stand_ins = {k for k in rehearsed.keys() ^ on_emr.keys()}
+    stand_ins |= {k for k in rehearsed.keys() & on_emr.keys() if rehearsed[k] != on_emr[k]}
+    catalog = "spark.sql.catalog.lake."
+    assert all(k.startswith((catalog, "spark.hadoop.fs.s3")) for k in stand_ins), stand_ins
+    assert rehearsed[catalog + "jdbc.schema-version"] == "V0"  # no views, as in Glue
+    assert "spark.jars" not in on_emr  # a builder jar is not loaded under spark-submit
+
+
+def _key(image: dict) -> str:
+    return json.dumps([image["customer_id"], image["order_id"]], sort_keys=True)
+
+
+def expected_orders(folders: list[Path]) -> dict[str, dict]:
+    """The final table the export files describe: the full export's items, then each
+    incremental's changes in write order (a change without NewImage deletes)."""
+    rows: dict[str, dict] = {}
+    for folder in folders:
+        export = manifest.read_export(folder, verify=False)
+        lines = [
+            json.loads(line)
+            for data in export.files
+            for line in gzip.open(str(data.path), "rt")
+            if line.strip()
+        ]
+        if "Item" in lines[0]:
+            rows.update({_key(line["Item"]): line["Item"] for line in lines})
+            continue
+        lines.sort(key=lambda line: int(line["Metadata"]["WriteTimestampMicros"]["N"]))
+        for line in lines:
+            if "NewImage" in line:
+                rows[_key(line["Keys"])] = line["NewImage"]
+            else:
+                rows.pop(_key(line["Keys"]), None)
+    return rows
+
+
+def final_orders(catalog_file: Path, endpoint: str) -> dict[str, dict]:
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog(
+        "lake",
+        uri=f"sqlite:///{catalog_file}",
+        **{"s3.endpoint": endpoint, "s3.region": "us-east-1",
+           "s3.access-key-id": "testing", "s3.secret-access-key": "testing"},
+    )  # fmt: skip
+    table = catalog.load_table("lakehouse.orders").scan(selected_fields=("_image",)).to_arrow()
+    images = [json.loads(text) for text in table.column("_image").to_pylist()]
+    return {_key(image): image for image in images}
+
+
+class Rehearsal:
+    """The uploaded job and the local stand-ins; ``submit`` runs one job run."""
+
+    def __init__(self, root: Path, endpoint: str) -> None:
+        self.root, self.endpoint = root, endpoint
+        self.s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+        self.s3.create_bucket(Bucket=BUCKET)
+        dist = root / "dist"
+        built = packaging.package(dist, ROOT)
+        arch = job_python.local_architecture()
+        deps, key = packaging.dependencies(dist, arch, ROOT)
+        entry, self.archive = packaging.upload(self.s3, built, BUCKET, "code")
+        self.deps = packaging.deps_location(BUCKET, "code", arch, key)
+        assert packaging.upload_dependencies(self.s3, deps, self.deps)
+        assert not packaging.upload_dependencies(self.s3, deps, self.deps)  # once per content
+        self.entry = root / "main.py"
+        self.s3.download_file(BUCKET, entry.split("/", 3)[3], str(self.entry))
+        self.python = emr_rehearsal.image_python(root)
+        self.spark_home = emr_rehearsal.emr_like_spark_home(root)
+        self.catalog = root / "glue.db"
+        self.runs = 0
+
+    def submit(self, parameters: str, *arguments: str) -> tuple[int, str]:
+        self.runs += 1
+        job = emr_rehearsal.prepare(parameters, self.s3, self.root / f"run-{self.runs}", self.python)  # fmt: skip
+        stand_ins = {
+            **local_s3.CREDENTIALS,
+            "AWS_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL_S3": self.endpoint,
+            "LAKEHOUSE_REHEARSAL_CATALOG": str(self.catalog),
+        }
+        done = emr_rehearsal.run(job, self.entry, list(arguments), self.spark_home, stand_ins)
+        return done.returncode, done.stderr[-3000:] + "\n--- stdout ---\n" + done.stdout[-4000:]
+
+    def ok(self, *arguments: str) -> str:
+        parameters = emr.spark_parameters(self.archive, WAREHOUSE, self.deps)
+        code, output = self.submit(parameters, *arguments)
+        assert code == 0, f"{' '.join(arguments)} failed:\n{output}"
+        return output
+
+
+def upload_exports(s3, out: Path, folders: list[Path]) -> list[str]:
+    for path in sorted(out.rglob("*")):
+        if path.is_file():
+            s3.put_object(Bucket=BUCKET, Key=f"exports/{path.relative_to(out).as_posix()}", Body=path.read_bytes())  # fmt: skip
+    return [f"s3://{BUCKET}/exports/{f.relative_to(out).as_posix()}" for f in folders]
+
+
+def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path) -> None:
+    out = tmp_path / "exports"
+    full = sample_exports.write_samples(out, 300, 4, ["orders"])["orders"]
+    chain = orders_chain.write_orders_chain(out, 300, 4, increments=2)
+    with local_s3.server() as endpoint:
+        rehearsal = Rehearsal(tmp_path / "emr", endpoint)
+        full_uri, *chain_uris = upload_exports(rehearsal.s3, out, [full, *chain])
+
+        rehearsal.ok("ingest", "--table", "orders", full_uri)
+        rehearsal.ok("merge")  # dbt run + dbt test in a catalog without views
+        rehearsal.ok("sync", "--table", "orders", *chain_uris)
+        rehearsal.ok("maintain", "--table", "orders")
+        status = rehearsal.ok("status")
+        assert "orders" in status
+
+        assert final_orders(rehearsal.catalog, endpoint) == expected_orders([full, *chain])
+
+        # What failed on EMR fails here too. The packages come from the archive alone:
+        without_deps = emr.spark_parameters(rehearsal.archive, WAREHOUSE)
+        code, output = rehearsal.submit(without_deps, "status")
+        assert code != 0 and "No module named" in output, output[-2000:]
+        # Iceberg's jar reaches the driver only as a spark-submit parameter:
+        params = emr.spark_parameters(rehearsal.archive, WAREHOUSE, rehearsal.deps)
+        without_jar = params.replace(f"--conf spark.jars={emr.EMR_ICEBERG_JAR} ", "")
+        assert without_jar != params
+        code, output = rehearsal.submit(without_jar, "status")
+        assert code != 0 and "org.apache.iceberg" in output, output[-2000:]
+    assert os.environ.get("LAKEHOUSE_TARGET", "local") == "local"  # the test's own is untouched
