@@ -16,9 +16,9 @@ What EMR Serverless does with a job run, and how each step is rehearsed here:
 - The driver's Python is the release's ``/usr/bin/python3.11``, with no packages of its own.
   Here: a virtual environment of this machine's CPython 3.11 made with nothing installed.
 
-What cannot run here and has a stand-in: the Glue Data Catalog (Iceberg's JDBC catalog with
-``jdbc.schema-version=V0``, which, like Glue, cannot store views; the profile's ``rehearsal``
-target), S3FileIO and EMRFS (S3A on the local S3 endpoint, its jars added to ``spark.jars``),
+What cannot run here and has a stand-in: the Glue Data Catalog (Iceberg's JDBC catalog behind
+``rehearsal/NoViewCatalog.java``, compiled here, which like GlueCatalog is no view catalog: Spark
+lists no views in it and cannot create one; the profile's ``rehearsal`` target), S3FileIO and EMRFS (S3A on the local S3 endpoint, its jars added to ``spark.jars``),
 EMR's own Spark build (Apache Spark 3.5.9 from PyPI). A parameter this harness does not know
 fails the rehearsal: a new parameter must be thought through here, not passed on blindly.
 """
@@ -98,7 +98,7 @@ def prepare(parameters: str, s3: Any, work: Path, python: Path) -> Job:
     for setting in tokens[1::2]:
         key, _, value = setting.partition("=")
         if key == "spark.jars":
-            job.confs.append(f"spark.jars={','.join(_local_jars(value))}")
+            job.confs.append(f"spark.jars={','.join(_local_jars(value, work.parent))}")
         elif key == "spark.archives":
             for entry in value.split(","):
                 uri, _, alias = entry.partition("#")
@@ -122,15 +122,34 @@ def prepare(parameters: str, s3: Any, work: Path, python: Path) -> Job:
     return job
 
 
-def _local_jars(value: str) -> list[str]:
+CATALOG_SOURCE = Path(__file__).parent / "rehearsal" / "NoViewCatalog.java"
+
+
+def no_view_catalog_jar(folder: Path) -> Path:
+    """Compile the stand-in for Glue's catalog against the Iceberg and Spark jars."""
+    jar = folder / "no-view-catalog.jar"
+    if jar.is_file():
+        return jar
+    classes = folder / "classes"
+    iceberg = next(j for j in jars.required_jars() if j.name == jars.ICEBERG_JAR).source
+    classpath = f"{iceberg}:{jars.pyspark_jars_dir()}/*"
+    javac = ["javac", "-nowarn", "-d", str(classes), "-cp", classpath, str(CATALOG_SOURCE)]
+    subprocess.run(javac, check=True, capture_output=True)
+    subprocess.run(["jar", "cf", str(jar), "-C", str(classes), "lakehouse"], check=True)
+    return jar
+
+
+def _local_jars(value: str, folder: Path) -> list[str]:
     iceberg = next(j for j in jars.required_jars() if j.name == jars.ICEBERG_JAR).source
     local = []
     for jar in value.split(","):
         if jar != emr.EMR_ICEBERG_JAR:
             raise AssertionError(f"no local stand-in for the jar {jar}")
         local.append(str(iceberg))
-    # Stand-ins for what EMR has on its classpath: S3A for EMRFS, SQLite JDBC for Glue's client.
-    return local + [str(p) for p in jars.install_aws()] + [jars.SQLITE_JDBC_JAR]
+    # Stand-ins for what EMR has on its classpath: S3A for EMRFS, the catalog and its SQLite
+    # JDBC driver for Glue's client.
+    stand_ins = [*jars.install_aws(), no_view_catalog_jar(folder), jars.SQLITE_JDBC_JAR]
+    return local + [str(p) for p in stand_ins]
 
 
 def run(
