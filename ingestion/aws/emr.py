@@ -97,6 +97,9 @@ def start_serverless(client: Any, request: dict[str, Any]) -> str:
     return str(client.start_job_run(**request)["jobRunId"])
 
 
+WATCH_RETRIES = 5
+
+
 def job_run_request(
     application_id: str,
     role_arn: str,
@@ -110,7 +113,7 @@ def job_run_request(
     ``clientToken`` is fresh for every intended run: a token derived from the command repeated
     tomorrow's identical ``sync``, and EMR Serverless answered with yesterday's run instead of
     starting one. boto3's own retries of this one call reuse it."""
-    return {
+    request: dict[str, Any] = {
         "applicationId": application_id,
         "executionRoleArn": role_arn,
         "name": name,
@@ -123,6 +126,12 @@ def job_run_request(
             }
         },
     }
+    if arguments[:1] == ["watch"]:
+        # A watch runs until stopped: a streaming run, restarted by the service after a
+        # failure (at most WATCH_RETRIES times an hour), with no batch time limit.
+        request["mode"] = "STREAMING"
+        request["retryPolicy"] = {"maxFailedAttemptsPerHour": WATCH_RETRIES}
+    return request
 
 
 def add_step(client: Any, cluster_id: str, step: dict[str, Any]) -> str:

@@ -87,8 +87,6 @@ def upload(s3: Any, built: Package, bucket: str, prefix: str) -> tuple[str, str]
     return entry, archive
 
 
-
-
 def deps_key(arch: str, root: Path | None = None) -> str:
     """What decides the dependency archive's content: requirements, pins, tags, Python."""
     facts = [arch, job_python.PYTHON_VERSION, *job_python.MANYLINUX]

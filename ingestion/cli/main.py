@@ -33,8 +33,10 @@ def user_errors() -> tuple[type[Exception], ...]:
 
     from ingestion.aws.emr import EmrError
     from ingestion.aws.glue import GlueError
+    from ingestion.aws.job_python import PackagingError
     from ingestion.dynamodb.tables import TableConfigError
     from ingestion.dynamodb.types import SchemaError
+    from ingestion.lake.lease import LeaseLost
     from ingestion.lake.merge import DbtError
     from ingestion.lake.onboarding import OnboardingError
     from ingestion.lake.spark_config import ConfigError
@@ -56,7 +58,9 @@ def user_errors() -> tuple[type[Exception], ...]:
         LocationError,
         WatchError,
         TableBusy,
+        LeaseLost,
         EmrError,
+        PackagingError,
         GlueError,
         StreamError,
         OnboardingError,

@@ -8,7 +8,7 @@ from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, selected_tables
 from ingestion.config import names, settings
 from ingestion.dynamodb.tables import TableConfig, get_table
-from ingestion.lake import drift, spark_config, table_lock
+from ingestion.lake import drift, lease, spark_config, table_lock
 from ingestion.lake.merge import run_merge
 from ingestion.lake.merge_counts import MergeCounts
 from ingestion.lake.rebuild import rebuild_staging
@@ -55,7 +55,11 @@ def run_rebuild(args: argparse.Namespace) -> int:
     table = get_table(args.table)
     lock = table_lock.hold(settings.lakehouse_home(), table.name, "rebuild")
     spark = spark_config.build_spark(f"rebuild {table.name}")
-    rebuilt = rebuild_staging(spark, table)
+    held = lease.hold(spark, table.name, "rebuild")
+    try:
+        rebuilt = rebuild_staging(spark, table)
+    finally:
+        held.release()
     print(f"staging.{table.name} rebuilt from _image: {rebuilt.rows} rows")
     for batch in rebuilt.restaged:
         print(f"  batch {batch} was committed by another process meanwhile: staged again")

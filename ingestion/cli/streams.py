@@ -10,7 +10,7 @@ from ingestion.cli import output
 from ingestion.cli.arguments import add_stream_arguments
 from ingestion.config import settings
 from ingestion.dynamodb.tables import TableConfig, get_table
-from ingestion.lake import spark_config, table_lock
+from ingestion.lake import lease, spark_config, table_lock
 from ingestion.lake.adopt import adopt_drift
 from ingestion.lake.drift import Drift
 from ingestion.lake.streams import ingest_stream
@@ -47,6 +47,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=5,
         help="stop after this many failed ticks in a row (default 5)",
+    )
+    p.add_argument(
+        "--if-free",
+        action="store_true",
+        help="when another watch holds the table, say so and exit 0 (for a schedule that "
+        "keeps one watch running: its runs then never fail, nor get retried, for that)",
     )
     p.set_defaults(run=run_watch)
 
@@ -87,7 +93,18 @@ def stage_stream(table: TableConfig, args: argparse.Namespace) -> int:
 
 def run_watch(args: argparse.Namespace) -> int:
     table = get_table(args.table)
-    lock = table_lock.hold(settings.lakehouse_home(), table.name, "watch")  # for its whole life
+    lock = None
+    try:
+        lock = table_lock.hold(settings.lakehouse_home(), table.name, "watch")  # whole life
+        spark = spark_config.build_spark(f"watch {table.name}")
+        held = lease.hold(spark, table.name, "watch")  # across machines: one watch per table
+    except table_lock.TableBusy as busy:
+        if lock is not None:
+            lock.close()
+        if not args.if_free:
+            raise
+        print(f"{table.name}: already watched, nothing to do ({busy})")
+        return 0
     options = WatchOptions(
         stream=args.stream,
         interval=args.interval,
@@ -99,7 +116,9 @@ def run_watch(args: argparse.Namespace) -> int:
         maintain_every=args.maintain_every,
         max_failures=args.max_failures,
     )
-    spark = spark_config.build_spark(f"watch {table.name}")
-    watch(spark, table, options, report=lambda line: print(line, flush=True))
-    lock.close()
+    try:
+        watch(spark, table, options, report=lambda line: print(line, flush=True), guard=held.check)
+    finally:
+        held.release()
+        lock.close()
     return 0

@@ -93,7 +93,9 @@ class Lease:
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=30)
-        _swap(self.spark, self.table, lambda cur: {} if cur and cur["owner"] == self.owner else None)
+        _swap(
+            self.spark, self.table, lambda cur: {} if cur and cur["owner"] == self.owner else None
+        )
 
 
 def hold(

@@ -171,8 +171,10 @@ def watch(
     table: TableConfig,
     options: WatchOptions,
     report: Callable[[str], Any] = print,
+    guard: Callable[[], None] = lambda: None,
 ) -> list[Tick]:
-    """Tick until stopped (a signal, or ``options.ticks``); returns the ticks."""
+    """Tick until stopped (a signal, or ``options.ticks``); returns the ticks. ``guard()`` runs
+    before every tick and stops the loop by raising (the table's lease was lost)."""
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -190,6 +192,7 @@ def watch(
     )
     try:
         while not stop.is_set() and (options.ticks is None or number < options.ticks):
+            guard()
             number += 1
             started = time.monotonic()
             try:

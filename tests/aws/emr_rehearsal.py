@@ -116,9 +116,7 @@ def prepare(parameters: str, s3: Any, work: Path, python: Path) -> Job:
     for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
         if job.env.get(name) == job_python.JOB_PYTHON:
             job.env[name] = str(python)
-    job.confs = [
-        c.replace(f"={job_python.JOB_PYTHON}", f"={python}") for c in job.confs
-    ]
+    job.confs = [c.replace(f"={job_python.JOB_PYTHON}", f"={python}") for c in job.confs]
     return job
 
 

@@ -253,7 +253,7 @@ def test_dry_run_prints_the_request_the_schedules_send(
     job = request["jobDriver"]["sparkSubmit"]
     assert job["entryPointArguments"] == ["sync", "--table", "books"]
     archive = job["entryPoint"].rsplit("/", 1)[0] + "/project.zip"
-    schedule = json.loads(_template()["Resources"]["BooksSchedule"]["Properties"]["Target"]["Input"]["Fn::Sub"])  # fmt: skip
+    schedule = json.loads(_template()["Resources"]["OrdersSchedule"]["Properties"]["Target"]["Input"]["Fn::Sub"])  # fmt: skip
     filled = schedule["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"]
     filled = filled.replace("s3://${CodeBucket}/${JobArchiveKey}", archive)
     filled = filled.replace("s3://${BucketName}/warehouse", "s3://lake/warehouse")
@@ -261,3 +261,50 @@ def test_dry_run_prints_the_request_the_schedules_send(
     assert deps.startswith("s3://code/p/deps/") and deps.endswith("/deps-x86_64.tar.gz#deps")
     filled = filled.replace("s3://${CodeBucket}/${JobDependenciesKey}#deps", deps)
     assert job["sparkSubmitParameters"] == filled
+
+
+def test_the_books_watch_is_one_streaming_run_that_never_overlaps(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`books` ran as a job every minute that took about 1.5 minutes: runs overlapped on one
+    table. Now one long-running watch: a STREAMING run (the service restarts it), started
+    hourly with --if-free (a run that finds a live watch's lease exits with success), the same
+    run `emr submit -- watch ...` starts."""
+    import json
+
+    from ingestion import cli
+
+    resources = _template()["Resources"]
+    rates = [r["Properties"]["ScheduleExpression"] for r in resources.values() if r["Type"] == "AWS::Scheduler::Schedule"]  # fmt: skip
+    assert sorted(rates) == ["cron(30 2 * * ? *)", "rate(1 hour)"]
+    job = json.loads(resources["BooksWatch"]["Properties"]["Target"]["Input"]["Fn::Sub"])
+    arguments = job["JobDriver"]["SparkSubmit"]["EntryPointArguments"]
+    assert arguments[:3] == ["watch", "--table", "books"] and arguments[-1] == "--if-free"
+    command = ["emr", "submit", "--code", "s3://code/p", "--application-id", "app-1"]
+    command += ["--role-arn", "arn:aws:iam::123456789012:role/job", "--warehouse", "s3://lake/warehouse"]  # fmt: skip
+    assert cli.main([*command, "--dry-run", "--", *arguments]) == 0
+    out = capsys.readouterr().out
+    request = json.loads(out[len("StartJobRun ") : out.rindex("}") + 1])
+    assert request["mode"] == job["Mode"] == "STREAMING"
+    assert request["retryPolicy"] == {"maxFailedAttemptsPerHour": job["RetryPolicy"]["MaxFailedAttemptsPerHour"]}  # fmt: skip
+
+
+def test_the_dependency_archive_holds_what_emr_lacks_for_its_python_311() -> None:
+    """EMR 7.x has no dbt and runs Python 3.9 by default: the archive brings dbt and the rest
+    for the release's Python 3.11, manylinux wheels of the application's architecture, and
+    leaves out what EMR provides (its Spark and Iceberg: a PyPI PySpark would shadow EMR's)."""
+    wanted = job_python.requirements(ROOT)
+    names = {job_python._name(r) for r in wanted}
+    assert {"dbt-core", "dbt-spark", "pyyaml", "jinja2", "boto3"} <= names
+    assert not names & set(job_python.PROVIDED)
+    assert "dbt-spark==1.11.0" in wanted  # no [session] extra: it pulls PySpark
+    pins = Path("/tmp/pins.txt")
+    for arch, machine in (("x86_64", "x86_64"), ("arm64", "aarch64")):
+        command = job_python.pip_command(Path("/tmp/t"), arch, wanted, pins)
+        assert command[command.index("--python-version") + 1] == "3.11"
+        assert "--only-binary=:all:" in command
+        platforms = [command[i + 1] for i, a in enumerate(command) if a == "--platform"]
+        assert platforms and all(p.endswith(machine) for p in platforms)
+        assert f"manylinux_2_34_{machine}" in platforms  # Amazon Linux 2023's glibc
+    with pytest.raises(job_python.PackagingError, match="unknown architecture"):
+        job_python.build(Path("/tmp/never"), "sparc")
