@@ -67,15 +67,33 @@ def job_environment(warehouse: str) -> dict[str, str]:
 EMR_ICEBERG_JAR = "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
 
 
+# A watch runs for days on small batches: one 1-vCPU driver and one 1-vCPU executor (4 GB
+# workers once EMR adds its memory overhead) instead of EMR Serverless's defaults (4-vCPU
+# workers, dynamic allocation). docs/on-aws.md prices it.
+WATCH_SIZE = (
+    "spark.driver.cores=1",
+    "spark.driver.memory=3g",
+    "spark.executor.cores=1",
+    "spark.executor.memory=3g",
+    "spark.dynamicAllocation.enabled=false",
+    "spark.executor.instances=1",
+)
+
+
 def spark_parameters(
-    archive: str, warehouse: str, deps_archive: str | None = None, venv_archive: str | None = None
+    archive: str,
+    warehouse: str,
+    deps_archive: str | None = None,
+    venv_archive: str | None = None,
+    watch: bool = False,
 ) -> str:
     """spark-submit parameters of an EMR Serverless job of this project: the one list that
     ``emr submit`` sends and the template's schedules carry (a test compares them).
 
     The job's Python is the release's 3.11 with ``deps_archive`` on its path; or, with neither
     archive, the same Python in a custom image that has the packages (deploy/Dockerfile); or
-    the interpreter inside a packed ``venv_archive`` of the user's own."""
+    the interpreter inside a packed ``venv_archive`` of the user's own. ``watch`` sizes a
+    long-running ``watch`` small."""
     env = job_environment(warehouse)
     archives = [f"{archive}#project"]
     python = job_python.JOB_PYTHON
@@ -89,6 +107,8 @@ def spark_parameters(
     parts = [f"--conf spark.jars={EMR_ICEBERG_JAR}", f"--conf spark.archives={','.join(archives)}"]
     parts += [f"--conf spark.emr-serverless.driverEnv.{k}={v}" for k, v in env.items()]
     parts.append(f"--conf spark.executorEnv.PYSPARK_PYTHON={python}")
+    if watch:
+        parts += [f"--conf {setting}" for setting in WATCH_SIZE]
     return " ".join(parts)
 
 

@@ -118,7 +118,10 @@ def run_emr(args: argparse.Namespace) -> int:
     entry, archive = packaging.code_locations(built, bucket, prefix)
     name = "ddb-lakehouse " + " ".join(arguments[:3])
     if args.application_id:
-        parameters = emr.spark_parameters(archive, args.warehouse, deps_uri, args.venv_archive)
+        watch = arguments[:1] == ["watch"]
+        parameters = emr.spark_parameters(
+            archive, args.warehouse, deps_uri, args.venv_archive, watch=watch
+        )
         request = emr.job_run_request(
             args.application_id, args.role_arn, entry, arguments, parameters, name
         )

@@ -173,7 +173,8 @@ def test_schedules_send_what_emr_submit_sends() -> None:
     Iceberg jar, so every scheduled run failed on import. They must equal `emr submit`'s."""
     import json
 
-    expected = emr.spark_parameters("s3://${CodeBucket}/${JobArchiveKey}", "s3://${BucketName}/warehouse", "s3://${CodeBucket}/${JobDependenciesKey}")  # fmt: skip
+    code = ("s3://${CodeBucket}/${JobArchiveKey}", "s3://${BucketName}/warehouse", "s3://${CodeBucket}/${JobDependenciesKey}")  # fmt: skip
+    expected = emr.spark_parameters(*code)
     assert f"spark.jars={emr.EMR_ICEBERG_JAR}" in expected
     schedules = [
         r for r in _template()["Resources"].values() if r["Type"] == "AWS::Scheduler::Schedule"
@@ -181,7 +182,9 @@ def test_schedules_send_what_emr_submit_sends() -> None:
     assert len(schedules) == 2
     for schedule in schedules:
         job = json.loads(schedule["Properties"]["Target"]["Input"]["Fn::Sub"])
-        assert job["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"] == expected
+        watch = job["JobDriver"]["SparkSubmit"]["EntryPointArguments"][0] == "watch"
+        sent = job["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"]
+        assert sent == emr.spark_parameters(*code, watch=watch)
 
 
 def test_poison_stream_records_are_reported_and_lag_alarms() -> None:
@@ -286,6 +289,9 @@ def test_the_books_watch_is_one_streaming_run_that_never_overlaps(
     out = capsys.readouterr().out
     request = json.loads(out[len("StartJobRun ") : out.rindex("}") + 1])
     assert request["mode"] == job["Mode"] == "STREAMING"
+    sent = request["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
+    assert "spark.executor.instances=1" in sent  # sized small, as the schedule's
+    assert sent.split("spark.executorEnv.PYSPARK_PYTHON")[1] == job["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"].split("spark.executorEnv.PYSPARK_PYTHON")[1]  # fmt: skip
     assert request["retryPolicy"] == {"maxFailedAttemptsPerHour": job["RetryPolicy"]["MaxFailedAttemptsPerHour"]}  # fmt: skip
 
 
