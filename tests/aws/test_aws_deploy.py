@@ -314,3 +314,38 @@ def test_the_dependency_archive_holds_what_emr_lacks_for_its_python_311() -> Non
         assert f"manylinux_2_34_{machine}" in platforms  # Amazon Linux 2023's glibc
     with pytest.raises(job_python.PackagingError, match="unknown architecture"):
         job_python.build(Path("/tmp/never"), "sparc")
+
+
+def test_submit_uploads_what_changed_and_starts_a_run_each_time(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The whole `emr submit` path against moto's server (S3 and EMR Serverless: test doubles
+    for AWS only): build, upload, release and architecture check, StartJobRun; a second
+    identical submission uploads no archive again and starts a second run."""
+    import local_s3
+
+    from ingestion import cli
+
+    with local_s3.server() as endpoint:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        s3 = boto3.client("s3")
+        s3.create_bucket(Bucket="code")
+        serverless = boto3.client("emr-serverless")
+        app = serverless.create_application(name="lake", releaseLabel="emr-7.9.0", type="SPARK")
+        command = ["emr", "submit", "--code", "s3://code/p", "--application-id", app["applicationId"]]  # fmt: skip
+        command += ["--role-arn", "arn:aws:iam::123456789012:role/job", "--warehouse", "s3://lake/warehouse"]  # fmt: skip
+        command += ["--no-wait", "--", "sync", "--table", "orders"]
+        assert cli.main(command) == 0
+        first = capsys.readouterr().out
+        assert "emr-7.9.0, x86_64" in first and "deps-x86_64.tar.gz (37 MB)" in first
+        keys = {o["Key"] for o in s3.list_objects_v2(Bucket="code")["Contents"]}
+        assert any(k.endswith("/project.zip") for k in keys)
+        assert any(k.startswith("p/deps/") and k.endswith("/deps-x86_64.tar.gz") for k in keys)
+        assert cli.main(command) == 0
+        assert "deps-x86_64.tar.gz (" not in capsys.readouterr().out  # not uploaded again
+        runs = serverless.list_job_runs(applicationId=app["applicationId"])["jobRuns"]
+        assert len(runs) == 2
+        job = serverless.get_job_run(applicationId=app["applicationId"], jobRunId=runs[0]["id"])
+        parameters = job["jobRun"]["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
+        assert "#deps" in parameters and "PYSPARK_PYTHON=/usr/bin/python3.11" in parameters
