@@ -6,7 +6,7 @@ import argparse
 from datetime import timedelta
 
 from ingestion.cli.arguments import add_table_selection, selected_tables
-from ingestion.lake import spark_config
+from ingestion.lake import merge, spark_config
 from ingestion.lake.maintenance import maintain
 
 
@@ -25,6 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--keep-snapshots", type=int, default=5, help="and at least this many (default 5)"
     )
+    p.add_argument(
+        "--no-check",
+        action="store_true",
+        help="skip the full data tests (dbt test of whole tables) that end a maintain",
+    )
     p.set_defaults(run=run_maintain)
 
 
@@ -34,4 +39,11 @@ def run_maintain(args: argparse.Namespace) -> int:
     for table in tables:
         report = maintain(spark, table, timedelta(hours=args.retention_hours), args.keep_snapshots)
         print("\n".join(report.lines()), flush=True)
+    if not args.no_check:
+        # Merges test the keys their batches touched; the whole tables are checked here.
+        checked, left = merge.full_check(spark, tables)
+        if checked:
+            print(f"full check (dbt test of whole tables): {', '.join(checked)}: passed")
+        for name in left:
+            print(f"full check: {name} left out (no final table, or batches not merged yet)")
     return 0

@@ -17,6 +17,12 @@ from ingestion.lake.rebuild import rebuild_staging
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("merge", help="dbt run + dbt test, with a report of the changes")
     add_table_selection(p)
+    p.add_argument(
+        "--full-check",
+        action="store_true",
+        help="test whole final tables against their change logs (default: the keys the merged "
+        "batches touched)",
+    )
     p.set_defaults(run=run_merge_command)
 
     p = sub.add_parser(
@@ -30,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run_drift)
 
 
-def merge_tables(tables: list[TableConfig]) -> list[MergeCounts]:
+def merge_tables(tables: list[TableConfig], full_check: bool = False) -> list[MergeCounts]:
     """``dbt run`` + ``dbt test`` for these tables, and the summary table. A table with nothing
     staged yet is skipped and said so: with no staging table its model cannot compile, and
     ``merge`` of all tables failed on the first run of a deploy that had synced one table."""
@@ -41,13 +47,13 @@ def merge_tables(tables: list[TableConfig]) -> list[MergeCounts]:
             print(f"{table.name}: nothing staged yet, skipped")
     if not staged:
         return []
-    counts, seconds = run_merge(spark, staged)
+    counts, seconds = run_merge(spark, staged, full_check=full_check)
     output.print_merge(counts, seconds)
     return counts
 
 
 def run_merge_command(args: argparse.Namespace) -> int:
-    merge_tables(selected_tables(args))
+    merge_tables(selected_tables(args), full_check=args.full_check)
     return 0
 
 

@@ -6,15 +6,18 @@ import json
 import logging
 import os
 import time
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from ingestion.config import names, settings
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.lake import ledger
 from ingestion.lake.adopt import needs_full_refresh
 from ingestion.lake.merge_counts import MergeCounts, current_snapshot, diff_counts
 from ingestion.lake.merge_log import ensure_merge_log, new_batches, record_merged
+from ingestion.sources import manifest
 from ingestion.testing import faults
 
 log = logging.getLogger(__name__)
@@ -53,7 +56,12 @@ def selector(tables: list[TableConfig]) -> list[str]:
 
 
 def run_merge(
-    spark: SparkSession, tables: list[TableConfig], full_refresh: bool = False, test: bool = True
+    spark: SparkSession,
+    tables: list[TableConfig],
+    full_refresh: bool = False,
+    test: bool = True,
+    full_check: bool = False,
+    also_test: dict[str, list[str]] | None = None,
 ) -> tuple[list[MergeCounts], float]:
     """`dbt run` then `dbt test` for the tables' models; the counts of what changed.
 
@@ -63,7 +71,9 @@ def run_merge(
     (which changes nothing: latest change per key wins) and tests again, failing with the same
     message until the data or the rule is fixed. ``full_refresh`` rebuilds the final tables from
     the whole change log (after ``rebuild``); ``test=False`` skips `dbt test` (``watch`` runs it
-    every few ticks, not on every one)."""
+    every few ticks, not on every one, and passes the batches merged since its last test as
+    ``also_test``). The data tests look only at the keys the merged batches touched
+    (``test_scope``), or at whole tables with ``full_check``."""
     started = time.monotonic()
     ensure_merge_log(spark)
     batches = {t.name: new_batches(spark, t.name) for t in tables}
@@ -82,16 +92,57 @@ def run_merge(
         log.info("nothing new to merge for %s", ", ".join(t.name for t in tables))
     after = {t.name: current_snapshot(spark, t.name) for t in tables}
     if test:
+        scope = {} if full_check else test_scope(spark, tables, batches, refresh, also_test or {})
         try:
-            dbt_invoke(["test", *selector(tables)])
+            dbt_invoke(["test", *selector(tables), "--vars", json.dumps({"dynamodb_test_batches": scope})])  # fmt: skip
         except DbtError as exc:
             raise DbtError(
                 f"{exc}. The merged batches are not recorded as merged: the next merge applies "
                 "them again (a no-op) and tests again"
             ) from exc
     record_merged(spark, {t.name: batches[t.name] for t in to_run})
-    counts = [diff_counts(spark, t, before[t.name], after[t.name]) for t in tables]
+    counts = [
+        replace(
+            diff_counts(spark, t, before[t.name], after[t.name]), batches=tuple(batches[t.name])
+        )
+        for t in tables
+    ]
     return counts, time.monotonic() - started
+
+
+def test_scope(
+    spark: SparkSession,
+    tables: list[TableConfig],
+    batches: dict[str, list[str]],
+    refreshed: set[str],
+    also_test: dict[str, list[str]],
+) -> dict[str, list[str]]:
+    """The batches whose touched keys each table's data tests look at; a table left out is
+    tested whole: after a full refresh, and when a full export is among its batches (its
+    re-baseline removes keys it does not hold, which no batch touches)."""
+    scope = {}
+    for table in tables:
+        tested = [*also_test.get(table.name, []), *batches[table.name]]
+        kinds = {e.batch_id: e.kind for e in ledger.entries(spark, table.name)}
+        if table.name in refreshed or any(kinds.get(b) == manifest.FULL for b in tested):
+            continue
+        scope[table.name] = tested
+    return scope
+
+
+def full_check(spark: SparkSession, tables: list[TableConfig]) -> tuple[list[str], list[str]]:
+    """`dbt test` of whole tables (``maintain``): (tables tested, tables left out). A table with
+    no final table, or with batches staged and not merged yet (a watch between its ingest and
+    its merge), is left out: its final table cannot match its change log yet."""
+    ensure_merge_log(spark)
+    ready = [
+        t
+        for t in tables
+        if current_snapshot(spark, t.name) is not None and not new_batches(spark, t.name)
+    ]
+    if ready:
+        dbt_invoke(["test", *selector(ready)])
+    return [t.name for t in ready], [t.name for t in tables if t not in ready]
 
 
 def _dbt_run(

@@ -18,6 +18,7 @@ class MergeCounts:
     inserted: int
     updated: int
     deleted: int
+    batches: tuple[str, ...] = ()  # the batches this merge applied
 
 
 def current_snapshot(spark: SparkSession, table: str) -> int | None:

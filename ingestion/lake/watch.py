@@ -79,10 +79,18 @@ class WatchError(RuntimeError):
 
 
 def tick(
-    spark: SparkSession, table: TableConfig, options: WatchOptions, number: int, merged: int
+    spark: SparkSession,
+    table: TableConfig,
+    options: WatchOptions,
+    number: int,
+    merged: int,
+    untested: list[str] | None = None,
 ) -> Tick:
     """One tick: ingest, merge when the ledger holds batches the merge log lacks (staged now or
-    earlier) or the final table is missing, maintain every ``maintain_every`` ticks. ``merged`` counts earlier ticks that merged."""
+    earlier) or the final table is missing, maintain every ``maintain_every`` ticks. ``merged``
+    counts earlier ticks that merged; ``untested`` holds the batches merged since the last data
+    test (the next test looks at the keys they touched too) and is kept up to date here."""
+    untested = [] if untested is None else untested
     ingested = streams.ingest_stream(
         spark,
         table,
@@ -103,8 +111,13 @@ def tick(
         or merge_log.new_batches(spark, table.name)
     ):
         test = options.test_every > 0 and (merged + 1) % options.test_every == 0
-        results, merge_seconds = merge.run_merge(spark, [table], test=test)
+        also = {table.name: list(untested)}
+        results, merge_seconds = merge.run_merge(spark, [table], test=test, also_test=also)
         counts = results[0]
+        if test:
+            untested.clear()
+        else:
+            untested.extend(counts.batches)
     maintain_seconds, maintain_error = 0.0, None
     if options.maintain_every and number % options.maintain_every == 0:
         # A failed compaction leaves the table as it was: report it, keep the data flowing.
@@ -183,6 +196,7 @@ def watch(
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     ticks: list[Tick] = []
+    untested: list[str] = []  # batches merged since the last data test
     failures = 0
     number = 0
     report(f"warmed up in {warm_up(spark, table):.1f}s")
@@ -197,7 +211,7 @@ def watch(
             started = time.monotonic()
             try:
                 merged = sum(1 for t in ticks if t.files)
-                done = tick(spark, table, options, number, merged)
+                done = tick(spark, table, options, number, merged, untested)
             except Exception as exc:  # a tick that fails is retried on the next one
                 failures += 1
                 report(f"tick {number}: FAILED ({failures} in a row): {exc}")

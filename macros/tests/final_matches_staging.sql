@@ -2,10 +2,44 @@
   The final table against its staging change log (run them after a merge: a change staged but not
   merged yet makes them fail, which is what they are for). The latest staged change of every key
   is computed here with the model's own rule macros (macros/change_order.sql).
+
+  Scope: `ddb-lakehouse merge` passes `vars: {dynamodb_test_batches: {<table>: [...]}}`, the
+  batches it just merged, and the tests then look only at the keys those batches touched (every
+  staged change of those keys, so a late older change still counts): their cost follows the
+  merge, not the table. A table absent from the var (a plain `dbt test`, `merge --full-check`,
+  `maintain`, a full refresh, or a merge that applied a full export, whose re-baseline touches
+  keys it does not hold) is checked whole.
 -#}
+{% macro dynamodb_test_batches(table) -%}
+  {%- set scoped = var('dynamodb_test_batches', {}) -%}
+  {{ return(scoped[table] if table in scoped else none) }}
+{%- endmacro %}
+
+{#- The rows of `relation` whose key a batch of `batches` touched (none at all for []). -#}
+{% macro dynamodb_touched_rows(table, relation, batches) -%}
+  {%- set keys = [] -%}
+  {%- for key in dynamodb_key_columns(table) -%}{%- do keys.append(lakehouse_quote(key)) -%}{%- endfor -%}
+  {%- if batches | length == 0 -%}
+select * from {{ relation }} where false
+  {%- else -%}
+select * from {{ relation }}
+where ({{ keys | join(', ') }}) in (
+    select {{ keys | join(', ') }} from {{ source('dynamodb', table) }}
+    where `_batch_id` in ({{ dynamodb_quoted_list(batches) }})
+)
+  {%- endif -%}
+{%- endmacro %}
+
+{#- `relation`, or its touched rows as a subquery when the tests are scoped. -#}
+{% macro dynamodb_tested(table, relation) -%}
+  {%- set batches = dynamodb_test_batches(table) -%}
+  {%- if batches is none -%}{{ relation }}
+  {%- else -%}({{ dynamodb_touched_rows(table, relation, batches) }}) as tested
+  {%- endif -%}
+{%- endmacro %}
+
 {% macro dynamodb_expected_latest(table) -%}
-  {%- set staged = source('dynamodb', table) -%}
-  {{ dynamodb_latest_change_per_key(staged, dynamodb_key_columns(table)) }}
+  {{ dynamodb_latest_change_per_key(dynamodb_tested(table, source('dynamodb', table)), dynamodb_key_columns(table)) }}
 {%- endmacro %}
 
 {#- Fails with one row per key present in the final table whose latest staged change is a delete. -#}
@@ -20,12 +54,13 @@ join expected
 where expected.`_operation` in {{ dynamodb_delete_operations(table) }}
 {% endtest %}
 
-{#- Fails when the final row count differs from the number of keys whose latest change is not a delete. -#}
+{#- Fails when the final row count (of the tested keys) differs from the number of keys whose
+    latest change is not a delete. -#}
 {% test dynamodb_rows_match_latest_changes(model, table) %}
 with expected as ({{ dynamodb_expected_latest(table) }}),
 counts as (
   select
-    (select count(*) from {{ model }}) as final_rows,
+    (select count(*) from {{ dynamodb_tested(table, model) }}) as final_rows,
     (select count(*) from expected where {{ dynamodb_leaves_a_row(table, source('dynamodb', table)) }}) as expected_rows
 )
 select * from counts where final_rows != expected_rows
