@@ -19,7 +19,7 @@ from ingestion.cli.merge import merge_tables
 from ingestion.cli.streams import report_adoption, stage_stream
 from ingestion.dynamodb import detect, schema_file
 from ingestion.dynamodb.tables import TableConfig, TableConfigError, get_table
-from ingestion.lake import chain, ledger, spark_config
+from ingestion.lake import chain, ledger, progress, spark_config
 from ingestion.lake.ingest import detect_table_schema, in_time_order, ingest_export
 from ingestion.sources import export_control, manifest
 
@@ -91,7 +91,8 @@ def ingest_folders(table: TableConfig, sources: list[str], allow_gap: bool = Fal
     for number, source in enumerate(sources, 1):
         if len(sources) > 1:
             print(f"[{number}/{len(sources)}] {source}", flush=True)
-        results.append(ingest_export(spark, table, source, allow_gap))
+        with progress.progress(spark, f"ingest {table.name} {output.short_source(source)}"):
+            results.append(ingest_export(spark, table, source, allow_gap))
     output.print_ingest_results(results)
     for r in results:
         if r.chain_note:
@@ -193,10 +194,11 @@ def run_detect_schema(args: argparse.Namespace) -> int:
     table = get_table(args.table) if args.table else None
     started = time.monotonic()
     spark = spark_config.build_spark("detect-schema")
-    if table is None:
-        detected = detect.detect_unconfigured(spark, export)
-    else:
-        detected = detect_table_schema(spark, export, table)
+    with progress.progress(spark, f"detect-schema {output.short_source(args.export)}"):
+        if table is None:
+            detected = detect.detect_unconfigured(spark, export)
+        else:
+            detected = detect_table_schema(spark, export, table)
     seconds = time.monotonic() - started
     to_stdout = args.output is None and table is None  # the schema itself goes to stdout then
     print(output.schema_table(detected.attributes), file=sys.stderr if to_stdout else sys.stdout)

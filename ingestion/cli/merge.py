@@ -8,7 +8,7 @@ from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, selected_tables
 from ingestion.config import names, settings
 from ingestion.dynamodb.tables import TableConfig, get_table
-from ingestion.lake import drift, lease, spark_config, table_lock
+from ingestion.lake import drift, lease, progress, spark_config, table_lock
 from ingestion.lake.merge import run_merge
 from ingestion.lake.merge_counts import MergeCounts
 from ingestion.lake.rebuild import rebuild_staging
@@ -47,7 +47,8 @@ def merge_tables(tables: list[TableConfig], full_check: bool = False) -> list[Me
             print(f"{table.name}: nothing staged yet, skipped")
     if not staged:
         return []
-    counts, seconds = run_merge(spark, staged, full_check=full_check)
+    with progress.progress(spark, "merge " + ", ".join(t.name for t in staged)):
+        counts, seconds = run_merge(spark, staged, full_check=full_check)
     output.print_merge(counts, seconds)
     return counts
 
