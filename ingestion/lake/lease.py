@@ -93,9 +93,15 @@ class Lease:
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=30)
-        _swap(
-            self.spark, self.table, lambda cur: {} if cur and cur["owner"] == self.owner else None
-        )
+        try:
+            _swap(self.spark, self.table, self._released)
+        except Exception as exc:  # the lease then expires by itself within its ttl
+            log.warning(
+                "lease of %s not released (it expires in %gs): %s", self.table, self.ttl, exc
+            )
+
+    def _released(self, current: dict[str, Any] | None) -> dict[str, Any] | None:
+        return {} if current and current["owner"] == self.owner else None
 
 
 def hold(
