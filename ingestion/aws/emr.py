@@ -80,20 +80,17 @@ WATCH_SIZE = (
 )
 
 
-def spark_parameters(
+def job_setup(
     archive: str,
     warehouse: str,
     deps_archive: str | None = None,
     venv_archive: str | None = None,
-    watch: bool = False,
-) -> str:
-    """spark-submit parameters of an EMR Serverless job of this project: the one list that
-    ``emr submit`` sends and the template's schedules carry (a test compares them).
-
-    The job's Python is the release's 3.11 with ``deps_archive`` on its path; or, with neither
-    archive, the same Python in a custom image that has the packages (deploy/Dockerfile); or
-    the interpreter inside a packed ``venv_archive`` of the user's own. ``watch`` sizes a
-    long-running ``watch`` small."""
+) -> tuple[dict[str, str], list[str]]:
+    """The driver's environment and the archives (``uri#alias``) of one job run, on EMR
+    Serverless and on EMR on EC2 alike. The job's Python is the release's 3.11 with
+    ``deps_archive`` on its path; or, with neither archive, the same Python in a custom image
+    that has the packages (deploy/Dockerfile); or the interpreter inside a packed
+    ``venv_archive`` of the user's own."""
     env = job_environment(warehouse)
     archives = [f"{archive}#project"]
     python = job_python.JOB_PYTHON
@@ -104,9 +101,23 @@ def spark_parameters(
         archives.append(f"{venv_archive}#environment")
         python = "./environment/bin/python"
     env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = python
+    return env, archives
+
+
+def spark_parameters(
+    archive: str,
+    warehouse: str,
+    deps_archive: str | None = None,
+    venv_archive: str | None = None,
+    watch: bool = False,
+) -> str:
+    """spark-submit parameters of an EMR Serverless job of this project: the one list that
+    ``emr submit`` sends and the template's schedules carry (a test compares them). ``watch``
+    sizes a long-running ``watch`` small."""
+    env, archives = job_setup(archive, warehouse, deps_archive, venv_archive)
     parts = [f"--conf spark.jars={EMR_ICEBERG_JAR}", f"--conf spark.archives={','.join(archives)}"]
     parts += [f"--conf spark.emr-serverless.driverEnv.{k}={v}" for k, v in env.items()]
-    parts.append(f"--conf spark.executorEnv.PYSPARK_PYTHON={python}")
+    parts.append(f"--conf spark.executorEnv.PYSPARK_PYTHON={env['PYSPARK_PYTHON']}")
     if watch:
         parts += [f"--conf {setting}" for setting in WATCH_SIZE]
     return " ".join(parts)
@@ -118,6 +129,11 @@ def start_serverless(client: Any, request: dict[str, Any]) -> str:
 
 
 WATCH_RETRIES = 5
+
+
+def is_watch(arguments: list[str]) -> bool:
+    """A ``watch`` runs until stopped: a streaming run, sized small (``WATCH_SIZE``)."""
+    return arguments[:1] == ["watch"]
 
 
 def job_run_request(
@@ -146,7 +162,7 @@ def job_run_request(
             }
         },
     }
-    if arguments[:1] == ["watch"]:
+    if is_watch(arguments):
         # A watch runs until stopped: a streaming run, restarted by the service after a
         # failure (at most WATCH_RETRIES times an hour), with no batch time limit.
         request["mode"] = "STREAMING"
@@ -173,12 +189,7 @@ def step_request(
     ``spark.yarn.appMasterEnv.*`` sets its environment and the archives are unpacked (in client
     mode the driver ran on the primary node without either, and LAKEHOUSE_TARGET never
     reached it)."""
-    env = job_environment(warehouse)
-    archives = [f"{archive}#project"]
-    if deps_archive:
-        archives.append(f"{deps_archive}#deps")
-        env["PYTHONPATH"] += ":./deps"
-    env["PYSPARK_PYTHON"] = job_python.JOB_PYTHON
+    env, archives = job_setup(archive, warehouse, deps_archive)
     command = ["spark-submit", "--deploy-mode", "cluster"]
     command += ["--conf", f"spark.jars={EMR_ICEBERG_JAR}"]
     command += ["--conf", f"spark.archives={','.join(archives)}"]

@@ -118,9 +118,8 @@ def run_emr(args: argparse.Namespace) -> int:
     entry, archive = packaging.code_locations(built, bucket, prefix)
     name = "ddb-lakehouse " + " ".join(arguments[:3])
     if args.application_id:
-        watch = arguments[:1] == ["watch"]
         parameters = emr.spark_parameters(
-            archive, args.warehouse, deps_uri, args.venv_archive, watch=watch
+            archive, args.warehouse, deps_uri, args.venv_archive, watch=emr.is_watch(arguments)
         )
         request = emr.job_run_request(
             args.application_id, args.role_arn, entry, arguments, parameters, name

@@ -105,7 +105,7 @@ def test_cluster_step_request() -> None:
     # The release's Python 3.11 runs it, with the dependency archive on its path.
     env = {"LAKEHOUSE_TARGET": "emr", "LAKEHOUSE_WAREHOUSE": "s3://lake/warehouse",
            "LAKEHOUSE_PROJECT_DIR": "./project", "PYTHONPATH": "./project:./deps",
-           "PYSPARK_PYTHON": "/usr/bin/python3.11"}  # fmt: skip
+           "PYSPARK_PYTHON": "/usr/bin/python3.11", "PYSPARK_DRIVER_PYTHON": "/usr/bin/python3.11"}  # fmt: skip
     expected = ["spark-submit", "--deploy-mode", "cluster",
                 "--conf", f"spark.jars={emr.EMR_ICEBERG_JAR}",
                 "--conf", "spark.archives=s3://code/project.zip#project,s3://code/deps.tgz#deps"]  # fmt: skip
