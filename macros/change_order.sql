@@ -35,10 +35,12 @@
 
 {#-
   The order of a key's changes: the greatest is its latest. Version, then sequence; ingestion time
-  and batch id break exact ties deterministically, and at equal versions a delete wins.
+  and batch id break exact ties deterministically, and at equal versions a delete wins. `change`:
+  the alias of the relation whose columns it orders (none: unprefixed).
 -#}
-{% macro dynamodb_change_order() -%}
-struct(`_version`, coalesce(`_sequence`, ''), `_ingested_at`, `_batch_id`, `_operation` in {{ dynamodb_all_delete_operations() }})
+{% macro dynamodb_change_order(change=none) -%}
+  {%- set p = (change ~ '.') if change else '' -%}
+struct({{ p }}`_version`, coalesce({{ p }}`_sequence`, ''), {{ p }}`_ingested_at`, {{ p }}`_batch_id`, {{ p }}`_operation` in {{ dynamodb_all_delete_operations() }})
 {%- endmacro %}
 
 {#-

@@ -15,7 +15,7 @@ from ingestion.config import names, settings
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.lake import ledger
 from ingestion.lake.adopt import needs_full_refresh
-from ingestion.lake.merge_counts import MergeCounts, current_snapshot, diff_counts
+from ingestion.lake.merge_counts import MergeCounts, commit_counts, current_snapshot
 from ingestion.lake.merge_log import ensure_merge_log, new_batches, record_merged
 from ingestion.sources import manifest
 from ingestion.testing import faults
@@ -27,8 +27,14 @@ class DbtError(RuntimeError):
     """A dbt command failed."""
 
 
-def dbt_invoke(args: list[str]) -> None:
-    """Run one dbt command in this process (it shares this process's SparkSession)."""
+# The merge's values for one dbt command (macros/changes_to_merge.sql, dynamodb_run_var): in
+# the environment, not `--vars`, so that dbt's partial parsing stays valid from merge to merge.
+RUN_VARIABLE = "DYNAMODB_LAKEHOUSE_RUN"
+
+
+def dbt_invoke(args: list[str], run_vars: dict[str, Any] | None = None) -> None:
+    """Run one dbt command in this process (it shares this process's SparkSession), with
+    ``run_vars`` in ``DYNAMODB_LAKEHOUSE_RUN`` for the command's duration only."""
     from dbt.cli.main import dbtRunner
 
     settings.export_environment()
@@ -45,7 +51,12 @@ def dbt_invoke(args: list[str]) -> None:
                 faults.point("during-merge")
 
         callbacks.append(on_event)
-    result = dbtRunner(callbacks=callbacks).invoke(full)
+    if run_vars:
+        os.environ[RUN_VARIABLE] = json.dumps(run_vars)
+    try:
+        result = dbtRunner(callbacks=callbacks).invoke(full)
+    finally:
+        os.environ.pop(RUN_VARIABLE, None)
     if not result.success:
         detail = f": {result.exception}" if result.exception else ""
         raise DbtError(f"`dbt {' '.join(args)}` failed{detail} (see the dbt output above)")
@@ -94,7 +105,7 @@ def run_merge(
     if test:
         scope = {} if full_check else test_scope(spark, tables, batches, refresh, also_test or {})
         try:
-            dbt_invoke(["test", *selector(tables), "--vars", json.dumps({"dynamodb_test_batches": scope})])  # fmt: skip
+            dbt_invoke(["test", *selector(tables)], {"dynamodb_test_batches": scope})
         except DbtError as exc:
             raise DbtError(
                 f"{exc}. The merged batches are not recorded as merged: the next merge applies "
@@ -103,7 +114,8 @@ def run_merge(
     record_merged(spark, {t.name: batches[t.name] for t in to_run})
     counts = [
         replace(
-            diff_counts(spark, t, before[t.name], after[t.name]), batches=tuple(batches[t.name])
+            commit_counts(spark, t, before[t.name], after[t.name], batches[t.name]),
+            batches=tuple(batches[t.name]),
         )
         for t in tables
     ]
@@ -153,13 +165,8 @@ def _dbt_run(
 ) -> None:
     try:
         dbt_invoke(
-            [
-                "run",
-                *selector(tables),
-                *(["--full-refresh"] if full_refresh else []),
-                "--vars",
-                json.dumps({"dynamodb_batches": batches}),
-            ]
+            ["run", *selector(tables), *(["--full-refresh"] if full_refresh else [])],
+            {"dynamodb_batches": batches},
         )
     finally:
         # The changes a bucketed merge cached (merge_with_delete), in every outcome. dbt's

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import names
@@ -33,45 +33,69 @@ def current_snapshot(spark: SparkSession, table: str) -> int | None:
     return int(row["snapshot_id"]) if row else None
 
 
-def diff_counts(
-    spark: SparkSession, table: TableConfig, before: int | None, after: int | None
+def _merge_commits(spark: SparkSession, name: str, before: int, after: int) -> list[dict]:
+    """The summaries of the merge's own commits: the snapshots from ``after`` back to ``before``
+    (excluded) along the parent chain, without compactions (``replace``) that a ``maintain``
+    elsewhere may have committed in between."""
+    rows = spark.table(f"{name}.snapshots").select("snapshot_id", "parent_id", "operation", "summary")
+    by_id = {r["snapshot_id"]: r for r in rows.collect()}
+    commits, current = [], by_id.get(after)
+    while current is not None and current["snapshot_id"] != before:
+        if current["operation"] != "replace":
+            commits.append(dict(current["summary"] or {}))
+        current = by_id.get(current["parent_id"])
+    return commits
+
+
+def commit_counts(
+    spark: SparkSession,
+    table: TableConfig,
+    before: int | None,
+    after: int | None,
+    batches: list[str] | tuple[str, ...],
 ) -> MergeCounts:
-    """Inserted / updated / deleted rows between two snapshots of the final table."""
+    """Inserted / updated / deleted rows of a merge, from what it applied, not a table diff.
+
+    The keys the merged batches touched are looked up in the final table before and after the
+    merge (their key and version columns only; the few touched keys are broadcast, so nothing
+    of the table is shuffled): new there = inserted, gone = deleted, a newer version =
+    updated. A full export's re-baseline also deletes keys no batch touched: those come from the
+    merge's own commits, whose position deletes count every row it updated or deleted
+    (merge-on-read). A first build or a full refresh inserted every row."""
     name = names.final_table(table.name)
     if after is None:
         return MergeCounts(table.name, 0, 0, 0, 0)
-    now = spark.sql(f"select * from {name} version as of {after}")
-    rows = now.count()
+    rows = int(spark.sql(f"select count(*) from {name} version as of {int(after)}").first()[0])
     kept = before is not None and not (
         spark.table(f"{name}.snapshots").where(f"snapshot_id = {int(before)}").isEmpty()
     )
     if not kept:  # first build, or a full refresh re-created the table
         return MergeCounts(table.name, rows, rows, 0, 0)
-    if before == after:
+    if before == after or not batches:
         return MergeCounts(table.name, rows, 0, 0, 0)
     keys = [k.column for k in table.keys]
-    old = spark.sql(f"select * from {name} version as of {before}")
-    joined = old.select(
-        *keys, F.col("_ingested_at").alias("old_at"), F.lit(True).alias("in_old")
-    ).join(
-        now.select(*keys, F.col("_ingested_at").alias("new_at"), F.lit(True).alias("in_new")),
-        on=keys,
-        how="full_outer",
+    touched = (
+        spark.table(names.staging_table(table.name))
+        .where(F.col("_batch_id").isin(list(batches)))
+        .select(*keys)
+        .distinct()
     )
+
+    def state(snapshot: int, side: str) -> DataFrame:
+        rows = spark.sql(f"select * from {name} version as of {int(snapshot)}")
+        return rows.join(F.broadcast(touched), on=keys, how="left_semi").select(
+            *keys,
+            F.struct("_version", F.coalesce("_sequence", F.lit(""))).alias(side),
+        )
+
+    joined = state(int(before), "old").join(state(int(after), "new"), on=keys, how="full_outer")
     counts = joined.agg(
-        F.sum(F.when(F.col("in_old").isNull(), 1).otherwise(0)).alias("inserted"),
-        F.sum(F.when(F.col("in_new").isNull(), 1).otherwise(0)).alias("deleted"),
-        F.sum(
-            F.when(
-                F.col("in_old") & F.col("in_new") & (F.col("old_at") != F.col("new_at")), 1
-            ).otherwise(0)
-        ).alias("updated"),
+        F.count_if(F.col("old").isNull()).alias("inserted"),
+        F.count_if(F.col("new").isNull()).alias("deleted"),
+        F.count_if(F.col("old").isNotNull() & F.col("new").isNotNull() & (F.col("old") != F.col("new"))).alias("updated"),  # fmt: skip
     ).first()
     assert counts is not None
-    return MergeCounts(
-        table.name,
-        rows,
-        int(counts["inserted"] or 0),
-        int(counts["updated"] or 0),
-        int(counts["deleted"] or 0),
-    )
+    inserted, deleted, updated = (int(counts[c] or 0) for c in ("inserted", "deleted", "updated"))
+    removed = sum(int(c.get("added-position-deletes", 0)) for c in _merge_commits(spark, name, int(before), int(after)))  # fmt: skip
+    rebaselined = max(0, removed - updated - deleted)
+    return MergeCounts(table.name, rows, inserted, updated, deleted + rebaselined)

@@ -11,7 +11,7 @@
   keys it does not hold) is checked whole.
 -#}
 {% macro dynamodb_test_batches(table) -%}
-  {%- set scoped = var('dynamodb_test_batches', {}) -%}
+  {%- set scoped = dynamodb_run_var('dynamodb_test_batches') or {} -%}
   {{ return(scoped[table] if table in scoped else none) }}
 {%- endmacro %}
 

@@ -45,6 +45,11 @@ def _key(image: dict) -> tuple[str, str]:
 
 def expected_items(exports: list[Path]) -> dict[tuple[str, str], dict]:
     """The table after the exports, computed in plain Python from the files."""
+    return {k: image for k, (_, image) in expected_state(exports).items()}
+
+
+def expected_state(exports: list[Path]) -> dict[tuple[str, str], tuple[int, dict]]:
+    """Key -> (version, image) of every item the exports leave, in plain Python."""
     state: dict[tuple[str, str], tuple[int, dict | None]] = {}
     for folder in exports:
         export = manifest.read_export(folder, verify=False)
@@ -62,7 +67,7 @@ def expected_items(exports: list[Path]) -> dict[tuple[str, str], dict]:
         for version, key, image in sorted(changes, key=lambda c: c[0]):
             if key not in state or state[key][0] <= version:
                 state[key] = (version, image)
-    return {k: image for k, (_, image) in state.items() if image is not None}
+    return {k: (v, image) for k, (v, image) in state.items() if image is not None}
 
 
 def final_rows(spark) -> dict[tuple[str, str], dict]:
@@ -100,6 +105,13 @@ def test_chain_applies_value_by_value_and_reruns_change_nothing(
     counts = sync(spark, chain[:1])
     assert counts[0].inserted == ITEMS
     counts = sync(spark, chain[1:])
+    old, new = expected_state(chain[:1]), expected_state(chain)
+    changed = {k for k in old.keys() & new.keys() if old[k][0] != new[k][0]}
+    assert (counts[0].inserted, counts[0].updated, counts[0].deleted) == (
+        len(new.keys() - old.keys()),
+        len(changed),
+        len(old.keys() - new.keys()),
+    )
     assert counts[0].deleted > 0 and counts[0].updated > 0 and counts[0].inserted > 0
     assert_final_equals(spark, chain)
     operations = {r["_operation"] for r in spark.table("lake.staging.orders").collect()}
