@@ -112,9 +112,16 @@ def run_merge(
                 "them again (a no-op) and tests again"
             ) from exc
     record_merged(spark, {t.name: batches[t.name] for t in to_run})
+
+    def rebaselines(table: str) -> bool:  # a full export among the batches
+        kinds = {e.batch_id: e.kind for e in ledger.entries(spark, table)}
+        return any(kinds.get(b) == manifest.FULL for b in batches[table])
+
     counts = [
         replace(
-            commit_counts(spark, t, before[t.name], after[t.name], batches[t.name]),
+            commit_counts(
+                spark, t, before[t.name], after[t.name], batches[t.name], rebaselines(t.name)
+            ),
             batches=tuple(batches[t.name]),
         )
         for t in tables

@@ -37,7 +37,9 @@ def _merge_commits(spark: SparkSession, name: str, before: int, after: int) -> l
     """The summaries of the merge's own commits: the snapshots from ``after`` back to ``before``
     (excluded) along the parent chain, without compactions (``replace``) that a ``maintain``
     elsewhere may have committed in between."""
-    rows = spark.table(f"{name}.snapshots").select("snapshot_id", "parent_id", "operation", "summary")
+    rows = spark.table(f"{name}.snapshots").select(
+        "snapshot_id", "parent_id", "operation", "summary"
+    )
     by_id = {r["snapshot_id"]: r for r in rows.collect()}
     commits, current = [], by_id.get(after)
     while current is not None and current["snapshot_id"] != before:
@@ -53,6 +55,7 @@ def commit_counts(
     before: int | None,
     after: int | None,
     batches: list[str] | tuple[str, ...],
+    rebaselined: bool = False,
 ) -> MergeCounts:
     """Inserted / updated / deleted rows of a merge, from what it applied, not a table diff.
 
@@ -65,11 +68,11 @@ def commit_counts(
     name = names.final_table(table.name)
     if after is None:
         return MergeCounts(table.name, 0, 0, 0, 0)
-    rows = int(spark.sql(f"select count(*) from {name} version as of {int(after)}").first()[0])
-    kept = before is not None and not (
+    total = spark.sql(f"select count(*) from {name} version as of {int(after)}").first()
+    rows = int(total[0]) if total else 0
+    if before is None or (  # first build, or a full refresh re-created the table
         spark.table(f"{name}.snapshots").where(f"snapshot_id = {int(before)}").isEmpty()
-    )
-    if not kept:  # first build, or a full refresh re-created the table
+    ):
         return MergeCounts(table.name, rows, rows, 0, 0)
     if before == after or not batches:
         return MergeCounts(table.name, rows, 0, 0, 0)
@@ -92,10 +95,14 @@ def commit_counts(
     counts = joined.agg(
         F.count_if(F.col("old").isNull()).alias("inserted"),
         F.count_if(F.col("new").isNull()).alias("deleted"),
-        F.count_if(F.col("old").isNotNull() & F.col("new").isNotNull() & (F.col("old") != F.col("new"))).alias("updated"),  # fmt: skip
+        F.count_if(
+            F.col("old").isNotNull() & F.col("new").isNotNull() & (F.col("old") != F.col("new"))
+        ).alias("updated"),
     ).first()
     assert counts is not None
     inserted, deleted, updated = (int(counts[c] or 0) for c in ("inserted", "deleted", "updated"))
-    removed = sum(int(c.get("added-position-deletes", 0)) for c in _merge_commits(spark, name, int(before), int(after)))  # fmt: skip
-    rebaselined = max(0, removed - updated - deleted)
-    return MergeCounts(table.name, rows, inserted, updated, deleted + rebaselined)
+    if rebaselined:
+        commits = _merge_commits(spark, name, int(before), int(after))
+        removed = sum(int(c.get("added-position-deletes", 0)) for c in commits)
+        deleted = max(deleted, removed - updated)
+    return MergeCounts(table.name, rows, inserted, updated, deleted)

@@ -3,7 +3,8 @@
   merged yet makes them fail, which is what they are for). The latest staged change of every key
   is computed here with the model's own rule macros (macros/change_order.sql).
 
-  Scope: `ddb-lakehouse merge` passes `vars: {dynamodb_test_batches: {<table>: [...]}}`, the
+  Scope: `ddb-lakehouse merge` hands over `dynamodb_test_batches: {<table>: [...]}` (as its batches,
+  macros/changes_to_merge.sql, dynamodb_run_var; `--vars` works too), the
   batches it just merged, and the tests then look only at the keys those batches touched (every
   staged change of those keys, so a late older change still counts): their cost follows the
   merge, not the table. A table absent from the var (a plain `dbt test`, `merge --full-check`,

@@ -1,0 +1,289 @@
+"""Apply cost against its floor, a plain Spark MERGE INTO, at several table sizes.
+
+For each size N (default 1M, 5M and 10M `orders` items) one process, in a fresh lakehouse:
+
+1. Set-up (timed for the record only): the orders sample's full export of N items, ingested and
+   merged into the final table (`orders`, bucketed as dbt_project.yml says), without tests; the
+   final table copied into ``lake.bench.orders_floor`` (same partitioning, merge-on-read).
+2. Two cases, one after the other, each 10,000 changes of existing orders:
+   ``random``: 10,000 orders changed once, every tenth change a delete (an incremental export,
+   NEW_AND_OLD_IMAGES: an export holds one line per item, its net change over the window);
+   ``hot``: 1,000 orders changed 10 times each (10,000 stream changes in the change files the
+   project's Lambda module writes; the latest per key decides), every tenth order's last change
+   a delete. Hot keys arrive by the stream: an export never holds two lines of one item.
+   For each case, in the same warm process:
+   (b) the project's apply as `sync` runs it: ``ingest_export`` of the export, then
+       ``run_merge`` (`dbt run`, `dbt test` scoped to the batch, the report), timed as one;
+   (a) the floor: the latest change per key of the same batch, precomputed from the staged rows
+       into a table (not timed), then one MERGE INTO the copy (delete, update, insert; no version
+       guard, no tests, no report), timed.
+   Then the copy and the final table are checked equal (keys and versions).
+
+Ratios are (b) / (a) per case and size; growth is (b) at 10x the rows over (b). Targets (issue:
+apply cost follows the changes): (b) <= 2.0x (a), growth <= 1.2x per 10x rows.
+
+Usage: .venv/bin/python bench/apply_cost.py [--sizes 1000000 5000000 10000000]
+Writes bench/results/apply_cost.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import results_file  # bench/ is on sys.path when a benchmark runs as a script
+
+HERE = Path(__file__).resolve()
+CHANGES = 10_000
+FLOOR = "lake.bench.orders_floor"
+LATEST = "lake.bench.latest_changes"
+
+
+def export_lines(images: list[dict], start, rng: random.Random) -> list[dict]:
+    """``random``: one incremental-export line per order, every tenth a delete."""
+    from ingestion.samples.items import STATUSES
+
+    lines = []
+    for i, image in enumerate(images):
+        keys = {"customer_id": image["customer_id"], "order_id": image["order_id"]}
+        micros = {"N": str(int((start + timedelta(seconds=1 + i % 3000)).timestamp() * 1e6))}
+        line = {"Metadata": {"WriteTimestampMicros": micros}, "Keys": keys, "OldImage": image}
+        if i % 10:
+            line["NewImage"] = dict(image, status={"S": rng.choice(STATUSES)})
+        lines.append(line)
+    return lines
+
+
+def stream_records(images: list[dict], start, rng: random.Random) -> list[dict]:
+    """``hot``: ten stream changes per order, in time order, every tenth order's last a delete."""
+    from ingestion.samples import stream as sample_stream
+    from ingestion.samples.items import STATUSES
+
+    records, sequence, second = [], 1, int(start.timestamp())
+    for turn in range(10):
+        for i, image in enumerate(images):
+            keys = {"customer_id": image["customer_id"], "order_id": image["order_id"]}
+            if turn == 9 and i % 10 == 0:
+                new, event = None, "REMOVE"
+            else:
+                new, event = dict(image, status={"S": rng.choice(STATUSES)}), "MODIFY"
+            records.append(
+                sample_stream.stream_record("orders", event, keys, image, new, second, sequence)
+            )
+            image = new or image
+            images[i] = image
+            sequence += 1
+        second += 1
+    return records
+
+
+def floor_merge(spark, batch: str) -> float:
+    """(a): the batch's latest change per key, precomputed; then one plain MERGE INTO, timed."""
+    from pyspark.sql import functions as F
+
+    from ingestion.dynamodb import change_order
+
+    staged = spark.table("lake.staging.orders").where(F.col("_batch_id") == batch)
+    latest = (
+        staged.groupBy("customer_id", "order_id")
+        .agg(F.max_by(F.struct(*staged.columns), change_order.change_order()).alias("latest"))
+        .select("latest.*")
+    )
+    latest.writeTo(LATEST).using("iceberg").createOrReplace()
+    started = time.monotonic()
+    spark.sql(
+        f"merge into {FLOOR} as t using {LATEST} as c "
+        "on t.customer_id = c.customer_id and t.order_id = c.order_id "
+        "when matched and c._operation = 'delete' then delete "
+        "when matched then update set * "
+        "when not matched and c._operation != 'delete' then insert *"
+    )
+    return time.monotonic() - started
+
+
+def size_run(scratch: Path, size: int) -> dict:
+    from pyspark.sql import functions as F
+
+    from ingestion.dynamodb.tables import get_table
+    from ingestion.lake import ingest, merge, streams
+    from ingestion.lake.spark_config import build_spark
+    from ingestion.samples import exports as sample_exports
+    from ingestion.sources import manifest
+    from ingestion.sources.stream_writer import write_batch
+
+    started = time.monotonic()
+    folder = sample_exports.write_samples(scratch / "exports", size, seed=1, tables=["orders"])[
+        "orders"
+    ]
+    generated_s = time.monotonic() - started
+    spark = build_spark("bench apply cost")
+    orders = get_table("orders")
+    started = time.monotonic()
+    ingest.ingest_export(spark, orders, str(folder))
+    merge.run_merge(spark, [orders], test=False)
+    baseline_s = time.monotonic() - started
+    spark.sql("create namespace if not exists lake.bench")
+    properties = ", ".join(
+        f"'{r['key']}'='{r['value']}'"
+        for r in spark.sql("show tblproperties lake.lakehouse.orders").collect()
+        if r["key"].startswith(("write.", "format-version"))
+    )
+    started = time.monotonic()
+    spark.sql(
+        f"create table {FLOOR} using iceberg partitioned by (bucket(16, customer_id)) "
+        f"tblproperties ({properties}) as select * from lake.lakehouse.orders"
+    )
+    copy_s = time.monotonic() - started
+    rows = spark.table("lake.lakehouse.orders").count()
+
+    # The dbt commands' own times (the rest of run_merge: batch choice, report, merge log).
+    dbt_times: list[tuple[str, float]] = []
+    invoke = merge.dbt_invoke
+
+    def timed_invoke(args, run_vars=None):
+        began = time.monotonic()
+        try:
+            invoke(args, run_vars)
+        finally:
+            dbt_times.append((args[0], time.monotonic() - began))
+
+    merge.dbt_invoke = timed_invoke
+    export = manifest.read_export(folder, verify=False)
+    start = export.export_time
+    assert start is not None
+    cases = []
+    for number, case in enumerate(("random", "hot")):
+        rng = random.Random(7 + number)
+        picked = (
+            spark.table("lake.lakehouse.orders")
+            .select("_image")
+            .sample(min(1.0, 1.5 * CHANGES / rows), seed=7 + number)
+            .limit(CHANGES)
+            .collect()
+        )
+        images = [json.loads(r["_image"]) for r in picked]
+        window_start = start + timedelta(hours=number)
+        dbt_times.clear()
+        if case == "random":
+            incremental = sample_exports.write_export(
+                scratch / "exports",
+                "orders",
+                [iter(export_lines(images, window_start, rng))],
+                window_start + timedelta(hours=1, minutes=5),
+                rng,
+                window=(window_start, window_start + timedelta(hours=1), "NEW_AND_OLD_IMAGES"),
+            )
+            began = time.monotonic()
+            ingest.ingest_export(spark, orders, str(incremental))
+        else:
+            records = stream_records(images[: CHANGES // 10], window_start, rng)
+            location = scratch / "stream"
+            for first in range(0, len(records), 1000):  # files of 1,000 changes, as Lambda sends
+                written, failed = write_batch(records[first : first + 1000], str(location))
+                assert failed is None and written
+            began = time.monotonic()
+            streams.ingest_stream(spark, orders, str(location), settle_seconds=0)
+        ingest_s = time.monotonic() - began
+        changes = spark.table("lake.staging.orders").where(F.col("_batch_id").isin(merge.new_batches(spark, "orders")))  # fmt: skip
+        keys = changes.select("customer_id", "order_id").distinct().count()
+        staged = changes.count()
+        (batch,) = merge.new_batches(spark, "orders")  # not timed: the merge asks it again
+        floor_s = floor_merge(spark, batch)
+        began = time.monotonic()
+        counts, _ = merge.run_merge(spark, [orders])
+        merge_s = time.monotonic() - began
+        final = spark.table("lake.lakehouse.orders").select("customer_id", "order_id", "_version")
+        copy = spark.table(FLOOR).select("customer_id", "order_id", "_version")
+        differ = final.exceptAll(copy).count() + copy.exceptAll(final).count()
+        assert differ == 0, f"{case}: the floor's copy and the final table differ in {differ} rows"
+        summary = dict(
+            spark.table("lake.lakehouse.orders.snapshots")
+            .orderBy(F.col("committed_at").desc())
+            .first()["summary"]
+        )
+        apply_s = ingest_s + merge_s
+        cases.append(
+            {
+                "case": case,
+                "changes": staged,
+                "keys": keys,
+                "floor_merge_seconds": round(floor_s, 1),
+                "apply_seconds": round(apply_s, 1),
+                "ratio_to_floor": round(apply_s / floor_s, 2),
+                "ingest_seconds": round(ingest_s, 1),
+                "merge_seconds": round(merge_s, 1),
+                "dbt_seconds": {name: round(s, 1) for name, s in dbt_times},
+                "inserted_updated_deleted": [
+                    counts[0].inserted,
+                    counts[0].updated,
+                    counts[0].deleted,
+                ],  # fmt: skip
+                "changed_partitions": summary.get("changed-partition-count"),
+            }
+        )
+        print(f"apply_cost: {size:,} rows, {cases[-1]}", flush=True)
+    return {
+        "table_rows": rows,
+        "generated_seconds": round(generated_s, 1),
+        "baseline_ingest_and_merge_seconds": round(baseline_s, 1),
+        "floor_copy_seconds": round(copy_s, 1),
+        "cases": cases,
+    }
+
+
+def per_10x(runs: list[dict], case: str) -> list[float]:
+    """(b)'s growth between consecutive sizes, scaled to 10x the rows (5M over 1M: ^(1/0.7))."""
+    points = [
+        (r["size"], c["apply_seconds"]) for r in runs for c in r["cases"] if c["case"] == case
+    ]
+    return [
+        round((b / a) ** (1 / math.log10(m / n)), 2)
+        for (n, a), (m, b) in zip(points, points[1:], strict=False)
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 5_000_000, 10_000_000])
+    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)  # one size, in its process
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.size:
+        scratch = Path(os.environ["LAKEHOUSE_HOME"]).parent
+        args.out.write_text(json.dumps(size_run(scratch, args.size)))
+        return 0
+    runs = []
+    for size in args.sizes:
+        scratch = Path(tempfile.mkdtemp(prefix=f"lakehouse-bench-apply-{size}-"))
+        env = dict(os.environ, LAKEHOUSE_HOME=str(scratch / "home"), SPARK_LOCAL_IP="127.0.0.1")
+        out = scratch / "run.json"
+        command = [sys.executable, str(HERE), "--size", str(size), "--out", str(out)]
+        subprocess.run(command, env=env, check=True)
+        runs.append({"size": size, **json.loads(out.read_text())})
+        subprocess.run(["rm", "-rf", str(scratch)], check=False)
+    growth = {case: per_10x(runs, case) for case in ("random", "hot")}
+    results_file.write(
+        "apply_cost",
+        {
+            "table": "orders",
+            "target_ratio_to_floor": 2.0,
+            "target_growth_per_10x": 1.2,
+            "growth_between_sizes": growth,
+            "runs": runs,
+        },
+        f".venv/bin/python bench/apply_cost.py --sizes {' '.join(map(str, args.sizes))}",
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
