@@ -144,6 +144,52 @@ def apply(doc: dict) -> list[Row]:
     return rows
 
 
+def apply_cost(doc: dict) -> list[Row]:
+    """bench/apply_cost.py: the project's apply against a plain MERGE INTO, per size and case."""
+    import math
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    rows: list[Row] = []
+    for case in ("random", "hot"):
+        points = [
+            (r["table_rows"], c) for r in doc["runs"] for c in r["cases"] if c["case"] == case
+        ]
+        sizes = [n for n, _ in points]
+        ax.plot(sizes, [c["apply_seconds"] for _, c in points], "o-", label=f"apply ({case})")
+        ax.plot(sizes, [c["floor_merge_seconds"] for _, c in points], "x--", label=f"MERGE INTO ({case})")  # fmt: skip
+        for n, c in points:
+            rows.append(
+                (
+                    f"apply vs plain MERGE ({case})",
+                    f"{c['changes']:,} changes of {c['keys']:,} keys into {_label(n)} rows",
+                    f"{c['apply_seconds']} s vs {c['floor_merge_seconds']} s = "
+                    f"**{c['ratio_to_floor']}x** (ingest {c['ingest_seconds']} s, dbt "
+                    + ", ".join(f"{k} {v} s" for k, v in c["dbt_seconds"].items())
+                    + ")",
+                    f"≤ {doc['target_ratio_to_floor']}x MERGE INTO",
+                    _met(c["ratio_to_floor"] <= doc["target_ratio_to_floor"]),
+                )
+            )
+        for (n, a), (m, b) in zip(points, points[1:], strict=False):
+            per_10x = (b["apply_seconds"] / a["apply_seconds"]) ** (1 / math.log10(m / n))
+            rows.append(
+                (
+                    f"apply growth ({case})",
+                    f"{_label(n)} → {_label(m)} rows",
+                    f"{a['apply_seconds']} s → {b['apply_seconds']} s = **{per_10x:.2f}x per 10x**",
+                    f"≤ {doc['target_growth_per_10x']}x per 10x",
+                    _met(per_10x <= doc["target_growth_per_10x"]),
+                )
+            )
+    ax.set_xscale("log")
+    ax.set_xlabel("final table rows")
+    ax.set_ylabel("seconds")
+    ax.set_title("Applying 10,000 changes: the project vs MERGE INTO")
+    ax.legend(fontsize=7)
+    _save(fig, "apply_cost")
+    return rows
+
+
 def daily(doc: dict) -> list[Row]:
     steps = doc["steps"]
     fig, ax = plt.subplots(figsize=(7, 3.6))
@@ -239,6 +285,7 @@ SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("ingest_full_export", ingest),
     ("memory", memory),
     ("incremental_apply", apply),
+    ("apply_cost", apply_cost),
     ("daily_sync", daily),
     ("freshness", freshness),
     ("maintenance", maintenance),

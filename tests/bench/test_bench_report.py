@@ -55,6 +55,37 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             ]  # fmt: skip
         },
     }
+    case = {"changes": 10_000, "keys": 10_000, "ingest_seconds": 4.0, "dbt_seconds": {"run": 5.0}}
+    docs["apply_cost"] = {
+        "target_ratio_to_floor": 2.0,
+        "target_growth_per_10x": 1.2,
+        "runs": [  # random: 1.9x then 2.5x the floor; growth 1M -> 10M: 25 / 19 = 1.32x
+            {
+                "table_rows": 1_000_000,
+                "cases": [
+                    {
+                        **case,
+                        "case": "random",
+                        "apply_seconds": 19.0,
+                        "floor_merge_seconds": 10.0,
+                        "ratio_to_floor": 1.9,
+                    }
+                ],
+            },  # fmt: skip
+            {
+                "table_rows": 10_000_000,
+                "cases": [
+                    {
+                        **case,
+                        "case": "random",
+                        "apply_seconds": 25.0,
+                        "floor_merge_seconds": 10.0,
+                        "ratio_to_floor": 2.5,
+                    }
+                ],
+            },  # fmt: skip
+        ],
+    }
     for name, doc in docs.items():
         (tmp_path / f"{name}.json").write_text(json.dumps({**doc, "command": f"run {name}"}))
     return tmp_path
@@ -70,6 +101,11 @@ def test_table_states_each_target_and_whether_it_is_met(results: Path) -> None:
     apply = [r for r in rows if r.startswith("| incremental apply")]
     assert "1.40x per 10x" in apply[0] and apply[0].endswith("| met |")
     assert "2.70x per 10x" in apply[1] and apply[1].endswith("| **not met** |")
+    cost = [r for r in rows if r.startswith("| apply vs plain MERGE (random)")]
+    assert "**1.9x**" in cost[0] and cost[0].endswith("| met |")
+    assert "**2.5x**" in cost[1] and cost[1].endswith("| **not met** |")
+    growth = [r for r in rows if r.startswith("| apply growth (random)")]
+    assert "1.32x per 10x" in growth[0] and growth[0].endswith("| **not met** |")
     assert "`run ingest_full_export`" in text
     for name in ("ingest_full_export", "incremental_apply"):
         assert (results / f"{name}.png").stat().st_size > 1000
