@@ -65,5 +65,7 @@ select max(`_version`) from {{ relation }} where `_operation` = 'snapshot'
 
 {#- A key's latest change (columns unprefixed) leaves a row: the baseline rule over `staged`. -#}
 {% macro dynamodb_leaves_a_row(table, staged) -%}
+  {%- if dynamodb_one_full_export() -%}true{%- else -%}
 not {{ dynamodb_removes_the_row(table, 'coalesce((' ~ dynamodb_newest_full_export_sql(staged) ~ '), 0)') }}
+  {%- endif -%}
 {%- endmacro %}

@@ -2,7 +2,8 @@
   The latest change per key of `relation`: the row with the greatest dynamodb_change_order()
   (macros/change_order.sql).
   One aggregation over whole rows (max_by of a struct), so no column list is needed and a new
-  column in staging flows through untouched.
+  column in staging flows through untouched. None at all for the first build of a table whose
+  change log holds one full export and nothing else (dynamodb_one_full_export).
 -#}
 {% macro dynamodb_latest_change_per_key(relation, keys) -%}
   {%- if not keys -%}
@@ -10,10 +11,39 @@
   {%- endif -%}
   {%- set quoted = [] -%}
   {%- for key in keys -%}{%- do quoted.append(lakehouse_quote(key)) -%}{%- endfor -%}
+  {%- if dynamodb_one_full_export() %}
+select * from {{ relation }}
+  {%- else %}
 select latest.change.*
 from (
     select max_by(struct(*), {{ dynamodb_change_order() }}) as change
     from {{ relation }}
     group by {{ quoted | join(', ') }}
 ) as latest
+  {%- endif -%}
+{%- endmacro %}
+
+{#-
+  True while a model builds its final table from scratch (first build or full refresh) and its
+  change log holds exactly one batch, a full export, and no carried ledger: every key has one
+  change (DynamoDB exports an item once; the `unique` test on the keys proves it after the build)
+  and every row stays (a snapshot is no delete and is the baseline itself). Then the build needs
+  neither the per-key aggregation nor the baseline query: it copies the export's rows. The
+  first load of a table, the most expensive merge, does only what it needs. Anything else (a
+  batch without a recorded kind, streams, incrementals, a ledger carried by `maintain`) takes
+  the general path.
+-#}
+{% macro dynamodb_one_full_export() -%}
+  {%- if not execute or model.resource_type != 'model' or is_incremental() -%}{{ return(false) }}{%- endif -%}
+  {%- set table = this.identifier -%}
+  {%- if table not in var('dynamodb_tables', {}) -%}{{ return(false) }}{%- endif -%}
+  {%- set query -%}
+    select count(*), max(summary['dynamodb-lakehouse.kind']), min(summary['dynamodb-lakehouse.kind']),
+      count(summary['dynamodb-lakehouse.ledger'])
+    from {{ dynamodb_staging_relation(table) }}.snapshots
+    where coalesce(summary['dynamodb-lakehouse.batch-id'], '') != ''
+       or summary['dynamodb-lakehouse.ledger'] is not null
+  {%- endset -%}
+  {%- set row = run_query(query).rows[0] -%}
+  {{ return(row[0] == 1 and row[1] == 'FULL_EXPORT' and row[2] == 'FULL_EXPORT' and row[3] == 0) }}
 {%- endmacro %}

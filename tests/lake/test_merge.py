@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
+from ingestion.config import settings
 from ingestion.dynamodb.tables import get_table
 from ingestion.lake import ledger, merge
 from ingestion.lake.ingest import ingest_export
@@ -79,6 +80,9 @@ def test_merge_applies_upserts_deletes_and_the_version_guard(spark, clean_lakeho
     ingest_export(spark, books, str(samples["books"]))
     counts, _ = merge.run_merge(spark, [books])
     assert (counts[0].rows, counts[0].inserted) == (60, 60)
+    # The first build of one full export copies its rows: no per-key aggregation, no baseline.
+    built = settings.project_dir() / "target/compiled/dynamodb_lakehouse/models/marts/books.sql"
+    assert "max_by" not in built.read_text() and "snapshot" not in built.read_text()
     first_snapshot = merge.current_snapshot(spark, "books")
     assert spark.table("lake.lakehouse.books").count() == 60
     assert pyiceberg_rows(spark, "books") == 60
@@ -123,6 +127,7 @@ def test_merge_applies_upserts_deletes_and_the_version_guard(spark, clean_lakeho
         ],
     )
     counts, _ = merge.run_merge(spark, [books])
+    assert "max_by" in built.read_text()  # an incremental merge: the latest change per key
 
     final = {r["id"]: r for r in spark.table("lake.lakehouse.books").collect()}
     assert final[updated]["title"] == "Changed"
