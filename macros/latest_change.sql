@@ -37,6 +37,10 @@ from (
   {%- if not execute or model.resource_type != 'model' or is_incremental() -%}{{ return(false) }}{%- endif -%}
   {%- set table = this.identifier -%}
   {%- if table not in var('dynamodb_tables', {}) -%}{{ return(false) }}{%- endif -%}
+  {#- No change log yet (`dbt compile` or sqlfluff on a fresh lakehouse): the general path. -#}
+  {%- if adapter.get_relation(database=none, schema=var('lakehouse_staging_schema'), identifier=table) is none -%}
+    {{ return(false) }}
+  {%- endif -%}
   {%- set query -%}
     select count(*), max(summary['dynamodb-lakehouse.kind']), min(summary['dynamodb-lakehouse.kind']),
       count(summary['dynamodb-lakehouse.ledger'])
