@@ -43,6 +43,11 @@
 struct({{ p }}`_version`, coalesce({{ p }}`_sequence`, ''), {{ p }}`_ingested_at`, {{ p }}`_batch_id`, {{ p }}`_operation` in {{ dynamodb_all_delete_operations() }})
 {%- endmacro %}
 
+{#- The columns dynamodb_change_order() reads. -#}
+{% macro dynamodb_change_order_columns() -%}
+  {{ return(['_version', '_sequence', '_ingested_at', '_batch_id', '_operation']) }}
+{%- endmacro %}
+
 {#-
   The version (export time) of the newest full export staged in `relation`, or among `batches`
   when given; null when there is none.

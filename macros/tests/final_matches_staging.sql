@@ -16,14 +16,15 @@
   {{ return(scoped[table] if table in scoped else none) }}
 {%- endmacro %}
 
-{#- The rows of `relation` whose key a batch of `batches` touched (none at all for []). -#}
-{% macro dynamodb_touched_rows(table, relation, batches) -%}
+{#- The rows of `relation` whose key a batch of `batches` touched (none at all for []), with
+    `columns` only (a SQL select list). -#}
+{% macro dynamodb_touched_rows(table, relation, batches, columns='*') -%}
   {%- set keys = [] -%}
   {%- for key in dynamodb_key_columns(table) -%}{%- do keys.append(lakehouse_quote(key)) -%}{%- endfor -%}
   {%- if batches | length == 0 -%}
-select * from {{ relation }} where false
+select {{ columns }} from {{ relation }} where false
   {%- else -%}
-select * from {{ relation }}
+select {{ columns }} from {{ relation }}
 where ({{ keys | join(', ') }}) in (
     select {{ keys | join(', ') }} from {{ source('dynamodb', table) }}
     where `_batch_id` in ({{ dynamodb_quoted_list(batches) }})
@@ -31,16 +32,25 @@ where ({{ keys | join(', ') }}) in (
   {%- endif -%}
 {%- endmacro %}
 
-{#- `relation`, or its touched rows as a subquery when the tests are scoped. -#}
-{% macro dynamodb_tested(table, relation) -%}
+{#- `relation`, or a subquery of it: its touched rows when the tests are scoped, `columns` only
+    when given. -#}
+{% macro dynamodb_tested(table, relation, columns=none) -%}
   {%- set batches = dynamodb_test_batches(table) -%}
-  {%- if batches is none -%}{{ relation }}
-  {%- else -%}({{ dynamodb_touched_rows(table, relation, batches) }}) as tested
+  {%- if batches is none and columns is none -%}{{ relation }}
+  {%- elif batches is none -%}(select {{ columns }} from {{ relation }}) as tested
+  {%- else -%}({{ dynamodb_touched_rows(table, relation, batches, columns or '*') }}) as tested
   {%- endif -%}
 {%- endmacro %}
 
+{#- The latest staged change of every tested key, of the columns the tests need only: the keys
+    and those of the change order (macros/change_order.sql). Narrow on purpose: the change log's
+    other columns (the item's attributes, its raw `_image`) are most of its bytes, and Parquet
+    skips a column no one reads. -#}
 {% macro dynamodb_expected_latest(table) -%}
-  {{ dynamodb_latest_change_per_key(dynamodb_tested(table, source('dynamodb', table)), dynamodb_key_columns(table)) }}
+  {%- set keys = dynamodb_key_columns(table) -%}
+  {%- set columns = [] -%}
+  {%- for column in keys + dynamodb_change_order_columns() -%}{%- do columns.append(lakehouse_quote(column)) -%}{%- endfor -%}
+  {{ dynamodb_latest_change_per_key(dynamodb_tested(table, source('dynamodb', table), columns | join(', ')), keys) }}
 {%- endmacro %}
 
 {#- Fails with one row per key present in the final table whose latest staged change is a delete. -#}

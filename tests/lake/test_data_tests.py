@@ -1,6 +1,7 @@
 """The data tests of a merge look at the keys its batches touched; `merge --full-check` and
 `maintain` test whole tables. (They read the whole final table and change log twice after every
-merge: their cost grew with the table, not with the changes.)"""
+merge: their cost grew with the table, not with the changes.) `not_null` on a final table is
+answered by Iceberg's metadata when it proves the column has no null (macros/tests/key_tests.sql)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ingestion import cli
+from ingestion.config import settings
 from ingestion.lake import merge, merge_log
 from ingestion.samples import exports as sample_exports
 from ingestion.samples import orders_chain
@@ -34,6 +36,31 @@ def _test(batches: list[str]) -> None:
         ["test", "--select", "stg_dynamodb__orders+", "--vars",
          json.dumps({"dynamodb_test_batches": {"orders": batches}})]
     )  # fmt: skip
+
+
+def _compiled(test: str) -> str:
+    compiled = settings.project_dir() / "target/compiled/dynamodb_lakehouse/models/marts/orders.yml"
+    return (compiled / f"{test}.sql").read_text()
+
+
+def _duplicate(spark, key: tuple[str, str], null: bool = False) -> None:
+    """A second row of ``key``, told apart by its `_batch_id` ('duplicate'); with ``null``, in
+    the same data file, a third with a null `_version` (a later delete of one of the two writes a
+    position delete: the file's metadata still counts the null)."""
+    names = [f"`{c}`" for c in spark.table("lake.lakehouse.orders").columns]
+    rows = [
+        ", ".join("'duplicate' as `_batch_id`" if c == "`_batch_id`" else c for c in names),
+        ", ".join(
+            "'duplicate' as `_batch_id`" if c == "`_batch_id`" else
+            ("cast(null as bigint) as `_version`" if c == "`_version`" else c)
+            for c in names
+        ),
+    ][: 2 if null else 1]  # fmt: skip
+    where = f"where customer_id = '{key[0]}' and order_id = '{key[1]}'"
+    spark.sql(
+        "insert into lake.lakehouse.orders "
+        + " union all ".join(f"select {row} from lake.lakehouse.orders {where}" for row in rows)
+    )
 
 
 def test_merge_tests_the_touched_keys_and_full_checks_test_all(
@@ -68,3 +95,28 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     _test([later])  # does not look at the first batch's keys
     with pytest.raises(merge.DbtError):
         _test([batch])
+
+    # unique: scoped too. A duplicate of a key out of scope passes, of a key in scope fails.
+    # not_null: nothing is null, its SQL is a query of Iceberg's metadata (no data file read).
+    assert "lakehouse.orders.files" in _compiled("not_null_orders__version")
+    out_of_scope = sorted(final - later_keys - {victim})[0]
+    _duplicate(spark, out_of_scope)
+    _test([later])
+    spark.sql("delete from lake.lakehouse.orders where `_batch_id` = 'duplicate'")
+    _duplicate(spark, sorted(later_keys & final)[0])
+    with pytest.raises(merge.DbtError):
+        _test([later])
+    spark.sql("delete from lake.lakehouse.orders where `_batch_id` = 'duplicate'")
+    _test([later])
+    # A null (on a row out of scope): the metadata counts it, the column is scanned whole, the
+    # test fails. Deleted again: the metadata still counts it (a position delete hides its
+    # row), so the column is scanned, and the test passes.
+    _duplicate(spark, out_of_scope, null=True)
+    spark.sql("delete from lake.lakehouse.orders where `_batch_id` = 'duplicate' and `_version` is not null")  # fmt: skip
+    capsys.readouterr()
+    with pytest.raises(merge.DbtError):
+        _test([later])
+    assert "not_null_orders__version" in capsys.readouterr().out
+    spark.sql("delete from lake.lakehouse.orders where `_version` is null")
+    _test([later])
+    assert "lakehouse.orders.files" not in _compiled("not_null_orders__version")
