@@ -37,6 +37,7 @@ lint: setup ## ruff, mypy, the import contract (import-linter) and sqlfluff on m
 bench: setup ## benchmarks (not part of CI, about 3 hours on 2 cores); bench/results/ + README table
 	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/apply_cost.py
+	$(BIN)/python bench/buckets.py
 	$(BIN)/python bench/daily_sync.py
 	$(BIN)/python bench/freshness.py
 	$(BIN)/python bench/maintenance.py

@@ -3,8 +3,9 @@
 For each size N (default 1M, 5M and 10M `orders` items) one process, in a fresh lakehouse:
 
 1. Set-up (timed for the record only): the orders sample's full export of N items, ingested and
-   merged into the final table (`orders`, bucketed as dbt_project.yml says), without tests; the
-   final table copied into ``lake.bench.orders_floor`` (same partitioning, merge-on-read).
+   merged into the final table (`orders`, in a copy of the project with the layout below),
+   without tests; the final table copied into ``lake.bench.orders_floor`` (same partitioning,
+   merge-on-read).
 2. Two cases, one after the other, each 10,000 changes of existing orders:
    ``random``: 10,000 orders changed once, every tenth change a delete (an incremental export,
    NEW_AND_OLD_IMAGES: an export holds one line per item, its net change over the window);
@@ -22,7 +23,11 @@ For each size N (default 1M, 5M and 10M `orders` items) one process, in a fresh 
 Ratios are (b) / (a) per case and size; growth is (b) at 10x the rows over (b). Targets (issue:
 apply cost follows the changes): (b) <= 2.0x (a), growth <= 1.2x per 10x rows.
 
-Usage: .venv/bin/python bench/apply_cost.py [--sizes 1000000 5000000 10000000]
+The final table (and the floor's copy) is laid out as the docs advise for its size: not bucketed
+below a few GB (bench/buckets.py measured bucketing slower at 1M rows); ``--buckets N`` sets it.
+
+Usage: .venv/bin/python bench/apply_cost.py [--sizes 1000000 5000000 10000000] [--buckets N]
+       [--add]
 Writes bench/results/apply_cost.json.
 """
 
@@ -40,6 +45,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import project
 import results_file  # bench/ is on sys.path when a benchmark runs as a script
 
 HERE = Path(__file__).resolve()
@@ -110,7 +116,7 @@ def floor_merge(spark, batch: str) -> float:
     return time.monotonic() - started
 
 
-def size_run(scratch: Path, size: int) -> dict:
+def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
     from pyspark.sql import functions as F
 
     from ingestion.dynamodb.tables import get_table
@@ -120,6 +126,7 @@ def size_run(scratch: Path, size: int) -> dict:
     from ingestion.sources import manifest
     from ingestion.sources.stream_writer import write_batch
 
+    project.copy(scratch / "project", buckets)
     started = time.monotonic()
     folder = sample_exports.write_samples(scratch / "exports", size, seed=1, tables=["orders"])[
         "orders"
@@ -139,8 +146,9 @@ def size_run(scratch: Path, size: int) -> dict:
     )
     started = time.monotonic()
     spark.sql(
-        f"create table {FLOOR} using iceberg partitioned by (bucket(16, customer_id)) "
-        f"tblproperties ({properties}) as select * from lake.lakehouse.orders"
+        f"create table {FLOOR} using iceberg "
+        + (f"partitioned by (bucket({buckets}, customer_id)) " if buckets else "")
+        + f"tblproperties ({properties}) as select * from lake.lakehouse.orders"
     )
     copy_s = time.monotonic() - started
     rows = spark.table("lake.lakehouse.orders").count()
@@ -167,6 +175,7 @@ def size_run(scratch: Path, size: int) -> dict:
             spark.table("lake.lakehouse.orders")
             .select("_image")
             .sample(min(1.0, 1.5 * CHANGES / rows), seed=7 + number)
+            .orderBy(F.rand(seed=7 + number))  # the sample is in file order: spread it over all
             .limit(CHANGES)
             .collect()
         )
@@ -254,12 +263,25 @@ def per_10x(runs: list[dict], case: str) -> list[float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 5_000_000, 10_000_000])
+    parser.add_argument(
+        "--buckets",
+        type=project.buckets_argument,
+        default=None,
+        help="the final table's buckets (default none: the docs' advice below a few GB, "
+        "bench/buckets.py)",
+    )
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)  # one size, in its process
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--add",
+        action="store_true",
+        help="keep the sizes of the last results file that this run does not measure (sizes "
+        "measured in another run of the same code: both commands are recorded)",
+    )
     args = parser.parse_args(argv)
     if args.size:
         scratch = Path(os.environ["LAKEHOUSE_HOME"]).parent
-        args.out.write_text(json.dumps(size_run(scratch, args.size)))
+        args.out.write_text(json.dumps(size_run(scratch, args.size, args.buckets)))
         return 0
     runs = []
     for size in args.sizes:
@@ -267,20 +289,31 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, LAKEHOUSE_HOME=str(scratch / "home"), SPARK_LOCAL_IP="127.0.0.1")
         out = scratch / "run.json"
         command = [sys.executable, str(HERE), "--size", str(size), "--out", str(out)]
+        command += ["--buckets", str(args.buckets or "none")]
         subprocess.run(command, env=env, check=True)
         runs.append({"size": size, **json.loads(out.read_text())})
         subprocess.run(["rm", "-rf", str(scratch)], check=False)
+    command = (
+        f".venv/bin/python bench/apply_cost.py --sizes {' '.join(map(str, args.sizes))} "
+        f"--buckets {args.buckets or 'none'}"
+    )
+    if args.add:
+        last = json.loads((results_file.RESULTS / "apply_cost.json").read_text())
+        kept = [r for r in last["runs"] if r["size"] not in args.sizes]
+        runs = sorted(kept + runs, key=lambda r: r["size"])
+        command = f"{last['command']}; then {command} --add"
     growth = {case: per_10x(runs, case) for case in ("random", "hot")}
     results_file.write(
         "apply_cost",
         {
             "table": "orders",
+            "buckets": args.buckets,
             "target_ratio_to_floor": 2.0,
             "target_growth_per_10x": 1.2,
             "growth_between_sizes": growth,
             "runs": runs,
         },
-        f".venv/bin/python bench/apply_cost.py --sizes {' '.join(map(str, args.sizes))}",
+        command,
     )
     return 0
 

@@ -190,6 +190,36 @@ def apply_cost(doc: dict) -> list[Row]:
     return rows
 
 
+def buckets(doc: dict) -> list[Row]:
+    """bench/buckets.py: a merge's seconds per layout of the final table, against unbucketed."""
+    runs = doc["runs"]
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    names = [str(r["buckets"] or "none") for r in runs]
+    for offset, case in ((-0.2, "tick"), (0.2, "batch")):
+        ratios = [next(c for c in r["cases"] if c["case"] == case)["ratio_to_unbucketed"] for r in runs]  # fmt: skip
+        ax.bar([i + offset for i in range(len(runs))], ratios, 0.4, label=case)
+    ax.axhline(1.0, color="grey", linestyle="--")
+    ax.set_xticks(list(range(len(runs))), names)
+    ax.set_xlabel("buckets")
+    ax.set_ylabel("merge seconds / unbucketed")
+    ax.set_title(f"Merges into {_label(doc['table_rows'])} {doc['table']} rows by layout")
+    ax.legend()
+    _save(fig, "buckets")
+    return [
+        (
+            f"buckets ({c['case']})",
+            f"{c['changes']:,} changes into {_label(doc['table_rows'])} rows, "
+            f"{r['buckets'] or 'no'} buckets",
+            f"merge {c['merge_seconds']} s = **{c['ratio_to_unbucketed']}x** unbucketed; "
+            f"{c['changed_buckets'] or 1} partition(s) changed, {r['data_files']} data files",
+            "informs the advice (docs/performance.md)",
+            _met(None),
+        )
+        for r in runs
+        for c in r["cases"]
+    ]
+
+
 def daily(doc: dict) -> list[Row]:
     steps = doc["steps"]
     fig, ax = plt.subplots(figsize=(7, 3.6))
@@ -286,6 +316,7 @@ SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("memory", memory),
     ("incremental_apply", apply),
     ("apply_cost", apply_cost),
+    ("buckets", buckets),
     ("daily_sync", daily),
     ("freshness", freshness),
     ("maintenance", maintenance),

@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         metavar="N",
         help="partition the final table by bucket(N, partition key): merges touch only the "
-        "buckets their changes hit (for big tables; about one bucket per GB)",
+        "buckets their changes hit (only for tables of several GB: at most one bucket per GB; "
+        "smaller tables merge faster unbucketed, docs/performance.md)",
     )
     p.set_defaults(run=run_add_table)
 

@@ -86,6 +86,32 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             },  # fmt: skip
         ],
     }
+    layout = [{"case": "tick", "changes": 50}, {"case": "batch", "changes": 10_000}]
+    docs["buckets"] = {
+        "table": "orders",
+        "table_rows": 1_000_000,
+        "runs": [
+            {
+                "buckets": count,
+                "data_files": files,
+                "cases": [
+                    {
+                        **case,
+                        "merge_seconds": seconds,
+                        "ratio_to_unbucketed": ratio,
+                        "changed_buckets": changed,
+                    }  # fmt: skip
+                    for case, seconds, ratio, changed in zip(
+                        layout, tick_batch, ratios, touched, strict=True
+                    )  # fmt: skip
+                ],
+            }
+            for count, files, tick_batch, ratios, touched in (
+                (None, 8, (6.0, 20.0), (1.0, 1.0), (None, None)),
+                (16, 40, (4.5, 21.0), (0.75, 1.05), (12, 16)),
+            )
+        ],
+    }
     for name, doc in docs.items():
         (tmp_path / f"{name}.json").write_text(json.dumps({**doc, "command": f"run {name}"}))
     return tmp_path
@@ -106,8 +132,12 @@ def test_table_states_each_target_and_whether_it_is_met(results: Path) -> None:
     assert "**2.5x**" in cost[1] and cost[1].endswith("| **not met** |")
     growth = [r for r in rows if r.startswith("| apply growth (random)")]
     assert "1.32x per 10x" in growth[0] and growth[0].endswith("| **not met** |")
+    layouts = [r for r in rows if r.startswith("| buckets (")]
+    assert len(layouts) == 4 and all(r.endswith("| n/a |") for r in layouts)
+    assert "no buckets" in layouts[0] and "**1.0x** unbucketed" in layouts[0]
+    assert "16 buckets" in layouts[2] and "**0.75x** unbucketed; 12 partition(s)" in layouts[2]
     assert "`run ingest_full_export`" in text
-    for name in ("ingest_full_export", "incremental_apply"):
+    for name in ("ingest_full_export", "incremental_apply", "buckets"):
         assert (results / f"{name}.png").stat().st_size > 1000
 
 
