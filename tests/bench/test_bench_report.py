@@ -112,6 +112,21 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             )
         ],
     }
+    docs["daily_sync"] = {
+        "items": 1_000_000,
+        "increments": 2,
+        "steps": [
+            {"step": "full export", "ingest_seconds": 100.0, "merge_seconds": 60.0},
+            {"step": "incremental 1", "ingest_seconds": 10.0, "merge_seconds": 18.0},
+            {"step": "incremental 2", "ingest_seconds": 10.0, "merge_seconds": 22.0},
+        ],
+        "maintain_seconds": 30.0,
+        "total_seconds": 250.0,
+        "data_and_delete_files_before_maintain": [40, 10],
+        "data_and_delete_files_after_maintain": [8, 0],
+        "rows_after": 5,
+        "rows_expected": 5,
+    }
     for name, doc in docs.items():
         (tmp_path / f"{name}.json").write_text(json.dumps({**doc, "command": f"run {name}"}))
     return tmp_path
@@ -136,6 +151,8 @@ def test_table_states_each_target_and_whether_it_is_met(results: Path) -> None:
     assert len(layouts) == 4 and all(r.endswith("| n/a |") for r in layouts)
     assert "no buckets" in layouts[0] and "**1.0x** unbucketed" in layouts[0]
     assert "16 buckets" in layouts[2] and "**0.75x** unbucketed; 12 partition(s)" in layouts[2]
+    (each,) = [r for r in rows if r.startswith("| daily sync: each incremental")]
+    assert "28, 32 s" in each and each.endswith("| **not met** |")  # 32 s > 30 s
     assert "`run ingest_full_export`" in text
     for name in ("ingest_full_export", "incremental_apply", "buckets"):
         assert (results / f"{name}.png").stat().st_size > 1000
