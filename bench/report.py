@@ -321,6 +321,37 @@ def detect(doc: dict) -> list[Row]:
     ]
 
 
+def export_to_final(doc: dict) -> list[Row]:
+    """bench/export_to_final.py: each step's process against the typed read (the floor)."""
+    runs, targets = doc["runs"], doc["targets_ratio_to_floor"]
+    steps = ["floor", "detect", "ingest", "merge", "sync"]
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    width = 0.8 / len(steps)
+    for k, step in enumerate(steps):
+        xs = [i + (k - 2) * width for i in range(len(runs))]
+        ax.bar(xs, [r["seconds"][step] for r in runs], width, label=step)
+    ax.set_xticks(list(range(len(runs))), [f"{r['table']} {_label(r['items'])}" for r in runs])
+    ax.set_ylabel("seconds (one process each)")
+    ax.set_title("A full export to a queryable final table, by step")
+    ax.legend()
+    _save(fig, "export_to_final")
+    rows: list[Row] = []
+    for r in runs:
+        for step, target in targets.items():
+            ratio = r["ratio_to_floor"][step]
+            rows.append(
+                (
+                    f"export to final table: {step}",
+                    f"{r['table']}, {r['items']:,} items ({r['raw_mb']} MB of DynamoDB JSON), "
+                    f"{doc['driver_memory']} driver heap",
+                    f"{r['seconds'][step]} s vs floor {r['seconds']['floor']} s = **{ratio}x**",
+                    f"<= {target}x the floor",
+                    _met(ratio <= target),
+                )
+            )
+    return rows
+
+
 SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("ingest_full_export", ingest),
     ("memory", memory),
@@ -331,6 +362,7 @@ SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("freshness", freshness),
     ("maintenance", maintenance),
     ("detect_schema", detect),
+    ("export_to_final", export_to_final),
 ]
 
 

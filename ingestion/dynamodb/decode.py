@@ -70,6 +70,9 @@ def fail(message: str) -> str:
     return f"raise_error(concat({sql_string(message)}, _source_file))"
 
 
+NOT_AN_ITEM = "a line is not a DynamoDB JSON item (no Item, NewImage, OldImage or Keys) in "
+
+
 def with_image(df: DataFrame) -> DataFrame:
     """``_image``: the DynamoDB JSON the row carries (a full export's ``Item``; an incremental
     line's ``NewImage``, or for a delete its ``OldImage`` or else its ``Keys``); ``_attrs``: it
@@ -77,7 +80,7 @@ def with_image(df: DataFrame) -> DataFrame:
     image = "coalesce(`_line`.Item, `_line`.NewImage, `_line`.OldImage, `_line`.Keys)"
     checked = F.expr(
         f"case when `_line` is null or {image} is null then "
-        f"{fail('a line is not a DynamoDB JSON item (no Item, NewImage, OldImage or Keys) in ')} "
+        f"{fail(NOT_AN_ITEM)} "
         f"else {image} end"
     )
     return df.withColumn("_image", checked).withColumn("_attrs", F.expr(parse_item("_image")))

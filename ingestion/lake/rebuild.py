@@ -68,8 +68,7 @@ def rebuild_staging(
         if "column" in e
     }
     staged = spark.read.option("snapshot-id", read_id).table(name)
-    images = staged.select(F.expr(decode.parse_item("`_image`")).alias("_attrs"))
-    stats = detect.statistics(images)
+    stats = detect.statistics(staged.select("_image"))
     detected = ingest.with_keys(
         table,
         type_rules.resolve(

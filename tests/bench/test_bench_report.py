@@ -127,6 +127,20 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "rows_after": 5,
         "rows_expected": 5,
     }
+    seconds = {"floor": 20.0, "detect": 19.0, "ingest": 50.0, "merge": 30.0, "sync": 80.0}
+    docs["export_to_final"] = {
+        "targets_ratio_to_floor": {"detect": 1.0, "ingest": 2.0, "sync": 2.0},
+        "driver_memory": "1g",
+        "runs": [
+            {
+                "table": "orders",
+                "items": 1_000_000,
+                "raw_mb": 518,
+                "seconds": seconds,
+                "ratio_to_floor": {k: v / 20.0 for k, v in seconds.items() if k != "floor"},
+            }
+        ],
+    }
     for name, doc in docs.items():
         (tmp_path / f"{name}.json").write_text(json.dumps({**doc, "command": f"run {name}"}))
     return tmp_path
@@ -153,8 +167,13 @@ def test_table_states_each_target_and_whether_it_is_met(results: Path) -> None:
     assert "16 buckets" in layouts[2] and "**0.75x** unbucketed; 12 partition(s)" in layouts[2]
     (each,) = [r for r in rows if r.startswith("| daily sync: each incremental")]
     assert "28, 32 s" in each and each.endswith("| **not met** |")  # 32 s > 30 s
+    steps = [r for r in rows if r.startswith("| export to final table: ")]
+    assert [r.split(":")[1].split("|")[0].strip() for r in steps] == ["detect", "ingest", "sync"]
+    assert "**0.95x**" in steps[0] and steps[0].endswith("| met |")
+    assert "**2.5x**" in steps[1] and steps[1].endswith("| **not met** |")
+    assert "**4.0x**" in steps[2] and "<= 2.0x the floor" in steps[2]
     assert "`run ingest_full_export`" in text
-    for name in ("ingest_full_export", "incremental_apply", "buckets"):
+    for name in ("ingest_full_export", "incremental_apply", "buckets", "export_to_final"):
         assert (results / f"{name}.png").stat().st_size > 1000
 
 
