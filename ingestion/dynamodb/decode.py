@@ -79,9 +79,7 @@ def with_image(df: DataFrame) -> DataFrame:
     as a map."""
     image = "coalesce(`_line`.Item, `_line`.NewImage, `_line`.OldImage, `_line`.Keys)"
     checked = F.expr(
-        f"case when `_line` is null or {image} is null then "
-        f"{fail(NOT_AN_ITEM)} "
-        f"else {image} end"
+        f"case when `_line` is null or {image} is null then {fail(NOT_AN_ITEM)} else {image} end"
     )
     return df.withColumn("_image", checked).withColumn("_attrs", F.expr(parse_item("_image")))
 

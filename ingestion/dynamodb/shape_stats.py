@@ -40,7 +40,9 @@ def _only_keys(m: str, names: list[str]) -> str:
     """SQL: the map ``m`` has no key outside ``names`` (compiled: no lambda)."""
     if not names:
         return f"size({m}) = 0"
-    return f"size(array_except(map_keys({m}), array({', '.join(sql_string(n) for n in names)}))) = 0"
+    return (
+        f"size(array_except(map_keys({m}), array({', '.join(sql_string(n) for n in names)}))) = 0"
+    )
 
 
 def _bad(x: str, shape: Shape, maps_typed: bool, lists_typed: bool) -> str:

@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ingestion.dynamodb.decode import fail
+from ingestion.dynamodb.layouts import TEXT, Layout, layout, typed_attributes_ddl
 from ingestion.dynamodb.numbers import canonical_number, fits_decimal, fits_long
 from ingestion.dynamodb.types import Attribute, ColumnType, Schema
 from ingestion.dynamodb.values import (
@@ -48,14 +49,28 @@ def _null(descriptor: str) -> str:
     )
 
 
-def _value_of(descriptor: str, element: str) -> str:
-    """A set element as a VALUE struct of that descriptor."""
-    members = ", ".join(f"'{d}', {element if d == descriptor else _null(d)}" for d in DESCRIPTORS)
+def _value_of(descriptor: str, element: str, shape: Layout) -> str:
+    """A set element as a VALUE struct of that descriptor (typed as ``shape`` says)."""
+    nulls = {
+        "M": f"cast(null as map<string,{shape.maps.value_ddl()}>)" if shape.maps else None,
+        "L": f"cast(null as array<{shape.lists.value_ddl()}>)" if shape.lists else None,
+    }
+    members = ", ".join(
+        f"'{d}', {element if d == descriptor else nulls.get(d) or _null(d)}" for d in DESCRIPTORS
+    )
     return f"named_struct({members})"
 
 
-def typed(value: str, column_type: ColumnType, depth: int = 0) -> str:
-    """SQL for the value decoded to ``column_type``: null when absent, NULL or not fitting."""
+def typed(
+    value: str,
+    column_type: ColumnType,
+    depth: int = 0,
+    shape: Layout = TEXT,
+    compiled: bool = False,
+) -> str:
+    """SQL for the value decoded to ``column_type``: null when absent, NULL or not fitting.
+    ``shape``: whether the value's ``M`` and ``L`` arrive typed or as text (ingestion.dynamodb.layouts);
+    ``compiled``: a typed map at the top decoded by plain expressions, not in a lambda."""
     kind = column_type.kind
     if kind == "string":
         return text_sql(value)
@@ -73,38 +88,60 @@ def typed(value: str, column_type: ColumnType, depth: int = 0) -> str:
         fitted = fits_decimal(number, column_type.precision, column_type.scale)
         return f"case when {fitted} then cast({number} as {column_type.sql()}) end"
     if kind == "struct":
-        return _struct(value, column_type, depth)
+        return _struct(value, column_type, depth, shape, compiled)
     if kind == "array":
-        return _array(value, column_type, depth)
+        return _array(value, column_type, depth, shape)
     raise ValueError(f"unknown column type {column_type}")
 
 
-def _struct(value: str, column_type: ColumnType, depth: int) -> str:
+def _struct(
+    value: str, column_type: ColumnType, depth: int, shape: Layout, compiled: bool = False
+) -> str:
+    below = shape.maps or TEXT
+    known = ", ".join(sql_string(f.name) for f in column_type.fields)
+
+    def body(m: str, field_value) -> str:
+        keys = [f"{m}[{sql_string(f.name)}]" for f in column_type.fields]
+        every = " and ".join(fits(key, field_value(i, key)) for i, key in enumerate(keys))
+        only_known = f"size(array_except(map_keys({m}), array({known}))) = 0"
+        built = ", ".join(
+            f"{sql_string(f.column)}, {field_value(i, key)}"
+            for i, (key, f) in enumerate(zip(keys, column_type.fields, strict=True))
+        )
+        return (
+            f"case when {m} is not null and {every} and {only_known} then named_struct({built}) end"
+        )
+
+    def decode(i: int, key: str) -> str:
+        return typed(key, column_type.fields[i].type, depth + 1, below)
+
+    if shape.maps and depth == 0 and compiled:
+        # A typed map at the top: plain expressions, compiled (no lambda to bind values in);
+        # Spark evaluates each field's decode once (common subexpressions).
+        return body(field(value, "M"), decode)
     m, r = f"m{depth}", f"r{depth}"
     keys = [f"{m}[{sql_string(f.name)}]" for f in column_type.fields]
-    decoded = ", ".join(
-        f"'f{i}', {typed(key, f.type, depth + 1)}"
-        for i, (key, f) in enumerate(zip(keys, column_type.fields, strict=True))
-    )
-    built = ", ".join(f"{sql_string(f.column)}, {r}.f{i}" for i, f in enumerate(column_type.fields))
-    known = ", ".join(sql_string(f.name) for f in column_type.fields)
-    every = " and ".join(fits(key, f"{r}.f{i}") for i, key in enumerate(keys))
-    fitted = f"{m} is not null and {every} and forall(map_keys({m}), k -> array_contains(array({known}), k))"
-    body = f"case when {fitted} then named_struct({built}) end"
-    return _bind(parse_map(value), m, _bind(f"named_struct({decoded})", r, body))
+    decoded = ", ".join(f"'f{i}', {decode(i, key)}" for i, key in enumerate(keys))
+    entries = field(value, "M") if shape.maps else parse_map(value)
+    inner = body(m, lambda i, key: f"{r}.f{i}")
+    return _bind(entries, m, _bind(f"named_struct({decoded})", r, inner))
 
 
-def _array(value: str, column_type: ColumnType, depth: int) -> str:
+def _array(value: str, column_type: ColumnType, depth: int, shape: Layout) -> str:
     assert column_type.element is not None
     es, e, rs = f"es{depth}", f"e{depth}", f"rs{depth}"
+    below = shape.lists or TEXT
+    listed = field(value, "L") if shape.lists else parse_list(value)
     elements = (
-        f"coalesce({parse_list(value)}, "
+        f"coalesce({listed}, "
         + ", ".join(
-            f"transform({field(value, s)}, x -> {_value_of(s[0], 'x')})" for s in ("SS", "NS", "BS")
+            f"transform({field(value, s)}, x -> {_value_of(s[0], 'x', below)})"
+            for s in ("SS", "NS", "BS")
         )
         + ")"
     )
-    pairs = f"transform({es}, {e} -> named_struct('e', {e}, 'v', {typed(e, column_type.element, depth + 1)}))"
+    element = typed(e, column_type.element, depth + 1, below)
+    pairs = f"transform({es}, {e} -> named_struct('e', {e}, 'v', {element}))"
     values = f"transform({rs}, p -> p.v)"
     sets_sorted = (
         f"case when {field(value, 'L')} is null then array_sort({values}) else {values} end"
@@ -116,6 +153,12 @@ def _array(value: str, column_type: ColumnType, depth: int) -> str:
 def _attribute(name: str) -> str:
     return f"`_attrs`[{sql_string(name)}]"
 
+
+# Up to this many attributes, a top-level map arriving typed is decoded by compiled expressions
+# (its fields' decode twice in the plan, evaluated once); beyond, inside a lambda as deeper
+# levels are, so that the generated code of a wide item stays within a 1 GB driver heap
+# (tests/dynamodb/test_hostile.py: 1,000 attributes).
+COMPILED_ATTRIBUTES = 100
 
 UNKNOWN_DESCRIPTOR = (
     "table {table}: a value with an unknown type descriptor (expected one of "
@@ -157,14 +200,26 @@ def with_typed_columns(schema: Schema, table: str):
         )
         return F.expr(f"case {' '.join(checks)} else `__c{i}` end").alias(attribute.column)
 
+    # Nested attributes are decoded from a second, typed parse of the image (their maps and
+    # lists filled by Spark's JSON parser once); the rest, absence, keys and drift from `_attrs`.
+    nested = typed_attributes_ddl([(a.name, a.type) for a in attributes if not a.key])
+    compiled = len(attributes) <= COMPILED_ATTRIBUTES
+
+    def source(attribute: Attribute) -> tuple[str, Layout]:
+        shape = layout([attribute.type])
+        if nested is None or attribute.key or not shape.typed:
+            return _attribute(attribute.name), TEXT
+        return f"`_typed`.`{attribute.name.replace('`', '``')}`", shape
+
     def transform(df: DataFrame) -> DataFrame:
-        decoded = df.select(
-            "*",
-            *[
-                F.expr(typed(_attribute(a.name), a.type)).alias(f"__c{i}")
-                for i, a in enumerate(attributes)
-            ],
-        )
+        if nested is not None:
+            df = df.withColumn("_typed", F.expr(f"from_json(`_image`, {sql_string(nested)})"))
+        values = []
+        for i, attribute in enumerate(attributes):
+            value, shape = source(attribute)
+            sql = typed(value, attribute.type, 0, shape, compiled)
+            values.append(F.expr(sql).alias(f"__c{i}"))
+        decoded = df.select("*", *values)
         columns, first = [], True
         for i, attribute in enumerate(attributes):
             if attribute.key:
@@ -184,6 +239,6 @@ def with_typed_columns(schema: Schema, table: str):
             F.expr(f"case when size({drifted}) > 0 then {drifted} end")
             .cast("array<string>")
             .alias("_drift"),
-        ).drop("_attrs", "_line", *[f"__c{i}" for i in range(len(attributes))])
+        ).drop("_attrs", "_typed", "_line", *[f"__c{i}" for i in range(len(attributes))])
 
     return transform
