@@ -154,11 +154,40 @@ def _attribute(name: str) -> str:
     return f"`_attrs`[{sql_string(name)}]"
 
 
-# Up to this many attributes, a top-level map arriving typed is decoded by compiled expressions
-# (its fields' decode twice in the plan, evaluated once); beyond, inside a lambda as deeper
-# levels are, so that the generated code of a wide item stays within a 1 GB driver heap
-# (tests/dynamodb/test_hostile.py: 1,000 attributes).
-COMPILED_ATTRIBUTES = 100
+# Up to this many attributes, nested attributes are decoded from a typed parse of the image and
+# a top-level map by compiled expressions (its fields' decode twice in the plan, evaluated once).
+# Beyond, the text path alone, as before: the generated code of a wide item must stay within a
+# 1 GB driver heap (tests/dynamodb/test_hostile.py: 1,000 attributes ran out of it in Janino).
+TYPED_ATTRIBUTES = 100
+
+
+def _decoded(attributes: list[Attribute]):
+    """A function adding ``__c<i>``, each attribute decoded to its column type (null when it
+    does not fit): nested ones from ``_typed`` (their maps and lists filled by Spark's JSON
+    parser once, ingestion.dynamodb.layouts) where the table is narrow enough, the rest from
+    ``_attrs``. Absence, keys and drift are decided from ``_attrs`` either way."""
+    narrow = len(attributes) <= TYPED_ATTRIBUTES
+    nested = typed_attributes_ddl([(a.name, a.type) for a in attributes if not a.key])
+    nested = nested if narrow else None
+
+    def source(attribute: Attribute) -> tuple[str, Layout]:
+        shape = layout([attribute.type])
+        if nested is None or attribute.key or not shape.typed:
+            return _attribute(attribute.name), TEXT
+        return f"`_typed`.`{attribute.name.replace('`', '``')}`", shape
+
+    def add(df: DataFrame) -> DataFrame:
+        if nested is not None:
+            df = df.withColumn("_typed", F.expr(f"from_json(`_image`, {sql_string(nested)})"))
+        values = []
+        for i, attribute in enumerate(attributes):
+            value, shape = source(attribute)
+            sql = typed(value, attribute.type, 0, shape, compiled=narrow)
+            values.append(F.expr(sql).alias(f"__c{i}"))
+        return df.select("*", *values)
+
+    return add
+
 
 UNKNOWN_DESCRIPTOR = (
     "table {table}: a value with an unknown type descriptor (expected one of "
@@ -200,26 +229,8 @@ def with_typed_columns(schema: Schema, table: str):
         )
         return F.expr(f"case {' '.join(checks)} else `__c{i}` end").alias(attribute.column)
 
-    # Nested attributes are decoded from a second, typed parse of the image (their maps and
-    # lists filled by Spark's JSON parser once); the rest, absence, keys and drift from `_attrs`.
-    nested = typed_attributes_ddl([(a.name, a.type) for a in attributes if not a.key])
-    compiled = len(attributes) <= COMPILED_ATTRIBUTES
-
-    def source(attribute: Attribute) -> tuple[str, Layout]:
-        shape = layout([attribute.type])
-        if nested is None or attribute.key or not shape.typed:
-            return _attribute(attribute.name), TEXT
-        return f"`_typed`.`{attribute.name.replace('`', '``')}`", shape
-
     def transform(df: DataFrame) -> DataFrame:
-        if nested is not None:
-            df = df.withColumn("_typed", F.expr(f"from_json(`_image`, {sql_string(nested)})"))
-        values = []
-        for i, attribute in enumerate(attributes):
-            value, shape = source(attribute)
-            sql = typed(value, attribute.type, 0, shape, compiled)
-            values.append(F.expr(sql).alias(f"__c{i}"))
-        decoded = df.select("*", *values)
+        decoded = df.transform(_decoded(attributes))
         columns, first = [], True
         for i, attribute in enumerate(attributes):
             if attribute.key:
