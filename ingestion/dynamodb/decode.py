@@ -70,6 +70,7 @@ def fail(message: str) -> str:
     return f"raise_error(concat({sql_string(message)}, _source_file))"
 
 
+IMAGES = ("Item", "NewImage", "OldImage", "Keys")  # a line's image: the first of these present
 NOT_AN_ITEM = "a line is not a DynamoDB JSON item (no Item, NewImage, OldImage or Keys) in "
 
 
@@ -77,7 +78,7 @@ def with_image(df: DataFrame) -> DataFrame:
     """``_image``: the DynamoDB JSON the row carries (a full export's ``Item``; an incremental
     line's ``NewImage``, or for a delete its ``OldImage`` or else its ``Keys``); ``_attrs``: it
     as a map."""
-    image = "coalesce(`_line`.Item, `_line`.NewImage, `_line`.OldImage, `_line`.Keys)"
+    image = f"coalesce({', '.join(f'`_line`.{name}' for name in IMAGES)})"
     checked = F.expr(
         f"case when `_line` is null or {image} is null then {fail(NOT_AN_ITEM)} else {image} end"
     )

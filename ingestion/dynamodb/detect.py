@@ -63,9 +63,7 @@ def _sample_items(texts: list[str], lines: bool) -> list[dict]:
         except (TypeError, ValueError):
             continue  # the pass reports it (a line that is not an item) or flags it
         if lines and isinstance(parsed, dict):
-            parsed = next(
-                (parsed[k] for k in shape_stats.IMAGES if parsed.get(k) is not None), None
-            )
+            parsed = next((parsed[k] for k in decode.IMAGES if parsed.get(k) is not None), None)
         if isinstance(parsed, dict):
             items.append(parsed)
     return items

@@ -16,11 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ingestion.dynamodb.types import ColumnType
-
-_SCALARS = (
-    "`S`:string,`N`:string,`B`:string,`BOOL`:boolean,`NULL`:boolean,"
-    "`SS`:array<string>,`NS`:array<string>,`BS`:array<string>"
-)
+from ingestion.dynamodb.values import value_ddl
 
 
 @dataclass(frozen=True)
@@ -33,7 +29,7 @@ class Layout:
     def value_ddl(self) -> str:
         mapped = f"map<string,{self.maps.value_ddl()}>" if self.maps else "string"
         listed = f"array<{self.lists.value_ddl()}>" if self.lists else "string"
-        return f"struct<{_SCALARS},`M`:{mapped},`L`:{listed}>"
+        return value_ddl(mapped, listed)
 
     @property
     def typed(self) -> bool:

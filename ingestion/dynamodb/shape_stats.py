@@ -15,14 +15,13 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ingestion.dynamodb.decode import NOT_AN_ITEM
+from ingestion.dynamodb.decode import IMAGES, NOT_AN_ITEM
 from ingestion.dynamodb.numbers import fits_long, number_digits
 from ingestion.dynamodb.shapes import Shape, item_ddl, route, typed_routes
 from ingestion.dynamodb.type_rules import NodeStats, Path_
 from ingestion.dynamodb.values import DESCRIPTORS, descriptor, field, sql_string
 
 MISFIT = "__misfit"
-IMAGES = ("Item", "NewImage", "OldImage", "Keys")  # a line's image: the first of these present
 
 
 def _one_descriptor(x: str) -> str:

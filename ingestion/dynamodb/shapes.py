@@ -19,13 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ingestion.dynamodb import values
 from ingestion.dynamodb.type_rules import Path_
-from ingestion.dynamodb.values import DESCRIPTORS
-
-_SCALARS = (
-    "`S`:string,`N`:string,`B`:string,`BOOL`:boolean,`NULL`:boolean,"
-    "`SS`:array<string>,`NS`:array<string>,`BS`:array<string>"
-)
 
 
 @dataclass
@@ -58,7 +53,7 @@ def _see(shape: Shape, value: Any) -> None:
     if not isinstance(value, dict) or len(value) != 1:
         return
     ((kind, content),) = value.items()
-    if kind not in DESCRIPTORS:
+    if kind not in values.DESCRIPTORS:
         return
     shape.types.add(kind)
     if kind == "M" and isinstance(content, dict):
@@ -82,7 +77,7 @@ def value_ddl(level: list[Shape]) -> str:
     elements = [s.element for s in level if s.element is not None]
     mapped = f"map<string,{value_ddl(below)}>" if below else "string"
     listed = f"array<{value_ddl(elements)}>" if elements else "string"
-    return f"struct<{_SCALARS},`M`:{mapped},`L`:{listed}>"
+    return values.value_ddl(mapped, listed)
 
 
 def item_ddl(top: list[Shape]) -> str:

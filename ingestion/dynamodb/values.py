@@ -14,10 +14,19 @@ from pyspark.sql import functions as F
 
 DESCRIPTORS = ("S", "N", "B", "BOOL", "NULL", "SS", "NS", "BS", "M", "L")
 MAX_DEPTH = 32  # DynamoDB supports up to 32 levels of nesting
-VALUE_DDL = (
-    "struct<`S`:string,`N`:string,`B`:string,`BOOL`:boolean,`NULL`:boolean,"
-    "`SS`:array<string>,`NS`:array<string>,`BS`:array<string>,`M`:string,`L`:string>"
-)
+
+
+def value_ddl(maps: str = "string", lists: str = "string") -> str:
+    """The VALUE struct: one field per descriptor; ``M`` and ``L`` as JSON text unless typed
+    (``maps``: ``map<string, VALUE>``, ``lists``: ``array<VALUE>``; ingestion.dynamodb.shapes,
+    ingestion.dynamodb.layouts)."""
+    return (
+        "struct<`S`:string,`N`:string,`B`:string,`BOOL`:boolean,`NULL`:boolean,"
+        f"`SS`:array<string>,`NS`:array<string>,`BS`:array<string>,`M`:{maps},`L`:{lists}>"
+    )
+
+
+VALUE_DDL = value_ddl()
 ITEM_DDL = f"map<string,{VALUE_DDL}>"
 LIST_DDL = f"array<{VALUE_DDL}>"
 
