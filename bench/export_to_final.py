@@ -16,7 +16,12 @@ clock with the JVM's start, every one with a 1 GB driver heap (LAKEHOUSE_DRIVER_
 Targets (issue: export to queryable table faster than AWS's own sample), as ratios to (a) of the
 same run: detect <= 1.0x, ingest <= 2.0x, sync <= 2.0x. The final table is checked to hold N rows.
 
+Each step's peak driver memory: the largest resident set (VmHWM) of the step's Java process,
+sampled every half second from /proc (the heap inside it capped at 1 GB; a step that needed more
+would fail, and the run with it).
+
 Usage: .venv/bin/python bench/export_to_final.py [--sizes 1000000 5000000] [--tables orders flat]
+       [--add]
 Writes bench/results/export_to_final.json.
 """
 
@@ -106,16 +111,55 @@ def infer_schema(folder: Path, out: Path) -> None:
     out.write_text(spark.read.json(paths).schema.json())
 
 
-def timed(args: list[str], env: dict[str, str], log: Path) -> float:
+def _descendants(root: int) -> list[int]:
+    """Processes below ``root`` (from /proc's parent links)."""
+    parents: dict[int, int] = {}
+    for status in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = status.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        parents[int(status.parent.name)] = int(fields[1])
+    found, frontier = [], [root]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def _peak_java_rss_mb(pids: list[int]) -> float:
+    """The largest peak resident set (VmHWM) of the Java processes among ``pids``, in MB."""
+    peak = 0.0
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() != "java":
+                continue
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        line = next((x for x in status.splitlines() if x.startswith("VmHWM:")), None)
+        if line:
+            peak = max(peak, int(line.split()[1]) / 1024)
+    return peak
+
+
+def timed(args: list[str], env: dict[str, str], log: Path) -> tuple[float, float]:
+    """Run ``args``; its wall clock and the peak resident set of its driver JVM (MB), sampled
+    every half second from /proc (the heap inside it is capped by LAKEHOUSE_DRIVER_MEMORY)."""
     began = time.monotonic()
+    peak = 0.0
     with log.open("a") as sink:
         sink.write(f"\n$ {' '.join(args)}\n")
         sink.flush()
-        result = subprocess.run(args, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(args, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        while process.poll() is None:
+            peak = max(peak, _peak_java_rss_mb(_descendants(process.pid)))
+            time.sleep(0.5)
     seconds = time.monotonic() - began
-    if result.returncode != 0:
-        raise SystemExit(f"export_to_final: `{' '.join(args)}` exited {result.returncode}; see {log}")  # fmt: skip
-    return round(seconds, 1)
+    if process.returncode != 0:
+        raise SystemExit(f"export_to_final: `{' '.join(args)}` exited {process.returncode}; see {log}")  # fmt: skip
+    return round(seconds, 1), round(peak)
 
 
 def final_rows(env: dict[str, str], table: str) -> int:
@@ -154,20 +198,21 @@ def run(scratch: Path, table: str, items: int, log: Path) -> dict:
     typed = scratch / "typed_schema.json"
     env = dict(base, LAKEHOUSE_HOME=str(scratch / "home-a"))
     subprocess.run([sys.executable, str(HERE), "--infer", str(folder), str(typed)], env=env, check=True)  # fmt: skip
-    figures = {
+    steps: dict[str, tuple[float, float]] = {
         "floor": timed([sys.executable, str(HERE), "--floor", str(folder), str(typed)], env, log),
         "detect": timed([*cli, "detect-schema", "--table", table, str(folder)], env, log),
     }
     assert schema_file.exists(), f"detect-schema wrote no {schema_file}"
     schema_file.unlink()
     env = dict(base, LAKEHOUSE_HOME=str(scratch / "home-b"))
-    figures["ingest"] = timed([*cli, "ingest", "--table", table, str(folder)], env, log)
-    figures["merge"] = timed([*cli, "merge", "--table", table], env, log)
+    steps["ingest"] = timed([*cli, "ingest", "--table", table, str(folder)], env, log)
+    steps["merge"] = timed([*cli, "merge", "--table", table], env, log)
     assert final_rows(env, table) == items
     schema_file.unlink()  # ingest detected and wrote it
     env = dict(base, LAKEHOUSE_HOME=str(scratch / "home-c"))
-    figures["sync"] = timed([*cli, "sync", "--table", table, str(folder)], env, log)
+    steps["sync"] = timed([*cli, "sync", "--table", table, str(folder)], env, log)
     assert final_rows(env, table) == items
+    figures = {step: seconds for step, (seconds, _) in steps.items()}
     floor = figures["floor"]
     return {
         "table": table,
@@ -176,6 +221,7 @@ def run(scratch: Path, table: str, items: int, log: Path) -> dict:
         "generated_seconds": round(generated_s, 1),
         "seconds": figures,
         "ratio_to_floor": {k: round(v / floor, 2) for k, v in figures.items() if k != "floor"},
+        "peak_driver_rss_mb": {step: rss for step, (_, rss) in steps.items()},
     }
 
 
@@ -185,6 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tables", nargs="+", default=["orders", "flat"])
     parser.add_argument("--floor", nargs=2, type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--infer", nargs=2, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--add",
+        action="store_true",
+        help="keep the (table, size) runs of the last results file that this run does not "
+        "measure (measured by another run of the same code: both commands are recorded)",
+    )
     args = parser.parse_args(argv)
     if args.floor:
         floor_process(*args.floor)
@@ -203,11 +255,21 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ.pop("LAKEHOUSE_PROJECT_DIR", None)  # the copy goes with the scratch
                 shutil.rmtree(scratch, ignore_errors=True)
             print(f"export_to_final: {json.dumps(runs[-1])} (log {log})", flush=True)
+    command = (
+        f".venv/bin/python bench/export_to_final.py --sizes {' '.join(map(str, args.sizes))} "
+        f"--tables {' '.join(args.tables)}"
+    )
+    if args.add:
+        last = json.loads((results_file.RESULTS / "export_to_final.json").read_text())
+        measured = {(r["table"], r["items"]) for r in runs}
+        kept = [r for r in last["runs"] if (r["table"], r["items"]) not in measured]
+        order = {t: k for k, t in enumerate(["orders", "flat"])}
+        runs = sorted(kept + runs, key=lambda r: (order.get(r["table"], 9), r["items"]))
+        command = f"{last['command']}; then {command} --add"
     results_file.write(
         "export_to_final",
         {"targets_ratio_to_floor": TARGETS, "driver_memory": "1g", "runs": runs},
-        f".venv/bin/python bench/export_to_final.py --sizes {' '.join(map(str, args.sizes))} "
-        f"--tables {' '.join(args.tables)}",
+        command,
     )
     return 0
 

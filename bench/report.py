@@ -349,6 +349,18 @@ def export_to_final(doc: dict) -> list[Row]:
                     _met(ratio <= target),
                 )
             )
+        if "peak_driver_rss_mb" in r:  # a run finished only if every step fit its capped heap
+            step, rss = max(r["peak_driver_rss_mb"].items(), key=lambda kv: kv[1])
+            rows.append(
+                (
+                    "export to final table, peak driver memory",
+                    f"{r['table']}, {r['items']:,} items, every step",
+                    f"largest JVM resident set {rss:.0f} MB ({step}); heap capped at "
+                    f"{doc['driver_memory']}, every step finished",
+                    f"every step within a {doc['driver_memory']} heap",
+                    _met(True),
+                )
+            )
     return rows
 
 

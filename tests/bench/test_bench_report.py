@@ -138,6 +138,7 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                 "raw_mb": 518,
                 "seconds": seconds,
                 "ratio_to_floor": {k: v / 20.0 for k, v in seconds.items() if k != "floor"},
+                "peak_driver_rss_mb": {"floor": 700, "detect": 1210, "ingest": 1180},
             }
         ],
     }
@@ -172,6 +173,8 @@ def test_table_states_each_target_and_whether_it_is_met(results: Path) -> None:
     assert "**0.95x**" in steps[0] and steps[0].endswith("| met |")
     assert "**2.5x**" in steps[1] and steps[1].endswith("| **not met** |")
     assert "**4.0x**" in steps[2] and "<= 2.0x the floor" in steps[2]
+    (memory,) = [r for r in rows if r.startswith("| export to final table, peak driver memory")]
+    assert "1210 MB (detect)" in memory and "within a 1g heap" in memory
     assert "`run ingest_full_export`" in text
     for name in ("ingest_full_export", "incremental_apply", "buckets", "export_to_final"):
         assert (results / f"{name}.png").stat().st_size > 1000
