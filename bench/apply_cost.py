@@ -120,11 +120,12 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
     from pyspark.sql import functions as F
 
     from ingestion.dynamodb.tables import get_table
-    from ingestion.lake import ingest, merge, streams
-    from ingestion.lake.spark_config import build_spark
+    from ingestion.merge import merge_log, runner
     from ingestion.samples import exports as sample_exports
     from ingestion.sources import manifest
     from ingestion.sources.stream_writer import write_batch
+    from ingestion.spark.spark_config import build_spark
+    from ingestion.staging import exports, streams
 
     project.copy(scratch / "project", buckets)
     started = time.monotonic()
@@ -135,8 +136,8 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
     spark = build_spark("bench apply cost")
     orders = get_table("orders")
     started = time.monotonic()
-    ingest.ingest_export(spark, orders, str(folder))
-    merge.run_merge(spark, [orders], test=False)
+    exports.ingest_export(spark, orders, str(folder))
+    runner.run_merge(spark, [orders], test=False)
     baseline_s = time.monotonic() - started
     spark.sql("create namespace if not exists lake.bench")
     properties = ", ".join(
@@ -155,7 +156,7 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
 
     # The dbt commands' own times (the rest of run_merge: batch choice, report, merge log).
     dbt_times: list[tuple[str, float]] = []
-    invoke = merge.dbt_invoke
+    invoke = runner.dbt_invoke
 
     def timed_invoke(args, run_vars=None):
         began = time.monotonic()
@@ -164,7 +165,7 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
         finally:
             dbt_times.append((args[0], time.monotonic() - began))
 
-    merge.dbt_invoke = timed_invoke
+    runner.dbt_invoke = timed_invoke
     export = manifest.read_export(folder, verify=False)
     start = export.export_time
     assert start is not None
@@ -192,7 +193,7 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
                 window=(window_start, window_start + timedelta(hours=1), "NEW_AND_OLD_IMAGES"),
             )
             began = time.monotonic()
-            ingest.ingest_export(spark, orders, str(incremental))
+            exports.ingest_export(spark, orders, str(incremental))
         else:
             records = stream_records(images[: CHANGES // 10], window_start, rng)
             location = scratch / "stream"
@@ -202,13 +203,13 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
             began = time.monotonic()
             streams.ingest_stream(spark, orders, str(location), settle_seconds=0)
         ingest_s = time.monotonic() - began
-        changes = spark.table("lake.staging.orders").where(F.col("_batch_id").isin(merge.new_batches(spark, "orders")))  # fmt: skip
+        changes = spark.table("lake.staging.orders").where(F.col("_batch_id").isin(merge_log.new_batches(spark, "orders")))  # fmt: skip
         keys = changes.select("customer_id", "order_id").distinct().count()
         staged = changes.count()
-        (batch,) = merge.new_batches(spark, "orders")  # not timed: the merge asks it again
+        (batch,) = merge_log.new_batches(spark, "orders")  # not timed: the merge asks it again
         floor_s = floor_merge(spark, batch)
         began = time.monotonic()
-        counts, _ = merge.run_merge(spark, [orders])
+        counts, _ = runner.run_merge(spark, [orders])
         merge_s = time.monotonic() - began
         final = spark.table("lake.lakehouse.orders").select("customer_id", "order_id", "_version")
         copy = spark.table(FLOOR).select("customer_id", "order_id", "_version")

@@ -90,13 +90,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def measure(scratch: Path, items: int) -> list[dict]:
     from ingestion.dynamodb.tables import get_table
-    from ingestion.lake import ingest, merge, streams
-    from ingestion.lake.spark_config import build_spark
+    from ingestion.merge import runner
     from ingestion.samples import exports as sample_exports
     from ingestion.samples import stream as sample_stream
     from ingestion.samples.items import STATUSES
     from ingestion.sources import manifest
     from ingestion.sources.stream_writer import write_batch
+    from ingestion.spark.spark_config import build_spark
+    from ingestion.staging import exports, streams
 
     folder = sample_exports.write_samples(scratch / "exports", items, seed=1, tables=["orders"])[
         "orders"
@@ -105,7 +106,7 @@ def measure(scratch: Path, items: int) -> list[dict]:
     assert start is not None
     spark = build_spark("bench buckets")
     project.copy(scratch / "project-none", LAYOUTS[0])
-    ingest.ingest_export(spark, get_table("orders"), str(folder))
+    exports.ingest_export(spark, get_table("orders"), str(folder))
     # Stream ticks a month after the export (newer than every export line), incremental windows
     # chained from the full export's time, one hour each.
     runs, sequence, moment = [], 1, start + timedelta(days=30)
@@ -115,7 +116,7 @@ def measure(scratch: Path, items: int) -> list[dict]:
         orders = get_table("orders")
         assert orders.buckets == buckets
         began = time.monotonic()
-        merge.run_merge(spark, [orders], full_refresh=True, test=False)
+        runner.run_merge(spark, [orders], full_refresh=True, test=False)
         rebuild_s = time.monotonic() - began
         rng = random.Random(11 + number)
         ticks = []
@@ -133,7 +134,7 @@ def measure(scratch: Path, items: int) -> list[dict]:
             assert failed is None and written
             streams.ingest_stream(spark, orders, str(location), settle_seconds=0)
             began = time.monotonic()
-            merge.run_merge(spark, [orders])
+            runner.run_merge(spark, [orders])
             ticks.append((time.monotonic() - began, last_commit(spark)))
         window = start + timedelta(hours=number)
         images = pick_images(spark, BATCH, seed=100 * number + 99)
@@ -145,9 +146,9 @@ def measure(scratch: Path, items: int) -> list[dict]:
             rng,
             window=(window, window + timedelta(hours=1), "NEW_AND_OLD_IMAGES"),
         )
-        ingest.ingest_export(spark, orders, str(incremental))
+        exports.ingest_export(spark, orders, str(incremental))
         began = time.monotonic()
-        merge.run_merge(spark, [orders])
+        runner.run_merge(spark, [orders])
         batch_s, batch_commit = time.monotonic() - began, last_commit(spark)
         files = spark.sql("select count(*) from lake.lakehouse.orders.files where content = 0").first()[0]  # fmt: skip
         median = sorted(ticks, key=lambda t: t[0])[len(ticks) // 2]

@@ -43,10 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
     from ingestion.dynamodb.tables import get_table
-    from ingestion.lake import ingest, maintenance, merge
-    from ingestion.lake.spark_config import build_spark
+    from ingestion.merge import runner
     from ingestion.samples import exports as sample_exports
     from ingestion.samples import live, orders_chain
+    from ingestion.spark.spark_config import build_spark
+    from ingestion.staging import exports
+    from ingestion.upkeep import maintenance
 
     project.copy(scratch / "project", args.buckets)  # the layout the docs advise for its size
     started = time.monotonic()
@@ -61,10 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     steps = []
     for i, folder in enumerate(folders):
         started = time.monotonic()
-        staged = ingest.ingest_export(spark, orders, str(folder))
+        staged = exports.ingest_export(spark, orders, str(folder))
         ingest_s = time.monotonic() - started
         started = time.monotonic()
-        counts, _ = merge.run_merge(spark, [orders])
+        counts, _ = runner.run_merge(spark, [orders])
         merge_s = time.monotonic() - started
         steps.append(
             {

@@ -51,19 +51,19 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["LAKEHOUSE_PROGRESS_SECONDS"] = "0"
 
     from ingestion.dynamodb.tables import get_table
-    from ingestion.lake import merge
-    from ingestion.lake.ingest import ingest_export
-    from ingestion.lake.spark_config import build_spark
-    from ingestion.lake.streams import ingest_stream
+    from ingestion.merge import runner
     from ingestion.samples import exports as sample_exports
     from ingestion.samples import stream as sample_stream
     from ingestion.sources.stream_writer import write_batch
+    from ingestion.spark.spark_config import build_spark
+    from ingestion.staging.exports import ingest_export
+    from ingestion.staging.streams import ingest_stream
 
     spark = build_spark("bench dbt fixed cost")
     table = get_table("books")
     folder = sample_exports.write_samples(scratch / "exports", 20, seed=3, tables=["books"])
     ingest_export(spark, table, str(folder["books"]))
-    merge.run_merge(spark, [table])
+    runner.run_merge(spark, [table])
     select = ["--select", "stg_dynamodb__books+"]
     no_batch = json.dumps({"dynamodb_batches": {"books": []}})
     no_key = json.dumps({"dynamodb_test_batches": {"books": []}})
@@ -77,15 +77,15 @@ def main(argv: list[str] | None = None) -> int:
         record = sample_stream.stream_record("books", "MODIFY", key, None, new, time.time(), number)
         write_batch([record], str(stream_dir))
         ingest_stream(spark, table, str(stream_dir), settle_seconds=0.0)
-        return merge.run_merge(spark, [table])
+        return runner.run_merge(spark, [table])
 
     figures = {
         "floor_seconds": _median_seconds(
             lambda: spark.sql("select count(*) from lake.lakehouse.books").collect(), args.repeat
         ),
-        "parse_seconds": _median_seconds(lambda: merge.dbt_invoke(["parse"]), args.repeat),
+        "parse_seconds": _median_seconds(lambda: runner.dbt_invoke(["parse"]), args.repeat),
         "parse_new_vars_seconds": _median_seconds(
-            lambda: merge.dbt_invoke(
+            lambda: runner.dbt_invoke(
                 [
                     "parse",
                     "--vars",
@@ -95,10 +95,10 @@ def main(argv: list[str] | None = None) -> int:
             args.repeat,
         ),
         "run_seconds": _median_seconds(
-            lambda: merge.dbt_invoke(["run", *select, "--vars", no_batch]), args.repeat
+            lambda: runner.dbt_invoke(["run", *select, "--vars", no_batch]), args.repeat
         ),
         "test_seconds": _median_seconds(
-            lambda: merge.dbt_invoke(["test", *select, "--vars", no_key]), args.repeat
+            lambda: runner.dbt_invoke(["test", *select, "--vars", no_key]), args.repeat
         ),
         "merge_one_change_seconds": _median_seconds(one_change_merged, args.repeat),
     }

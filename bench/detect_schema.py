@@ -62,11 +62,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import functions as F
 
-    from ingestion.dynamodb import decode, detect
+    from ingestion.dynamodb import decode
     from ingestion.dynamodb.tables import get_table
-    from ingestion.lake.spark_config import build_spark
     from ingestion.samples import exports as sample_exports
+    from ingestion.schema import detect
     from ingestion.sources import manifest
+    from ingestion.spark.spark_config import build_spark
 
     spark = build_spark("bench detect-schema")
     table = get_table(args.table)

@@ -81,7 +81,7 @@ def write_flat(out: Path, items: int) -> Path:
 def project_copy(scratch: Path) -> Path:
     """The project, with a `flat` table configured and no schema files (detection runs)."""
     copy = project.copy(scratch / "project", orders_buckets=None)  # as the docs advise < 1 GB
-    from ingestion.lake import onboarding
+    from ingestion.project import onboarding
 
     onboarding.add_table("flat", "id:S", None)
     return copy
@@ -91,8 +91,8 @@ def floor_process(folder: Path, schema_file: Path) -> None:
     """(a), run in its own process: the typed read of every value, nothing written."""
     from pyspark.sql.types import StructType
 
-    from ingestion.lake.spark_config import build_spark
     from ingestion.sources import manifest
+    from ingestion.spark.spark_config import build_spark
 
     spark = build_spark("bench floor")
     schema = StructType.fromJson(json.loads(schema_file.read_text()))
@@ -103,8 +103,8 @@ def floor_process(folder: Path, schema_file: Path) -> None:
 
 def infer_schema(folder: Path, out: Path) -> None:
     """The export's own typed schema, inferred by Spark from every line (not timed)."""
-    from ingestion.lake.spark_config import build_spark
     from ingestion.sources import manifest
+    from ingestion.spark.spark_config import build_spark
 
     spark = build_spark("bench infer")
     paths = [str(f.path) for f in manifest.read_export(folder, verify=False).files]
@@ -164,7 +164,7 @@ def timed(args: list[str], env: dict[str, str], log: Path) -> tuple[float, float
 
 def final_rows(env: dict[str, str], table: str) -> int:
     code = (
-        "from ingestion.lake.spark_config import build_spark;"
+        "from ingestion.spark.spark_config import build_spark;"
         f"print(build_spark('bench rows').table('lake.lakehouse.{table}').count())"
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)

@@ -52,20 +52,21 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
     from ingestion.dynamodb.tables import get_table
-    from ingestion.lake import ingest, merge
-    from ingestion.lake.spark_config import build_spark
+    from ingestion.merge import runner
     from ingestion.samples import exports as sample_exports
     from ingestion.samples import items
     from ingestion.samples import stream as sample_stream
     from ingestion.sources.stream_writer import write_batch
+    from ingestion.spark.spark_config import build_spark
+    from ingestion.staging import exports
 
     books = get_table("books")
     full = sample_exports.write_samples(scratch / "exports", args.items, seed=3, tables=["books"])[
         "books"
     ]
     spark = build_spark("bench freshness setup")
-    ingest.ingest_export(spark, books, str(full))
-    merge.run_merge(spark, [books])
+    exports.ingest_export(spark, books, str(full))
+    runner.run_merge(spark, [books])
     spark.stop()
 
     location = scratch / "streams"
@@ -137,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         watcher.wait(timeout=300)
 
     spark = build_spark("bench freshness results")
-    from ingestion.lake import ledger, merge_log
+    from ingestion.merge import merge_log
+    from ingestion.staging import ledger
 
     merged_at = {
         row["batch_id"]: row["micros"] / 1e6

@@ -49,19 +49,21 @@ def main(argv: list[str] | None = None) -> int:
     import readers
 
     from ingestion.dynamodb.tables import get_table
-    from ingestion.lake import ingest, maintenance, merge, streams
-    from ingestion.lake.spark_config import build_spark
+    from ingestion.merge import runner
     from ingestion.samples import exports as sample_exports
     from ingestion.samples import live
     from ingestion.samples import stream as sample_stream
     from ingestion.sources.stream_writer import write_batch
+    from ingestion.spark.spark_config import build_spark
+    from ingestion.staging import exports, streams
+    from ingestion.upkeep import maintenance
 
     books = get_table("books")
     spark = build_spark("bench-maintenance")
     spark.sparkContext.setLogLevel("ERROR")
     export = sample_exports.write_samples(scratch / "exports", args.items, 5, ["books"])["books"]
-    ingest.ingest_export(spark, books, str(export))
-    merge.run_merge(spark, [books], test=False)
+    exports.ingest_export(spark, books, str(export))
+    runner.run_merge(spark, [books], test=False)
     records = [
         r
         for batch in sample_stream.books_stream_records(args.items, 5, args.merges * args.changes)
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         write_batch(batch, str(scratch / "streams"))
         streams.ingest_stream(spark, books, str(scratch / "streams"), settle_seconds=0)
-        merge.run_merge(spark, [books], test=False)
+        runner.run_merge(spark, [books], test=False)
         merge_seconds.append(time.monotonic() - started)
         if number % 10 == 0:
             print(f"merge {number}/{len(batches)}: {merge_seconds[-1]:.1f}s", flush=True)

@@ -13,7 +13,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def write(name: str, figures: dict[str, Any], command: str) -> dict[str, Any]:
     """Add machine, Spark settings and command to ``figures``; write results/<name>.json; print."""
-    from ingestion.lake.spark_config import spark_conf
+    from ingestion.spark.spark_config import spark_conf
 
     conf = spark_conf()
     document = {

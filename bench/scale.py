@@ -50,9 +50,9 @@ def ingest_phase(folder: Path) -> dict:
 
     from ingestion.dynamodb import decode
     from ingestion.dynamodb.tables import get_table
-    from ingestion.lake.ingest import ingest_export
-    from ingestion.lake.spark_config import build_spark
     from ingestion.sources import manifest
+    from ingestion.spark.spark_config import build_spark
+    from ingestion.staging.exports import ingest_export
 
     export = manifest.read_export(folder, verify=False)
     paths = [str(f.path) for f in export.files]
@@ -80,17 +80,18 @@ def ingest_phase(folder: Path) -> dict:
 
 def apply_phase(scratch: Path, folder: Path, changes: int) -> dict:
     from ingestion.dynamodb.tables import get_table
-    from ingestion.lake import ingest, merge
-    from ingestion.lake.spark_config import build_spark
+    from ingestion.merge import runner
     from ingestion.samples import exports as sample_exports
     from ingestion.samples.items import STATUSES
     from ingestion.sources import manifest
+    from ingestion.spark.spark_config import build_spark
+    from ingestion.staging import exports
 
     export = manifest.read_export(folder, verify=False)
     spark = build_spark("bench apply")
     orders = get_table("orders")
     started = time.monotonic()
-    merge.run_merge(spark, [orders], test=False)  # the export is staged by the ingest phase
+    runner.run_merge(spark, [orders], test=False)  # the export is staged by the ingest phase
     baseline_s = time.monotonic() - started
     rows = spark.table("lake.lakehouse.orders").count()
     picked = (
@@ -121,10 +122,10 @@ def apply_phase(scratch: Path, folder: Path, changes: int) -> dict:
         window=(start, start + timedelta(hours=1), "NEW_AND_OLD_IMAGES"),
     )
     started = time.monotonic()
-    ingest.ingest_export(spark, orders, str(incremental))
+    exports.ingest_export(spark, orders, str(incremental))
     ingest_s = time.monotonic() - started
     started = time.monotonic()
-    counts, _ = merge.run_merge(spark, [orders], test=False)
+    counts, _ = runner.run_merge(spark, [orders], test=False)
     merge_s = time.monotonic() - started
     summary = dict(
         spark.table("lake.lakehouse.orders.snapshots")
@@ -132,7 +133,7 @@ def apply_phase(scratch: Path, folder: Path, changes: int) -> dict:
         .collect()[-1]["summary"]
     )
     started = time.monotonic()
-    merge.run_merge(spark, [orders])  # nothing left to merge: dbt run of no batch + dbt test
+    runner.run_merge(spark, [orders])  # nothing left to merge: dbt run of no batch + dbt test
     test_s = time.monotonic() - started
     return {
         "table_rows": rows,

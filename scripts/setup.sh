@@ -52,4 +52,4 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-"$VENV/bin/python" -m ingestion.lake.jars install
+"$VENV/bin/python" -m ingestion.spark.jars install

@@ -38,7 +38,7 @@ def lakehouse_home() -> Path:
 
 @pytest.fixture(scope="session")
 def spark():
-    from ingestion.lake.spark_config import build_spark
+    from ingestion.spark.spark_config import build_spark
 
     session = build_spark("tests")
     yield session

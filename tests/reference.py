@@ -11,7 +11,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from ingestion.dynamodb.types import ColumnType
+from ingestion.schema.types import ColumnType
 
 DRIFT = object()  # the value does not fit its column: null there, listed in _drift
 

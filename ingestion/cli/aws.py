@@ -9,9 +9,9 @@ from pathlib import Path
 from ingestion.aws import emr, glue, job_python, packaging
 from ingestion.cli.arguments import add_table_selection, selected_tables
 from ingestion.config import names, settings
-from ingestion.lake import spark_config
 from ingestion.sources.locations import s3_client
 from ingestion.sources.s3_uri import parse_s3_uri
+from ingestion.spark import spark_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:

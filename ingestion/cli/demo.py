@@ -11,13 +11,13 @@ from ingestion.cli import output
 from ingestion.cli.merge import merge_tables
 from ingestion.config import names, settings
 from ingestion.dynamodb.tables import get_table
-from ingestion.lake import spark_config
-from ingestion.lake.spark_submit import spark_submit
 from ingestion.samples.exports import write_samples
 from ingestion.samples.items import SAMPLE_TABLES
 from ingestion.samples.live import live_items
 from ingestion.samples.orders_chain import write_orders_chain
 from ingestion.samples.stream import write_books_stream
+from ingestion.spark import spark_config
+from ingestion.spark.spark_submit import spark_submit
 
 EXAMPLE_QUERY = (
     "select id, title, author, price, pages from lakehouse.books order by price desc, id limit 5"

@@ -17,11 +17,12 @@ from ingestion.cli.arguments import (
 )
 from ingestion.cli.merge import merge_tables
 from ingestion.cli.streams import report_adoption, stage_stream
-from ingestion.dynamodb import detect, schema_file
 from ingestion.dynamodb.tables import TableConfig, TableConfigError, get_table
-from ingestion.lake import chain, ledger, progress, spark_config
-from ingestion.lake.ingest import detect_table_schema, in_time_order, ingest_export
+from ingestion.schema import detect, schema_file
 from ingestion.sources import export_control, manifest
+from ingestion.spark import progress, spark_config
+from ingestion.staging import chain, ledger
+from ingestion.staging.exports import detect_table_schema, in_time_order, ingest_export
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -7,8 +7,9 @@ import argparse
 from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, selected_tables
 from ingestion.config import names
-from ingestion.lake import ledger, spark_config
-from ingestion.lake.status import TableStatus, table_status
+from ingestion.spark import spark_config
+from ingestion.staging import ledger
+from ingestion.upkeep.status import TableStatus, table_status
 
 STREAM_BATCHES_SHOWN = 5  # a watched table has one per tick: the last few are enough
 

@@ -35,18 +35,18 @@ def user_errors() -> tuple[type[Exception], ...]:
     from ingestion.aws.glue import GlueError
     from ingestion.aws.job_python import PackagingError
     from ingestion.dynamodb.tables import TableConfigError
-    from ingestion.dynamodb.types import SchemaError
-    from ingestion.lake.lease import LeaseLost
-    from ingestion.lake.merge import DbtError
-    from ingestion.lake.onboarding import OnboardingError
-    from ingestion.lake.spark_config import ConfigError
-    from ingestion.lake.spark_submit import SubmitError
-    from ingestion.lake.staging import StagingError
-    from ingestion.lake.table_lock import TableBusy
-    from ingestion.lake.watch import WatchError
+    from ingestion.jobs.lease import LeaseLost
+    from ingestion.jobs.table_lock import TableBusy
+    from ingestion.jobs.watch import WatchError
+    from ingestion.merge.runner import DbtError
+    from ingestion.project.onboarding import OnboardingError
+    from ingestion.schema.types import SchemaError
     from ingestion.sources.manifest import ExportError
     from ingestion.sources.s3_uri import LocationError
     from ingestion.sources.stream_files import StreamError
+    from ingestion.spark.spark_config import ConfigError
+    from ingestion.spark.spark_submit import SubmitError
+    from ingestion.staging.append import StagingError
 
     return (
         ExportError,

@@ -6,8 +6,9 @@ import argparse
 from datetime import timedelta
 
 from ingestion.cli.arguments import add_table_selection, selected_tables
-from ingestion.lake import merge, spark_config
-from ingestion.lake.maintenance import maintain
+from ingestion.merge import runner
+from ingestion.spark import spark_config
+from ingestion.upkeep.maintenance import maintain
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,7 +42,7 @@ def run_maintain(args: argparse.Namespace) -> int:
         print("\n".join(report.lines()), flush=True)
     if not args.no_check:
         # Merges test the keys their batches touched; the whole tables are checked here.
-        checked, left = merge.full_check(spark, tables)
+        checked, left = runner.full_check(spark, tables)
         if checked:
             print(f"full check (dbt test of whole tables): {', '.join(checked)}: passed")
         for name in left:

@@ -8,10 +8,12 @@ from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, selected_tables
 from ingestion.config import names, settings
 from ingestion.dynamodb.tables import TableConfig, get_table
-from ingestion.lake import drift, lease, progress, spark_config, table_lock
-from ingestion.lake.merge import run_merge
-from ingestion.lake.merge_counts import MergeCounts
-from ingestion.lake.rebuild import rebuild_staging
+from ingestion.jobs import lease, table_lock
+from ingestion.merge.merge_counts import MergeCounts
+from ingestion.merge.runner import run_merge
+from ingestion.spark import progress, spark_config
+from ingestion.staging import drift
+from ingestion.upkeep.rebuild import rebuild_staging
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -10,11 +10,12 @@ from ingestion.cli import output
 from ingestion.cli.arguments import add_stream_arguments
 from ingestion.config import settings
 from ingestion.dynamodb.tables import TableConfig, get_table
-from ingestion.lake import lease, spark_config, table_lock
-from ingestion.lake.adopt import adopt_drift
-from ingestion.lake.drift import Drift
-from ingestion.lake.streams import ingest_stream
-from ingestion.lake.watch import WatchOptions, watch
+from ingestion.jobs import lease, table_lock
+from ingestion.jobs.watch import WatchOptions, watch
+from ingestion.spark import spark_config
+from ingestion.staging.drift import Drift
+from ingestion.staging.streams import ingest_stream
+from ingestion.upkeep.adopt import adopt_drift
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from ingestion.config import names, settings
-from ingestion.lake import catalog, onboarding, spark_config
+from ingestion.project import onboarding
+from ingestion.spark import catalog, spark_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -40,7 +40,7 @@ class Key:
 
 @dataclass(frozen=True)
 class TableConfig:
-    """A table's identity and keys. Its other columns live in its schema file (ingestion.dynamodb.types)."""
+    """A table's identity and keys. Its other columns live in its schema file (ingestion.schema.types)."""
 
     name: str
     partition_key: Key

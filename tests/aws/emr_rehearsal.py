@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ingestion.aws import emr, job_python
-from ingestion.lake import jars
+from ingestion.spark import jars
 
 ENV_PREFIX = "spark.emr-serverless.driverEnv."
 

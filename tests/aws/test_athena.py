@@ -11,17 +11,17 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from ingestion.dynamodb import schema_file, types
 from ingestion.dynamodb.tables import get_table, load_tables
-from ingestion.lake import merge
-from ingestion.lake.ingest import declared_keys, ingest_export
+from ingestion.merge import runner
+from ingestion.schema import schema_file, types
+from ingestion.staging.exports import ingest_export
 
 ROOT = Path(__file__).resolve().parents[2]
 QUERIES = sorted((ROOT / "athena").glob("*.sql"))
 
 
 def final_columns(table: str) -> set[str]:
-    loaded = schema_file.load_schema(table, declared_keys(get_table(table)))
+    loaded = schema_file.table_schema_file(get_table(table))
     assert loaded is not None
     return {a.column for a in schema_file.from_file(loaded).attributes} | set(
         types.METADATA_COLUMNS
@@ -50,7 +50,7 @@ def test_query_parses_as_athena_sql_and_names_real_columns(path: Path) -> None:
 
 def struct_fields(table: str, column: str) -> list[str] | None:
     """The field columns of ``column``'s elements when it is an array of structs, else None."""
-    loaded = schema_file.load_schema(table, declared_keys(get_table(table)))
+    loaded = schema_file.table_schema_file(get_table(table))
     assert loaded is not None
     for attribute in schema_file.from_file(loaded).attributes:
         element = attribute.type.element
@@ -92,7 +92,7 @@ def test_queries_run_on_the_final_tables(spark, clean_lakehouse, samples) -> Non
     tables = [get_table("books"), get_table("orders")]
     for table in tables:
         ingest_export(spark, table, str(samples[table.name]))
-    merge.run_merge(spark, tables, test=False)
+    runner.run_merge(spark, tables, test=False)
     for path in QUERIES:
         text = path.read_text().replace("interval '1' hour", "interval '0' second")
         rows = spark.sql(spark_sql(text)).collect()

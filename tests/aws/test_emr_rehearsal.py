@@ -22,10 +22,10 @@ import local_s3
 import pytest
 
 from ingestion.aws import emr, job_python, packaging
-from ingestion.lake import spark_config
 from ingestion.samples import exports as sample_exports
 from ingestion.samples import orders_chain
 from ingestion.sources import manifest
+from ingestion.spark import spark_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.aws]
 

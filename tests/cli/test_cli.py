@@ -14,8 +14,8 @@ import pytest
 
 from ingestion import cli
 from ingestion.dynamodb.tables import get_table
-from ingestion.lake import merge
-from ingestion.lake.ingest import ingest_export
+from ingestion.merge import runner
+from ingestion.staging.exports import ingest_export
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -48,7 +48,7 @@ def test_a_stream_location_is_a_folder_or_s3(capsys: pytest.CaptureFixture[str])
 def test_a_second_watch_of_a_table_stops_with_a_clear_error(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ingestion.lake.table_lock import hold
+    from ingestion.jobs.table_lock import hold
 
     monkeypatch.setenv("LAKEHOUSE_HOME", str(tmp_path))
     held = hold(tmp_path, "books", "watch")  # the first watch (this process holds the lock)
@@ -82,7 +82,7 @@ def test_processes_share_the_lakehouse(spark, clean_lakehouse, samples) -> None:
     """This process keeps its Spark session (and catalog connection) open while others commit,
     query and read: the SQLite catalog must not lock them out (SQLITE_BUSY)."""
     ingest_export(spark, get_table("books"), str(samples["books"]))
-    merge.run_merge(spark, [get_table("books")])
+    runner.run_merge(spark, [get_table("books")])
 
     # Another JVM commits through spark-submit, as the README shows.
     submitted = run(

@@ -1,4 +1,4 @@
-"""Detection in one pass (the sample's shape, ingestion.dynamodb.shape_stats) gives exactly the
+"""Detection in one pass (the sample's shape, ingestion.schema.shape_stats) gives exactly the
 statistics of the generic path over every item: on the samples, the hand-made export of the type
 tests, and items the sample's shape does not describe (handed to the generic path)."""
 
@@ -11,9 +11,9 @@ import pytest
 from pyspark.sql import functions as F
 from test_types import handmade_items
 
-from ingestion.dynamodb import detect, shape_stats, shapes
 from ingestion.dynamodb.values import parse_item
 from ingestion.samples import items as sample_items
+from ingestion.schema import detect, shape_stats, shapes
 
 pytestmark = pytest.mark.slow
 
@@ -91,8 +91,8 @@ def test_items_the_sample_did_not_see_are_counted_by_the_generic_path(
 
 
 def test_detect_schema_writes_the_same_file_either_way(spark, samples, monkeypatch) -> None:
-    from ingestion.dynamodb import schema_file
     from ingestion.dynamodb.tables import get_table
+    from ingestion.schema import schema_file
     from ingestion.sources import manifest
 
     export = manifest.read_export(samples["orders"])

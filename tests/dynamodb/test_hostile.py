@@ -17,9 +17,10 @@ from conftest import reset_lakehouse
 
 from ingestion.dynamodb.naming import column_name
 from ingestion.dynamodb.tables import get_table
-from ingestion.lake import merge, staging
-from ingestion.lake.ingest import ingest_export
+from ingestion.merge import runner
 from ingestion.samples import exports as sample_exports
+from ingestion.staging import append
+from ingestion.staging.exports import ingest_export
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -79,7 +80,7 @@ def test_hostile_attribute_names_become_ordinary_columns(
     books = get_table("books")
     result = ingest_export(spark, books, str(export))
     assert result.rows == 2
-    merge.run_merge(spark, [books])  # dbt run + dbt test
+    runner.run_merge(spark, [books])  # dbt run + dbt test
     assert tables(spark) == {"staging.books", "staging.dynamodb_lakehouse_merges", "lakehouse.books"}  # nothing dropped or created  # fmt: skip
 
     final = {r["id"]: r.asDict() for r in spark.table("lake.lakehouse.books").collect()}
@@ -118,7 +119,7 @@ def test_empty_and_extreme_items(spark, books_schema: Path, tmp_path: Path) -> N
     export = sample_exports.write_items_export(tmp_path / "extreme", "books", items, seed=1)
     result = ingest_export(spark, books, str(export))
     assert result.rows == 3
-    merge.run_merge(spark, [books])
+    runner.run_merge(spark, [books])
     final = {r["id"]: r.asDict() for r in spark.table("lake.lakehouse.books").collect()}
     assert len(final["b1"]["blob"]) == 400 * 1024 - 200
     assert final["b2"]["tags"] == ["a", "b"]
@@ -129,7 +130,7 @@ def test_empty_and_extreme_items(spark, books_schema: Path, tmp_path: Path) -> N
         value = json.loads(value) if isinstance(value, str) else value  # JSON text from here
         value = value[f"l{level}"]
     assert value == "bottom"
-    assert staging.applied_sources(spark, "books") >= {done.source, result.source}
+    assert append.applied_sources(spark, "books") >= {done.source, result.source}
 
 
 def test_item_with_a_thousand_attributes(spark, books_schema: Path, tmp_path: Path) -> None:
@@ -146,7 +147,7 @@ def test_item_with_a_thousand_attributes(spark, books_schema: Path, tmp_path: Pa
     export = sample_exports.write_items_export(tmp_path, "books", [book(1, **attributes)])
     books = get_table("books")
     assert ingest_export(spark, books, str(export)).rows == 1
-    merge.run_merge(spark, [books])
+    runner.run_merge(spark, [books])
     row = spark.table("lake.lakehouse.books").collect()[0].asDict()
     assert len([c for c in row if c.startswith("attr_")]) == 1000
     assert (row["attr_0000"], row["attr_0001"], row["attr_0002"]) == (0, "s1", Decimal("2.25"))

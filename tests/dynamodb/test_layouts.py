@@ -1,4 +1,4 @@
-"""Nested attributes decoded from a typed parse of the image (ingestion.dynamodb.layouts) give the
+"""Nested attributes decoded from a typed parse of the image (ingestion.schema.layouts) give the
 same staging rows as the text path, values that do not fit included; where a string column sits
 on a route, maps and lists there stay text."""
 
@@ -11,11 +11,12 @@ import pytest
 from pyspark.sql import functions as F
 from test_types import handmade_items
 
-from ingestion.dynamodb import decode, detect, type_rules, typed_columns
-from ingestion.dynamodb.layouts import TEXT, Layout, layout, typed_attributes_ddl
-from ingestion.dynamodb.types import Attribute, Schema, parse_type
-from ingestion.lake import staging
+from ingestion.dynamodb import decode
 from ingestion.samples import items as sample_items
+from ingestion.schema import detect, type_rules, typed_columns
+from ingestion.schema.layouts import TEXT, Layout, layout, typed_attributes_ddl
+from ingestion.schema.types import Attribute, Schema, parse_type
+from ingestion.staging import append
 
 pytestmark = pytest.mark.slow
 
@@ -86,7 +87,7 @@ ODD = [
 def _rows(spark, items: list[dict], schema: Schema) -> list[dict]:
     lines = spark.createDataFrame([(json.dumps({"Item": i}),) for i in items], "value string")
     operation, version = decode.change_columns(True, 1, False)
-    rows = staging.staging_rows(
+    rows = append.staging_rows(
         lines,
         (operation, version, F.lit(None).cast("string")),
         schema,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.dynamodb import schema_file, type_rules, types
-from ingestion.dynamodb.type_rules import NodeStats, Stats
-from ingestion.dynamodb.types import ColumnType, SchemaError
+from ingestion.schema import schema_file, type_rules, types
+from ingestion.schema.type_rules import NodeStats, Stats
+from ingestion.schema.types import ColumnType, SchemaError
 
 
 def N(

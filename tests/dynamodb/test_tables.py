@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from ingestion.dynamodb.tables import TableConfigError, get_table, load_tables, table_from_entry
-from ingestion.lake import onboarding, scaffold
+from ingestion.project import onboarding, scaffold
 
 ROOT = Path(__file__).resolve().parents[2]
 

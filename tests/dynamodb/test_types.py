@@ -14,13 +14,15 @@ import pytest
 from reference import DRIFT, expected, same
 
 from ingestion.cli import main
-from ingestion.dynamodb import schema_file, types
 from ingestion.dynamodb.tables import get_table
-from ingestion.dynamodb.types import parse_type
-from ingestion.lake import drift, ingest, merge, rebuild, staging
+from ingestion.merge import runner
 from ingestion.samples import exports as sample_exports
 from ingestion.samples import items as sample_items
 from ingestion.samples.items import BASE_TIME
+from ingestion.schema import schema_file, types
+from ingestion.schema.types import parse_type
+from ingestion.staging import append, drift, exports
+from ingestion.upkeep import rebuild
 
 pytestmark = pytest.mark.slow
 
@@ -156,12 +158,12 @@ def test_every_value_reaches_the_final_table_under_the_rules(
     items = handmade_items()
     export = sample_exports.write_items_export(tmp_path, "books", items)
     table = get_table("books")
-    result = ingest.ingest_export(spark, table, str(export))  # detects: no schema file yet
+    result = exports.ingest_export(spark, table, str(export))  # detects: no schema file yet
     assert result.rows == 12 and not result.drift
     assert schema_file.schema_path("books").exists()
-    merge.run_merge(spark, [table])
+    runner.run_merge(spark, [table])
 
-    detected = schema_file.from_file(schema_file.load_schema("books", ingest.declared_keys(table)))
+    detected = schema_file.from_file(schema_file.table_schema_file(table))
     rows = _final_rows(spark)
     assert len(rows) == 12
     compared = 0
@@ -191,8 +193,8 @@ def test_new_attribute_becomes_a_column_and_misfits_are_kept_then_adopted(
         {"id": S("a"), "pages": N(100), "title": S("A")},
         {"id": S("b"), "pages": N(200), "title": S("B")},
     ]
-    before = ingest.ingest_export(spark, table, str(_later_export(tmp_path, first, 0)))
-    merge.run_merge(spark, [table])
+    before = exports.ingest_export(spark, table, str(_later_export(tmp_path, first, 0)))
+    runner.run_merge(spark, [table])
 
     # A later full export (the whole table): a new attribute, and a value that does not fit bigint.
     second = [
@@ -200,7 +202,7 @@ def test_new_attribute_becomes_a_column_and_misfits_are_kept_then_adopted(
         {"id": S("b"), "pages": N("3.5"), "title": S("B2"), "Added-Later": {"M": {"k": N(1)}}},
         {"id": S("c"), "pages": N(300), "title": S("C")},
     ]
-    result = ingest.ingest_export(spark, table, str(_later_export(tmp_path, second, 1)))
+    result = exports.ingest_export(spark, table, str(_later_export(tmp_path, second, 1)))
     assert result.rows == 3
     assert any("added_later" in change for change in result.schema_changes)
     assert [(d.attribute, d.rows, json.loads(d.example)) for d in result.drift] == [
@@ -211,7 +213,7 @@ def test_new_attribute_becomes_a_column_and_misfits_are_kept_then_adopted(
     assert staged["added_later"].asDict() == {"k": 1}
     assert json.loads(staged["_image"])["pages"] == {"N": "3.5"}  # the value is kept, whole
 
-    merge.run_merge(spark, [table])
+    runner.run_merge(spark, [table])
     rows = _final_rows(spark)
     assert rows["a"]["added_later"] is None  # existing rows: null, no rewrite needed
     assert rows["b"]["added_later"].asDict() == {"k": 1} and rows["b"]["_drift"] == ["pages"]
@@ -222,8 +224,8 @@ def test_new_attribute_becomes_a_column_and_misfits_are_kept_then_adopted(
 
     rebuilt = rebuild.rebuild_staging(spark, table)
     assert "pages: bigint -> decimal(38,1)" in rebuilt.changed
-    assert staging.applied_sources(spark, "books") == {before.source, result.source}
-    merge.run_merge(spark, [table], full_refresh=True)
+    assert append.applied_sources(spark, "books") == {before.source, result.source}
+    runner.run_merge(spark, [table], full_refresh=True)
     rows = _final_rows(spark)
     assert {k: (str(r["pages"]), r["_drift"]) for k, r in rows.items()} == {
         "a": ("100.0", None),
@@ -240,17 +242,17 @@ def test_colliding_attribute_names_fail_until_mapped(
     export = sample_exports.write_items_export(tmp_path, "books", items)
     table = get_table("books")
     with pytest.raises(types.SchemaError) as failure:
-        ingest.ingest_export(spark, table, str(export))
+        exports.ingest_export(spark, table, str(export))
     assert "'Title' and 'title' both map to column 'title'" in str(failure.value)
     assert not spark.catalog.tableExists("lake.staging.books")  # nothing staged
 
     schema_file.schema_path("books").write_text(
         json.dumps({"attributes": {"Title": {"column": "title_upper"}}})
     )
-    ingest.ingest_export(spark, table, str(export))
+    exports.ingest_export(spark, table, str(export))
     row = spark.table("lake.staging.books").first()
     assert (row["title_upper"], row["title"]) == ("upper", "lower")
-    assert schema_file.load_schema("books", ingest.declared_keys(table)).complete
+    assert schema_file.table_schema_file(table).complete
 
 
 def test_simple_schema_file_is_used_without_detection(
@@ -258,7 +260,7 @@ def test_simple_schema_file_is_used_without_detection(
 ) -> None:
     schema_file.schema_path("books").write_text(json.dumps({"id": "S", "pages": "N", "title": "S"}))
     items = [{"id": S("1"), "pages": N("12.5"), "title": S("t")}]
-    ingest.ingest_export(
+    exports.ingest_export(
         spark, get_table("books"), str(sample_exports.write_items_export(tmp_path, "books", items))
     )
     row = spark.table("lake.staging.books").first()
@@ -270,6 +272,6 @@ def test_missing_key_still_stops_the_batch(spark, no_books_schema, tmp_path: Pat
     items = [{"id": S("1")}, {"ident": S("2")}]
     export = sample_exports.write_items_export(tmp_path, "books", items)
     schema_file.schema_path("books").write_text(json.dumps({"id": "S", "ident": "S"}))
-    with pytest.raises(staging.StagingError, match="key attribute 'id' is missing"):
-        ingest.ingest_export(spark, get_table("books"), str(export))
-    assert staging.applied_sources(spark, "books") == set()
+    with pytest.raises(append.StagingError, match="key attribute 'id' is missing"):
+        exports.ingest_export(spark, get_table("books"), str(export))
+    assert append.applied_sources(spark, "books") == set()

@@ -8,8 +8,9 @@ import pytest
 from pyspark.sql import functions as F
 from reference import DRIFT, expected, same
 
-from ingestion.dynamodb import numbers, typed_columns, values
-from ingestion.dynamodb.types import parse_type
+from ingestion.dynamodb import numbers, values
+from ingestion.schema import typed_columns
+from ingestion.schema.types import parse_type
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import pytest
 
 from ingestion import cli
 from ingestion.config import settings
-from ingestion.lake import merge, merge_log
+from ingestion.merge import merge_log, runner
 from ingestion.samples import exports as sample_exports
 from ingestion.samples import orders_chain
 
@@ -32,7 +32,7 @@ def _delete(spark, key: tuple[str, str]) -> None:
 
 
 def _test(batches: list[str]) -> None:
-    merge.dbt_invoke(
+    runner.dbt_invoke(
         ["test", "--select", "stg_dynamodb__orders+", "--vars",
          json.dumps({"dynamodb_test_batches": {"orders": batches}})]
     )  # fmt: skip
@@ -93,7 +93,7 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     victim = sorted((touched & final) - later_keys)[0]
     _delete(spark, victim)
     _test([later])  # does not look at the first batch's keys
-    with pytest.raises(merge.DbtError):
+    with pytest.raises(runner.DbtError):
         _test([batch])
 
     # unique: scoped too. A duplicate of a key out of scope passes, of a key in scope fails.
@@ -104,7 +104,7 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     _test([later])
     spark.sql("delete from lake.lakehouse.orders where `_batch_id` = 'duplicate'")
     _duplicate(spark, sorted(later_keys & final)[0])
-    with pytest.raises(merge.DbtError):
+    with pytest.raises(runner.DbtError):
         _test([later])
     spark.sql("delete from lake.lakehouse.orders where `_batch_id` = 'duplicate'")
     _test([later])
@@ -114,7 +114,7 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     _duplicate(spark, out_of_scope, null=True)
     spark.sql("delete from lake.lakehouse.orders where `_batch_id` = 'duplicate' and `_version` is not null")  # fmt: skip
     capsys.readouterr()
-    with pytest.raises(merge.DbtError):
+    with pytest.raises(runner.DbtError):
         _test([later])
     assert "not_null_orders__version" in capsys.readouterr().out
     spark.sql("delete from lake.lakehouse.orders where `_version` is null")

@@ -20,8 +20,9 @@ import pytest
 from test_incremental import ITEMS, assert_final_equals, chain  # noqa: F401  (chain: a fixture)
 
 from ingestion.dynamodb.tables import get_table
-from ingestion.lake import ingest, ledger, merge
+from ingestion.merge import merge_log, runner
 from ingestion.sources import manifest
+from ingestion.staging import exports, ledger
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.faults]
 
@@ -51,8 +52,8 @@ def refresh(spark) -> None:
 @pytest.mark.parametrize("fault", ["before-staging-commit", "during-merge", "after-merge-commit"])
 def test_kill_9_then_the_same_command_again(spark, clean_lakehouse, chain, fault: str) -> None:  # noqa: F811
     orders = get_table("orders")
-    ingest.ingest_export(spark, orders, str(chain[0]))  # a final table exists: merges are MERGEs
-    merge.run_merge(spark, [orders], test=False)
+    exports.ingest_export(spark, orders, str(chain[0]))  # a final table exists: merges are MERGEs
+    runner.run_merge(spark, [orders], test=False)
     command = ["sync", "--table", "orders", *map(str, chain[1:])]
 
     killed = cli(*command, fault=fault)
@@ -64,12 +65,12 @@ def test_kill_9_then_the_same_command_again(spark, clean_lakehouse, chain, fault
         assert staged == {sources[0]}  # the first increment's commit never happened
     else:
         assert staged == set(sources)  # all staged; the merge died or was not logged
-    assert len(merge.new_batches(spark, "orders")) == (0 if fault == "before-staging-commit" else len(chain) - 1)  # fmt: skip
+    assert len(merge_log.new_batches(spark, "orders")) == (0 if fault == "before-staging-commit" else len(chain) - 1)  # fmt: skip
 
     done = cli(*command)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     refresh(spark)
-    assert merge.new_batches(spark, "orders") == []
+    assert merge_log.new_batches(spark, "orders") == []
     # Each export staged once: the staging rows are exactly the exports' lines.
     lines = sum(f.item_count for c in chain for f in manifest.read_export(c, verify=False).files)
     assert spark.table("lake.staging.orders").count() == lines
@@ -96,5 +97,5 @@ def test_two_ingests_of_one_export_at_once_stage_it_once(spark, clean_lakehouse,
     assert spark.table("lake.staging.orders").count() == ITEMS  # never staged twice
     source = manifest.read_export(chain[0], verify=False).export_arn
     assert [e.source for e in ledger.entries(spark, "orders")] == [source]
-    merge.run_merge(spark, [get_table("orders")])
+    runner.run_merge(spark, [get_table("orders")])
     assert_final_equals(spark, chain[:1])

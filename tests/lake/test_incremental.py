@@ -19,13 +19,14 @@ import pytest
 from reference import expected, same
 
 from ingestion.cli import main
-from ingestion.dynamodb import schema_file
 from ingestion.dynamodb.tables import get_table
-from ingestion.lake import ingest, ledger, merge
-from ingestion.lake.chain import ChainError
+from ingestion.merge import merge_counts, runner
 from ingestion.samples import exports as sample_exports
 from ingestion.samples import orders_chain
+from ingestion.schema import schema_file
 from ingestion.sources import manifest
+from ingestion.staging import exports, ledger
+from ingestion.staging.chain import ChainError
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,7 +83,9 @@ def assert_final_equals(spark, exports: list[Path]) -> None:
     got = final_rows(spark)
     assert set(got) == set(want)
     orders = get_table("orders")
-    columns = schema_file.from_file(schema_file.load_schema("orders", ingest.declared_keys(orders)))
+    columns = schema_file.from_file(
+        schema_file.table_schema_file(orders)
+    )
     for key, image in want.items():
         row = got[key]
         assert json.loads(row["_image"]) == image
@@ -91,11 +94,11 @@ def assert_final_equals(spark, exports: list[Path]) -> None:
             assert same(value, row[attribute.column]), (key, attribute.name, value)
 
 
-def sync(spark, exports: list[Path]) -> list[merge.MergeCounts]:
+def sync(spark, exports: list[Path]) -> list[merge_counts.MergeCounts]:
     orders = get_table("orders")
     for folder in exports:
-        ingest.ingest_export(spark, orders, str(folder))
-    counts, _ = merge.run_merge(spark, [orders])
+        exports.ingest_export(spark, orders, str(folder))
+    counts, _ = runner.run_merge(spark, [orders])
     return counts
 
 
@@ -117,12 +120,12 @@ def test_chain_applies_value_by_value_and_reruns_change_nothing(
     operations = {r["_operation"] for r in spark.table("lake.staging.orders").collect()}
     assert operations == {"snapshot", "insert", "update", "delete", "upsert"}
 
-    before = merge.current_snapshot(spark, "orders")
-    again = [ingest.ingest_export(spark, get_table("orders"), str(f)) for f in chain]
+    before = merge_counts.current_snapshot(spark, "orders")
+    again = [exports.ingest_export(spark, get_table("orders"), str(f)) for f in chain]
     assert all(r.skipped for r in again)  # every export twice: no-ops
     counts = sync(spark, [])
     assert (counts[0].inserted, counts[0].updated, counts[0].deleted) == (0, 0, 0)
-    assert merge.current_snapshot(spark, "orders") == before  # the second dbt run changed nothing
+    assert merge_counts.current_snapshot(spark, "orders") == before  # the second dbt run changed nothing
     assert_final_equals(spark, chain)
 
 
@@ -132,7 +135,7 @@ def test_out_of_order_export_is_refused_then_applied_in_order(
     sync(spark, chain[:2])
     before = final_rows(spark)
     with pytest.raises(ChainError) as failure:
-        ingest.ingest_export(spark, get_table("orders"), str(chain[3]))
+        exports.ingest_export(spark, get_table("orders"), str(chain[3]))
     message = str(failure.value)
     third = manifest.read_export(chain[3], verify=False)
     second = manifest.read_export(chain[2], verify=False)
@@ -156,7 +159,7 @@ def test_out_of_order_export_is_refused_then_applied_in_order(
             random.Random(1),
             window=(second.export_from_time, second.export_to_time, "NEW_AND_OLD_IMAGES"),
         )
-        ingest.ingest_export(spark, get_table("orders"), str(copy))
+        exports.ingest_export(spark, get_table("orders"), str(copy))
 
 
 def test_export_of_another_table_and_gaps_are_refused_unless_allowed(
@@ -164,16 +167,16 @@ def test_export_of_another_table_and_gaps_are_refused_unless_allowed(
 ) -> None:
     orders = get_table("orders")
     with pytest.raises(ChainError, match="no full export yet"):
-        ingest.ingest_export(spark, orders, str(chain[1]))
+        exports.ingest_export(spark, orders, str(chain[1]))
     books = sample_exports.write_samples(tmp_path, 5, 1, ["books"])["books"]
-    ingest.ingest_export(spark, orders, str(chain[0]))
+    exports.ingest_export(spark, orders, str(chain[0]))
     assert main(["status", "--table", "orders"]) == 0
     status = capsys.readouterr().out
     assert "orders: 1 source(s) in the ledger" in status
     assert f"staged rows not merged yet: {ITEMS} (1 batch(es)); final rows: 0" in status
     with pytest.raises(ChainError, match="table/books"):
-        ingest.ingest_export(spark, orders, str(books))
-    result = ingest.ingest_export(spark, orders, str(chain[2]), allow_gap=True)
+        exports.ingest_export(spark, orders, str(books))
+    result = exports.ingest_export(spark, orders, str(chain[2]), allow_gap=True)
     assert result.rows > 0
 
 
@@ -215,8 +218,8 @@ def test_delete_only_export_then_rerun(spark, clean_lakehouse, chain, tmp_path: 
         "insert into lake.lakehouse.orders select * from lake.staging.orders "
         f"where customer_id = '{victims[0][0]}' and order_id = '{victims[0][1]}' and _operation != 'delete' limit 1"
     )
-    with pytest.raises(merge.DbtError, match="dbt test"):
-        merge.dbt_invoke(["test", "--select", "orders"])
+    with pytest.raises(runner.DbtError, match="dbt test"):
+        runner.dbt_invoke(["test", "--select", "orders"])
 
 
 def test_kill_after_staging_commit_then_sync_again(spark, clean_lakehouse, chain) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from ingestion.dynamodb.tables import get_table
-from ingestion.lake import staging
-from ingestion.lake.ingest import ingest_export
 from ingestion.sources import manifest
+from ingestion.staging import append
+from ingestion.staging.exports import ingest_export
 
 pytestmark = pytest.mark.slow
 
@@ -99,7 +99,7 @@ def test_second_ingest_of_an_export_is_a_no_op(spark, clean_lakehouse, samples) 
     assert again.skipped and again.rows == 0
     assert _snapshots(spark, "books") == 1
     assert spark.table("lake.staging.books").count() == 60
-    assert staging.applied_sources(spark, "books") == {again.source}
+    assert append.applied_sources(spark, "books") == {again.source}
 
 
 def _edit_first_item(folder: Path, edit) -> Path:
@@ -135,7 +135,7 @@ def test_bad_items_stop_the_ingest_and_nothing_is_staged(
     spark, clean_lakehouse, books_export, edit, reason
 ) -> None:
     data_file = _edit_first_item(books_export, edit)
-    with pytest.raises(staging.StagingError) as failure:
+    with pytest.raises(append.StagingError) as failure:
         ingest_export(spark, get_table("books"), str(books_export))
     message = str(failure.value)
     assert reason in message
@@ -204,7 +204,7 @@ def test_corrupted_gzip_whose_md5_agrees_is_refused_naming_the_file(
     data[len(data) // 2] ^= 0xFF  # one flipped byte in the deflate stream
     data_file.write_bytes(bytes(data))
     _rewrite_manifest_md5(books_export, data_file)  # the MD5 agrees: only the gzip is broken
-    with pytest.raises((manifest.ExportError, staging.StagingError)) as failure:
+    with pytest.raises((manifest.ExportError, append.StagingError)) as failure:
         ingest_export(spark, get_table("books"), str(books_export))
     message = str(failure.value)
     assert data_file.name in message and "nothing staged" in message

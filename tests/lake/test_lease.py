@@ -15,9 +15,9 @@ import pytest
 
 from ingestion import cli
 from ingestion.dynamodb.tables import get_table
-from ingestion.lake import lease
-from ingestion.lake.table_lock import TableBusy
-from ingestion.lake.watch import WatchOptions, watch
+from ingestion.jobs import lease
+from ingestion.jobs.table_lock import TableBusy
+from ingestion.jobs.watch import WatchOptions, watch
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

@@ -16,11 +16,13 @@ import readers
 
 from ingestion.aws import glue
 from ingestion.dynamodb.tables import get_table
-from ingestion.lake import ingest, ledger, maintenance, merge, streams
+from ingestion.merge import merge_log, runner
 from ingestion.samples import exports as sample_exports
 from ingestion.samples import live
 from ingestion.samples import stream as sample_stream
 from ingestion.sources.stream_writer import write_batch
+from ingestion.staging import exports, ledger, streams
+from ingestion.upkeep import maintenance
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -31,8 +33,8 @@ def build(spark, tmp_path: Path) -> tuple[Path, dict]:
     """books: a full export, then one stream merge per Lambda batch (small files, deletes)."""
     books = get_table("books")
     export = sample_exports.write_samples(tmp_path / "exports", ITEMS, SEED, ["books"])["books"]
-    ingest.ingest_export(spark, books, str(export))
-    merge.run_merge(spark, [books], test=False)
+    exports.ingest_export(spark, books, str(export))
+    runner.run_merge(spark, [books], test=False)
     batches = sample_stream.books_stream_records(ITEMS, SEED, changes=60)
     for batch in batches:
         write_batch(batch, str(tmp_path / "replay"))
@@ -40,7 +42,7 @@ def build(spark, tmp_path: Path) -> tuple[Path, dict]:
     for batch in batches:
         write_batch(batch, str(tmp_path / "streams"))
         streams.ingest_stream(spark, books, str(tmp_path / "streams"), settle_seconds=0)
-        merge.run_merge(spark, [books], test=False)
+        runner.run_merge(spark, [books], test=False)
     return export, expected
 
 
@@ -127,8 +129,8 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
     assert {e.source for e in entries if e.kind != ledger.STREAM} == {
         s for s in sources_before if "#" not in s
     }
-    assert merge.new_batches(spark, "books") == []
-    again = ingest.ingest_export(spark, books, str(export))
+    assert merge_log.new_batches(spark, "books") == []
+    again = exports.ingest_export(spark, books, str(export))
     assert again.skipped
     # Time travel: a kept snapshot reads, an expired one is gone.
     rows = spark.sql(f"select count(*) from lake.lakehouse.books version as of {kept_final[0]}")
@@ -147,7 +149,7 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
     assert by_duckdb == by_spark and len(by_spark) == len(ids)
 
     # A full rebuild from the pruned change log gives the same table.
-    merge.run_merge(spark, [books], full_refresh=True, test=False)
+    runner.run_merge(spark, [books], full_refresh=True, test=False)
     assert sorted(tuple(r) for r in spark.sql(f"select {columns} from lake.lakehouse.books").collect()) == by_spark  # fmt: skip
 
     # A batch staged, then left unmerged while its commit expires, is still merged by a plain
@@ -159,7 +161,7 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
     streams.ingest_stream(spark, books, str(tmp_path / "streams"), settle_seconds=0)
     maintenance.maintain(spark, books, keep_snapshots=1, now=later)
     assert len(snapshots(spark, "lake.staging.books")) == 1
-    merge.dbt_invoke(["run", "--select", "books"])
+    runner.dbt_invoke(["run", "--select", "books"])
     title = spark.sql(f"select title from lake.lakehouse.books where id = '{ids[0]}'").first()
     assert title[0] == "kept in the ledger"
 
@@ -184,13 +186,13 @@ def test_a_stream_batch_stays_in_the_ledger_while_its_files_are_there(
     staged them again. An entry now goes only once its files are gone."""
     books = get_table("books")
     export = sample_exports.write_samples(tmp_path / "exports", ITEMS, SEED, ["books"])["books"]
-    ingest.ingest_export(spark, books, str(export))
+    exports.ingest_export(spark, books, str(export))
     location = tmp_path / "streams"
     (batch, *_) = sample_stream.books_stream_records(ITEMS, SEED, changes=10)
     (written,), _ = write_batch(batch, str(location))
     kept_copy = Path(written.uri).read_bytes()
     staged = streams.ingest_stream(spark, books, str(location), settle_seconds=0)
-    merge.run_merge(spark, [books], test=False)
+    runner.run_merge(spark, [books], test=False)
     Path(written.uri).write_bytes(kept_copy)  # as if its delete had failed
 
     later = datetime.now(UTC).replace(tzinfo=None) + timedelta(days=2)

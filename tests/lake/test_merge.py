@@ -11,8 +11,9 @@ from pyspark.sql import functions as F
 
 from ingestion.config import settings
 from ingestion.dynamodb.tables import get_table
-from ingestion.lake import ledger, merge
-from ingestion.lake.ingest import ingest_export
+from ingestion.merge import merge_counts, runner
+from ingestion.staging import ledger
+from ingestion.staging.exports import ingest_export
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,12 +79,12 @@ def pyiceberg_rows(spark, table: str) -> int:
 def test_merge_applies_upserts_deletes_and_the_version_guard(spark, clean_lakehouse, samples):
     books = get_table("books")
     ingest_export(spark, books, str(samples["books"]))
-    counts, _ = merge.run_merge(spark, [books])
+    counts, _ = runner.run_merge(spark, [books])
     assert (counts[0].rows, counts[0].inserted) == (60, 60)
     # The first build of one full export copies its rows: no per-key aggregation, no baseline.
     built = settings.project_dir() / "target/compiled/dynamodb_lakehouse/models/marts/books.sql"
     assert "max_by" not in built.read_text() and "snapshot" not in built.read_text()
-    first_snapshot = merge.current_snapshot(spark, "books")
+    first_snapshot = merge_counts.current_snapshot(spark, "books")
     assert spark.table("lake.lakehouse.books").count() == 60
     assert pyiceberg_rows(spark, "books") == 60
     properties = {
@@ -126,7 +127,7 @@ def test_merge_applies_upserts_deletes_and_the_version_guard(spark, clean_lakeho
             {"like": stale, "operation": "update", "version_delta": -1, "set": {"title": "Stale"}},
         ],
     )
-    counts, _ = merge.run_merge(spark, [books])
+    counts, _ = runner.run_merge(spark, [books])
     assert "max_by" in built.read_text()  # an incremental merge: the latest change per key
 
     final = {r["id"]: r for r in spark.table("lake.lakehouse.books").collect()}
@@ -146,7 +147,7 @@ def test_merge_applies_upserts_deletes_and_the_version_guard(spark, clean_lakeho
     assert first_snapshot in history
     assert pyiceberg_rows(spark, "books") == 60  # an independent reader sees the deletes
 
-    counts, _ = merge.run_merge(spark, [books])  # nothing new: nothing changes
+    counts, _ = runner.run_merge(spark, [books])  # nothing new: nothing changes
     assert (counts[0].inserted, counts[0].updated, counts[0].deleted) == (0, 0, 0)
     assert spark.table("lake.lakehouse.books").count() == 60
 
@@ -157,7 +158,7 @@ def test_a_delete_merged_earlier_keeps_late_older_changes_out(spark, clean_lakeh
     incremental merge as in a full build; a change newer than the delete brings the item back."""
     books = get_table("books")
     ingest_export(spark, books, str(samples["books"]))
-    merge.run_merge(spark, [books])
+    runner.run_merge(spark, [books])
     ids = sorted(r["id"] for r in spark.table("lake.lakehouse.books").select("id").collect())
     gone, back = ids[0], ids[1]
     stage_changes(
@@ -169,7 +170,7 @@ def test_a_delete_merged_earlier_keeps_late_older_changes_out(spark, clean_lakeh
             {"like": back, "operation": "delete", "version_delta": 10},
         ],
     )
-    counts, _ = merge.run_merge(spark, [books])
+    counts, _ = runner.run_merge(spark, [books])
     assert counts[0].deleted == 2
     stage_changes(
         spark,
@@ -186,12 +187,12 @@ def test_a_delete_merged_earlier_keeps_late_older_changes_out(spark, clean_lakeh
         "id",
         [{"like": gone, "operation": "insert", "version_delta": 1, "set": {"title": "Later"}}],
     )
-    counts, _ = merge.run_merge(spark, [books])  # dbt test included
+    counts, _ = runner.run_merge(spark, [books])  # dbt test included
     final = {r["id"]: r for r in spark.table("lake.lakehouse.books").collect()}
     assert gone not in final
     assert final[back]["title"] == "Back"
     assert (counts[0].inserted, counts[0].updated, counts[0].deleted) == (1, 0, 0)
-    merge.run_merge(spark, [books], full_refresh=True)
+    runner.run_merge(spark, [books], full_refresh=True)
     rebuilt = {r["id"]: r["title"] for r in spark.table("lake.lakehouse.books").collect()}
     assert rebuilt == {k: v["title"] for k, v in final.items()}
 
@@ -199,7 +200,7 @@ def test_a_delete_merged_earlier_keeps_late_older_changes_out(spark, clean_lakeh
 def test_composite_keys_and_dbt_test_guarding_quality(spark, clean_lakehouse, samples):
     orders = get_table("orders")
     ingest_export(spark, orders, str(samples["orders"]))
-    merge.run_merge(spark, [orders])
+    runner.run_merge(spark, [orders])
     assert spark.table("lake.lakehouse.orders").count() == 60
 
     first = spark.table("lake.lakehouse.orders").orderBy("customer_id", "order_id").first()
@@ -222,7 +223,7 @@ def test_composite_keys_and_dbt_test_guarding_quality(spark, clean_lakehouse, sa
         .option(f"snapshot-property.{ledger.BATCH}", "delete-batch")
         .append()
     )
-    merge.run_merge(spark, [orders])
+    runner.run_merge(spark, [orders])
     remaining = spark.table("lake.lakehouse.orders")
     assert remaining.count() == 59
     assert remaining.where(F.col("customer_id") == first["customer_id"]).count() == siblings - 1
@@ -247,5 +248,5 @@ def test_composite_keys_and_dbt_test_guarding_quality(spark, clean_lakehouse, sa
 
     # A duplicate key in the final table makes `dbt test` fail loudly.
     spark.sql("insert into lake.lakehouse.orders select * from lake.lakehouse.orders limit 1")
-    with pytest.raises(merge.DbtError, match="dbt test"):
-        merge.dbt_invoke(["test", "--select", "orders"])
+    with pytest.raises(runner.DbtError, match="dbt test"):
+        runner.dbt_invoke(["test", "--select", "orders"])

@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 
 from ingestion.dynamodb.tables import get_table
-from ingestion.lake import ingest, merge, onboarding, streams
+from ingestion.merge import runner
+from ingestion.project import onboarding
 from ingestion.samples import exports as sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
 from ingestion.sources.stream_writer import write_batch
+from ingestion.staging import exports, streams
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -82,16 +84,16 @@ def test_a_stream_change_and_an_incremental_export_of_the_same_second_order_by_t
     stream_modify(location, "a", "A", "stream", second, 1)
     stream_modify(location, "b", "export", "after the window", int(end.timestamp()) + 1, 2)
 
-    ingest.ingest_export(spark, books, str(full))
+    exports.ingest_export(spark, books, str(full))
     if stream_first:
         streams.ingest_stream(spark, books, str(location), settle_seconds=0)
-        ingest.ingest_export(spark, books, str(inc))
+        exports.ingest_export(spark, books, str(inc))
     else:
-        ingest.ingest_export(spark, books, str(inc))
+        exports.ingest_export(spark, books, str(inc))
         streams.ingest_stream(spark, books, str(location), settle_seconds=0)
-    merge.run_merge(spark, [books])
+    runner.run_merge(spark, [books])
     assert titles(spark) == {"a": "export", "b": "after the window"}
-    merge.run_merge(spark, [books], full_refresh=True)
+    runner.run_merge(spark, [books], full_refresh=True)
     assert titles(spark) == {"a": "export", "b": "after the window"}
 
 
@@ -118,7 +120,7 @@ def test_a_numeric_key_holds_every_number_dynamodb_accepts(
         return {"id": {"N": key}, "n": {"N": "1"}}
 
     full = sample_exports.write_items_export(tmp_path / "f", "counters", [item("1"), item("2")])
-    ingest.ingest_export(spark, counters, str(full))
+    exports.ingest_export(spark, counters, str(full))
     location = tmp_path / "streams"
     records = [
         sample_stream.stream_record("counters", "INSERT", {"id": {"N": k}}, None, item(k), s, s)
@@ -133,6 +135,6 @@ def test_a_numeric_key_holds_every_number_dynamodb_accepts(
     assert result.rejected == 1
     reasons = spark.table("lake.staging.counters_rejects").select("reason").collect()
     assert [r["reason"] for r in reasons] == ["Keys' 'id' is not a value its string column holds"]
-    merge.run_merge(spark, [counters])
+    runner.run_merge(spark, [counters])
     rows = spark.table("lake.lakehouse.counters").select("id").collect()
     assert sorted(r["id"] for r in rows) == ["1", "100", "2", "2.5"]  # 2.50 is the key 2.5

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from ingestion.lake import progress
+from ingestion.spark import progress
 
 
 def test_a_line_says_tasks_done_time_so_far_and_an_estimate() -> None:

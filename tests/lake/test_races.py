@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from ingestion.dynamodb.tables import get_table
-from ingestion.lake import ingest, ledger, merge, rebuild
+from ingestion.merge import runner
 from ingestion.samples import exports as sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.sources.stream_writer import write_batch
+from ingestion.staging import exports, ledger
+from ingestion.upkeep import rebuild
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,8 +47,8 @@ def test_a_stream_commit_during_rebuild_is_not_lost(spark, clean_lakehouse, tmp_
     (watch on another machine) was replaced away, its change files already deleted."""
     books = get_table("books")
     full = sample_exports.write_items_export(tmp_path / "f", "books", [book("a", "A")])
-    ingest.ingest_export(spark, books, str(full))
-    merge.run_merge(spark, [books])
+    exports.ingest_export(spark, books, str(full))
+    runner.run_merge(spark, [books])
     location = tmp_path / "streams"
     record = sample_stream.stream_record(
         "books", "INSERT", {"id": {"S": "race"}}, None, book("race", "R"), 1768400000, 1
@@ -62,7 +64,7 @@ def test_a_stream_commit_during_rebuild_is_not_lost(spark, clean_lakehouse, tmp_
     ids = {r["_batch_id"] for r in spark.table("lake.staging.books").select("_batch_id").collect()}
     assert set(rebuilt.restaged) <= ids
     assert sum(e.kind == ledger.STREAM for e in ledger.entries(spark, "books")) == 1
-    merge.run_merge(spark, [books], full_refresh=True)
+    runner.run_merge(spark, [books], full_refresh=True)
     assert final_ids(spark) == {"a", "race"}
 
 
@@ -70,7 +72,7 @@ def test_rebuild_refuses_while_watch_holds_the_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from ingestion.cli import main
-    from ingestion.lake.table_lock import hold
+    from ingestion.jobs.table_lock import hold
 
     held = hold(Path(os.environ["LAKEHOUSE_HOME"]), "books", "watch")
     try:
@@ -89,12 +91,13 @@ def test_a_batch_committed_while_maintain_carries_the_ledger_is_never_expired_un
     was in no checkpoint, and with a small --keep-snapshots its commit expired with its entry:
     staged, never merged."""
     from ingestion.config import names
-    from ingestion.lake import expiry, merge_log
+    from ingestion.merge import merge_log
+    from ingestion.upkeep import expiry
 
     books = get_table("books")
     full = sample_exports.write_items_export(tmp_path / "f", "books", [book("a", "A")])
-    ingest.ingest_export(spark, books, str(full))
-    merge.run_merge(spark, [books])
+    exports.ingest_export(spark, books, str(full))
+    runner.run_merge(spark, [books])
     location = tmp_path / "streams"
     record = sample_stream.stream_record(
         "books", "INSERT", {"id": {"S": "race"}}, None, book("race", "R"), 1768400000, 1
@@ -111,7 +114,7 @@ def test_a_batch_committed_while_maintain_carries_the_ledger_is_never_expired_un
     expiry.expire(spark, names.STAGING, "books", expire_before, 1, datetime(2000, 1, 1))
     assert any(e.kind == ledger.STREAM for e in ledger.entries(spark, "books"))
     assert len(merge_log.new_batches(spark, "books")) == 1
-    merge.run_merge(spark, [books])
+    runner.run_merge(spark, [books])
     assert final_ids(spark) == {"a", "race"}
 
 
@@ -121,26 +124,27 @@ def test_a_duplicate_batch_left_by_a_killed_loser_is_removed_by_maintain(
     """Two processes staged one export at once; the loser, killed before it deleted its copy,
     left a second batch of the same source that no ledger entry names and that every plain
     `dbt run` merged again. `maintain` removes it."""
-    from ingestion.lake import maintenance, staging
     from ingestion.sources import manifest
+    from ingestion.staging import append
+    from ingestion.upkeep import maintenance
 
     books = get_table("books")
     items = [book("a", "A"), book("b", "B")]
     full = sample_exports.write_items_export(tmp_path / "f", "books", items)
-    first = ingest.ingest_export(spark, books, str(full))
+    first = exports.ingest_export(spark, books, str(full))
     export = manifest.read_export(str(full))
-    schema = ingest.table_schema(spark, books, export)[0]
+    schema = exports.table_schema(spark, books, export)[0]
     now = datetime.now()
-    loser = staging.new_batch_id(now)
-    rows = staging.read_export(spark, export, schema, loser, now)
+    loser = append.new_batch_id(now)
+    rows = append.read_export(spark, export, schema, loser, now)
     properties = ledger.snapshot_properties(ledger.entry_for(export, loser))
     # The loser's commit, without its own delete (it was killed right after committing).
     rows.writeTo("lake.staging.books").options(
         **{f"snapshot-property.{k}": v for k, v in properties.items()}
     ).append()
-    assert staging.duplicate_batches(spark, "books") == [loser]
+    assert append.duplicate_batches(spark, "books") == [loser]
     maintenance.maintain(spark, books)
-    assert staging.duplicate_batches(spark, "books") == []
+    assert append.duplicate_batches(spark, "books") == []
     batches = spark.table("lake.staging.books").select("_batch_id").distinct().collect()
     assert [r["_batch_id"] for r in batches] == [ledger.entries(spark, "books")[0].batch_id]
     assert spark.table("lake.staging.books").count() == first.rows == 2

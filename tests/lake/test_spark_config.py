@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.lake import catalog, spark_config
+from ingestion.spark import catalog, spark_config
 
 
 def test_profile_renders_the_embedded_catalog(lakehouse_home: Path) -> None:

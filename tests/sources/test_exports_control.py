@@ -15,10 +15,10 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from ingestion import cli
-from ingestion.lake import chain, ledger
 from ingestion.sources import export_control as exports
 from ingestion.sources import manifest
 from ingestion.sources.manifest import FULL, INCREMENTAL, ExportError
+from ingestion.staging import chain, ledger
 
 ARN = "arn:aws:dynamodb:eu-west-1:123456789012:table/orders"
 T = datetime(2026, 3, 1, 10, 7, tzinfo=UTC)  # incremental windows start on whole minutes
@@ -165,7 +165,7 @@ def test_export_against_moto(monkeypatch, capsys) -> None:
 @pytest.mark.slow
 def test_the_next_window_starts_where_the_ledger_ends(spark, clean_lakehouse, samples) -> None:
     from ingestion.dynamodb.tables import get_table
-    from ingestion.lake.ingest import ingest_export
+    from ingestion.staging.exports import ingest_export
 
     ingest_export(spark, get_table("orders"), str(samples["orders"]))
     export_time = manifest.read_export(samples["orders"], verify=False).export_time

@@ -18,11 +18,11 @@ import local_s3
 import pytest
 from conftest import reset_lakehouse
 
-from ingestion.lake import jars
 from ingestion.samples import exports as sample_exports
 from ingestion.samples import orders_chain
 from ingestion.sources import manifest
 from ingestion.sources.locations import S3Path
+from ingestion.spark import jars
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.aws]
 

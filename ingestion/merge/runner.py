@@ -1,0 +1,190 @@
+"""Run the dbt merge (`dbt run` + `dbt test`) and measure what it changed in each final table."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import replace
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from ingestion import fault_points
+from ingestion.config import names, settings
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.merge.full_refresh import needs_full_refresh
+from ingestion.merge.merge_counts import MergeCounts, commit_counts, current_snapshot
+from ingestion.merge.merge_log import ensure_merge_log, new_batches, record_merged
+from ingestion.sources import manifest
+from ingestion.staging import ledger
+
+log = logging.getLogger(__name__)
+
+
+class DbtError(RuntimeError):
+    """A dbt command failed."""
+
+
+# The merge's values for one dbt command (macros/changes_to_merge.sql, dynamodb_run_var): in
+# the environment, not `--vars`, so that dbt's partial parsing stays valid from merge to merge.
+RUN_VARIABLE = "DYNAMODB_LAKEHOUSE_RUN"
+# `dbt test` runs its tests on 4 threads of this one SparkSession: they only read, and one
+# test's planning and Iceberg metadata reads overlap another's scan (1M orders, the 7 tests of a
+# merge: 2.9 s against 3.7 s on 1 thread). `dbt run` keeps the profile's 1: its models commit.
+TEST_THREADS = "4"
+
+
+def dbt_invoke(args: list[str], run_vars: dict[str, Any] | None = None) -> None:
+    """Run one dbt command in this process (it shares this process's SparkSession), with
+    ``run_vars`` in ``DYNAMODB_LAKEHOUSE_RUN`` for the command's duration only."""
+    from dbt.cli.main import dbtRunner
+
+    settings.export_environment()
+    project = settings.project_dir()
+    full = [*args, "--project-dir", str(project), "--profiles-dir", str(project / "profiles")]
+    log.info("dbt %s", " ".join(args))
+    callbacks: list[Any] = []
+    if (
+        os.environ.get("LAKEHOUSE_FAULT") == "during-merge"
+    ):  # the crash tests (ingestion.fault_points)
+
+        def on_event(event: Any) -> None:
+            if "merge into" in str(getattr(event.data, "sql", "")).lower():
+                fault_points.point("during-merge")
+
+        callbacks.append(on_event)
+    if run_vars:
+        os.environ[RUN_VARIABLE] = json.dumps(run_vars)
+    try:
+        result = dbtRunner(callbacks=callbacks).invoke(full)
+    finally:
+        os.environ.pop(RUN_VARIABLE, None)
+    if not result.success:
+        detail = f": {result.exception}" if result.exception else ""
+        raise DbtError(f"`dbt {' '.join(args)}` failed{detail} (see the dbt output above)")
+
+
+def selector(tables: list[TableConfig]) -> list[str]:
+    return ["--select", *[f"{names.staging_model(t.name)}+" for t in tables]]
+
+
+def dbt_test_args(tables: list[TableConfig]) -> list[str]:
+    return [*selector(tables), "--threads", TEST_THREADS]
+
+
+def run_merge(
+    spark: SparkSession,
+    tables: list[TableConfig],
+    full_refresh: bool = False,
+    test: bool = True,
+    full_check: bool = False,
+    also_test: dict[str, list[str]] | None = None,
+) -> tuple[list[MergeCounts], float]:
+    """`dbt run` then `dbt test` for the tables' models; the counts of what changed.
+
+    The batches to merge are chosen here, by commit order (ledger minus merge log), passed to
+    dbt as a var, and recorded in the merge log only after `dbt run` and `dbt test` succeeded: a
+    crash or a failed test in between leaves them unrecorded, so the next merge re-applies them
+    (which changes nothing: latest change per key wins) and tests again, failing with the same
+    message until the data or the rule is fixed. ``full_refresh`` rebuilds the final tables from
+    the whole change log (after ``rebuild``); ``test=False`` skips `dbt test` (``watch`` runs it
+    every few ticks, not on every one, and passes the batches merged since its last test as
+    ``also_test``). The data tests look only at the keys the merged batches touched
+    (``test_scope``), or at whole tables with ``full_check``."""
+    started = time.monotonic()
+    ensure_merge_log(spark)
+    batches = {t.name: new_batches(spark, t.name) for t in tables}
+    before = {t.name: current_snapshot(spark, t.name) for t in tables}
+    # Drift adopted since the last build changed column types: only a full refresh changes them.
+    refresh = {t.name for t in tables if full_refresh or needs_full_refresh(spark, t)}
+    # Nothing new for a table that exists: no dbt run for it (not even an empty commit).
+    to_run = [t for t in tables if t.name in refresh or batches[t.name] or before[t.name] is None]
+    if to_run:
+        for flag in (False, True):
+            group = [t for t in to_run if (t.name in refresh) == flag]
+            if group:
+                _dbt_run(spark, group, {t.name: batches[t.name] for t in group}, flag)
+        fault_points.point("after-merge-commit")
+    else:
+        log.info("nothing new to merge for %s", ", ".join(t.name for t in tables))
+    after = {t.name: current_snapshot(spark, t.name) for t in tables}
+    if test:
+        scope = {} if full_check else test_scope(spark, tables, batches, refresh, also_test or {})
+        try:
+            dbt_invoke(["test", *dbt_test_args(tables)], {"dynamodb_test_batches": scope})
+        except DbtError as exc:
+            raise DbtError(
+                f"{exc}. The merged batches are not recorded as merged: the next merge applies "
+                "them again (a no-op) and tests again"
+            ) from exc
+    record_merged(spark, {t.name: batches[t.name] for t in to_run})
+
+    def rebaselines(table: str) -> bool:  # a full export among the batches
+        kinds = {e.batch_id: e.kind for e in ledger.entries(spark, table)}
+        return any(kinds.get(b) == manifest.FULL for b in batches[table])
+
+    counts = [
+        replace(
+            commit_counts(
+                spark, t, before[t.name], after[t.name], batches[t.name], rebaselines(t.name)
+            ),
+            batches=tuple(batches[t.name]),
+        )
+        for t in tables
+    ]
+    return counts, time.monotonic() - started
+
+
+def test_scope(
+    spark: SparkSession,
+    tables: list[TableConfig],
+    batches: dict[str, list[str]],
+    refreshed: set[str],
+    also_test: dict[str, list[str]],
+) -> dict[str, list[str]]:
+    """The batches whose touched keys each table's data tests look at; a table left out is
+    tested whole: after a full refresh, and when a full export is among its batches (its
+    re-baseline removes keys it does not hold, which no batch touches)."""
+    scope = {}
+    for table in tables:
+        tested = [*also_test.get(table.name, []), *batches[table.name]]
+        kinds = {e.batch_id: e.kind for e in ledger.entries(spark, table.name)}
+        if table.name in refreshed or any(kinds.get(b) == manifest.FULL for b in tested):
+            continue
+        scope[table.name] = tested
+    return scope
+
+
+def full_check(spark: SparkSession, tables: list[TableConfig]) -> tuple[list[str], list[str]]:
+    """`dbt test` of whole tables (``maintain``): (tables tested, tables left out). A table with
+    no final table, or with batches staged and not merged yet (a watch between its ingest and
+    its merge), is left out: its final table cannot match its change log yet."""
+    ensure_merge_log(spark)
+    ready = [
+        t
+        for t in tables
+        if current_snapshot(spark, t.name) is not None and not new_batches(spark, t.name)
+    ]
+    if ready:
+        dbt_invoke(["test", *dbt_test_args(ready)])
+    return [t.name for t in ready], [t.name for t in tables if t not in ready]
+
+
+def _dbt_run(
+    spark: SparkSession,
+    tables: list[TableConfig],
+    batches: dict[str, list[str]],
+    full_refresh: bool,
+) -> None:
+    try:
+        dbt_invoke(
+            ["run", *selector(tables), *(["--full-refresh"] if full_refresh else [])],
+            {"dynamodb_batches": batches},
+        )
+    finally:
+        # The changes a bucketed merge cached (merge_with_delete), in every outcome. dbt's
+        # temporary views live in its own session, the cache in the shared state: clear that
+        # (nothing else of this process is cached across a merge).
+        spark.catalog.clearCache()

@@ -1,0 +1,77 @@
+"""``add-table``: register a user's DynamoDB table in one command.
+
+Appends its entry to the table configuration (``dbt_project.yml`` vars) and its source to
+``__sources.yml``, then writes its dbt models. Both YAML files keep their comments: the entries
+are appended as text (their last block is the list being extended), then the result is parsed
+back and checked before anything is written. Nothing is written when any check fails.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from ingestion.config import settings
+from ingestion.dynamodb.tables import load_tables, table_from_entry
+from ingestion.project import scaffold
+
+
+class OnboardingError(ValueError):
+    """The table cannot be added (exists already, invalid key...)."""
+
+
+def _sources_path(root: Path) -> Path:
+    return root / "models/staging/dynamodb/__sources.yml"
+
+
+def add_table(
+    name: str, partition_key: str, sort_key: str | None, buckets: int | None = None
+) -> list[Path]:
+    root = settings.project_dir()
+    project_path = root / "dbt_project.yml"
+    sources_path = _sources_path(root)
+    if name in load_tables(project_path):
+        raise OnboardingError(f"table {name!r} is already configured in {project_path}")
+    entry: dict[str, object] = {"partition_key": partition_key}
+    if sort_key:
+        entry["sort_key"] = sort_key
+    if buckets is not None:
+        entry["buckets"] = buckets
+    table = table_from_entry(name, entry)  # validates name and keys
+
+    project_text = project_path.read_text().rstrip("\n") + "\n"
+    project_text += f"    {name}:\n      partition_key: {partition_key}\n"
+    if sort_key:
+        project_text += f"      sort_key: {sort_key}\n"
+    if buckets is not None:
+        project_text += f"      buckets: {buckets}\n"
+    sources_text = sources_path.read_text().rstrip("\n") + "\n"
+    sources_text += (
+        f"      - name: {name}\n        description: Change log of the DynamoDB table `{name}`.\n"
+    )
+    _check_appended(project_text, sources_text, name, project_path, sources_path)
+
+    files = scaffold.files_for(table, root)
+    clashes = [str(p) for p in files if p.exists()]
+    if clashes:
+        raise OnboardingError(f"table {name!r}: files exist already: {', '.join(clashes)}")
+    project_path.write_text(project_text)
+    sources_path.write_text(sources_text)
+    for path, content in files.items():
+        path.write_text(content)
+    return [project_path, sources_path, *files]
+
+
+def _check_appended(
+    project_text: str, sources_text: str, name: str, project_path: Path, sources_path: Path
+) -> None:
+    tables = (yaml.safe_load(project_text).get("vars") or {}).get("dynamodb_tables") or {}
+    if name not in tables:
+        raise OnboardingError(
+            f"{project_path}: `vars: dynamodb_tables:` must be the last block of the file "
+            "for add-table to extend it"
+        )
+    sources = yaml.safe_load(sources_text)["sources"]
+    if not any(t.get("name") == name for t in sources[-1].get("tables", [])):
+        raise OnboardingError(f"{sources_path}: the source's `tables:` list must come last")

@@ -1,0 +1,58 @@
+"""The dbt files of one DynamoDB table: staging view, final model and its schema YAML.
+
+They are rendered from the Jinja templates in ``templates/`` (delimiters ``<< >>`` and
+``<% %>``, so dbt's own ``{{ }}`` and ``{% %}`` stay as written). The attribute columns are not
+listed: they come from the table's schema file (schemas/<table>.json) and reach the models
+through ``select *``, so a new attribute needs no model change. The metadata columns'
+descriptions are dbt ``{% docs %}`` blocks (models/docs/metadata_columns.md).
+
+``add-table`` writes them for a user's table; the committed ``books`` and ``orders`` files are
+exactly what this module renders (a test checks it), so every table is built the same way.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import jinja2
+
+from ingestion.config import names
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.schema.types import METADATA_COLUMNS
+
+
+@cache
+def _templates() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        variable_start_string="<<",
+        variable_end_string=">>",
+        block_start_string="<%",
+        block_end_string="%>",
+        comment_start_string="<#",
+        comment_end_string="#>",
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # SQL and YAML, not HTML
+    )
+
+
+def render(template: str, table: TableConfig) -> str:
+    return (
+        _templates().get_template(template).render(table=table, metadata_columns=METADATA_COLUMNS)
+    )
+
+
+def files_for(table: TableConfig, root: Path) -> dict[Path, str]:
+    """Path -> content of the dbt files of ``table``."""
+    staging = root / "models/staging" / names.SOURCE
+    model = names.staging_model(table.name)
+    return {
+        staging / f"{model}.sql": render("staging.sql.j2", table),
+        staging / f"{model}.yml": render("staging.yml.j2", table),
+        root / "models/marts" / f"{table.name}.sql": render("final.sql.j2", table),
+        root / "models/marts" / f"{table.name}.yml": render("final.yml.j2", table),
+    }

@@ -1,0 +1,170 @@
+"""Schema files: ``schemas/<table>.json`` read, written and turned into a ``Schema``.
+
+``$LAKEHOUSE_SCHEMA_DIR`` overrides the folder. The file is written by detection and meant to
+be read and edited by people; its format is described in ``docs/tables-and-types.md`` and in
+``ingestion.schema.types``. The type *rules* that fill it live in
+``ingestion.schema.type_rules``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ingestion.config import settings
+from ingestion.dynamodb.naming import column_name
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.schema import type_rules
+from ingestion.schema.types import (
+    _KEY_KINDS,
+    METADATA_COLUMNS,
+    Attribute,
+    ColumnType,
+    Schema,
+    SchemaError,
+    check_unique,
+    parse_type,
+    simple_type,
+)
+
+
+def schema_dir() -> Path:
+    configured = os.environ.get("LAKEHOUSE_SCHEMA_DIR")
+    return Path(configured) if configured else settings.project_dir() / "schemas"
+
+
+def schema_path(table: str) -> Path:
+    return schema_dir() / f"{table}.json"
+
+
+@dataclass(frozen=True)
+class SchemaFile:
+    """A schema file as written: typed attributes, and entries still to detect (overrides)."""
+
+    table: str
+    typed: dict[str, Attribute]
+    overrides: dict[str, dict[str, Any]]  # every entry, as written (column names, partial fields)
+    raw: dict[str, Any]
+
+    @property
+    def complete(self) -> bool:
+        return set(self.typed) == set(self.overrides)
+
+
+def read_schema_file(path: Path, table: str, keys: dict[str, ColumnType]) -> SchemaFile:
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SchemaError(f"{path}: not a readable JSON schema file: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise SchemaError(f"{path}: a schema file is a JSON object")
+    simple = "attributes" not in raw and all(isinstance(v, str) for v in raw.values())
+    entries: dict[str, Any] = raw if simple else raw.get("attributes")  # type: ignore[assignment]
+    if not isinstance(entries, dict):
+        raise SchemaError(f'{path}: "attributes" must be an object of attribute name -> entry')
+    typed: dict[str, Attribute] = {}
+    overrides: dict[str, dict[str, Any]] = {}
+    for name, entry in entries.items():
+        where = f"{path}: attribute {name!r}"
+        if isinstance(entry, str):
+            entry = {"type": simple_type(entry, where).sql(), "simple": entry}
+        if not isinstance(entry, dict):
+            raise SchemaError(f'{where}: expected an object or a type descriptor such as "N"')
+        overrides[name] = entry
+        column = entry.get("column") or column_name(name)
+        if name in keys:
+            key = parse_type(str(entry["type"]), entry, where) if "type" in entry else keys[name]
+            if key.kind not in _KEY_KINDS[keys[name].kind]:
+                raise SchemaError(
+                    f"{where}: a key of this table's declared type can't be {key.sql()}"
+                )
+            if keys[name].kind == "number" and key.kind == "string":
+                key = keys[name]  # a numeric key in a string column: its canonical text
+            typed[name] = Attribute(name, column, key, key=True, info=_info(entry))
+        elif "type" in entry:
+            column_type = parse_type(str(entry["type"]), entry, where)
+            typed[name] = Attribute(name, column, column_type, info=_info(entry))
+    check_unique([(a.name, a.column) for a in typed.values()], str(path), set(METADATA_COLUMNS))
+    return SchemaFile(table, typed, overrides, raw)
+
+
+def _info(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k not in ("column", "type", "fields", "element")}
+
+
+def load_schema(table: str, keys: dict[str, ColumnType]) -> SchemaFile | None:
+    path = schema_path(table)
+    return read_schema_file(path, table, keys) if path.exists() else None
+
+
+def declared_keys(table: TableConfig) -> dict[str, ColumnType]:
+    """The key types a table's configuration declares (before any detection)."""
+    return type_rules.key_types([(k.name, k.descriptor) for k in table.keys])
+
+
+def table_schema_file(table: TableConfig) -> SchemaFile | None:
+    """A configured table's schema file, its keys typed as declared; None before its first
+    detection. The one way the project loads a table's schema."""
+    return load_schema(table.name, declared_keys(table))
+
+
+def _entry(column_type: ColumnType, column: str | None, info: dict[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {} if column is None else {"column": column}
+    if column_type.kind == "struct":
+        entry["type"] = "struct"
+        entry["fields"] = {
+            f.name: _entry(f.type, f.column, info.get("fields", {}).get(f.name, {}))
+            for f in column_type.fields
+        }
+    elif (
+        column_type.kind == "array"
+        and column_type.element
+        and column_type.element.kind in ("struct", "array")
+    ):
+        entry["type"] = "array"
+        entry["element"] = _entry(column_type.element, None, info.get("element", {}))
+    else:
+        entry["type"] = column_type.sql()
+    entry.update({k: v for k, v in info.items() if k not in ("fields", "element")})
+    return entry
+
+
+def to_json(schema: Schema) -> dict[str, Any]:
+    document: dict[str, Any] = {"table": schema.table}
+    if schema.items is not None:
+        document["items"] = schema.items
+    if schema.source:
+        document["source"] = schema.source
+    if schema.conflicts:
+        document["conflicts"] = list(schema.conflicts)
+    document["attributes"] = {
+        a.name: ({"key": True} if a.key else {}) | _entry(a.type, a.column, a.info)
+        for a in schema.attributes
+    }
+    return document
+
+
+def write_schema(schema: Schema, path: Path | None = None) -> Path:
+    path = path or schema_path(schema.table)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(to_json(schema), indent=2, ensure_ascii=False) + "\n")
+    temporary.replace(path)  # atomic: a reader never sees half a file
+    return path
+
+
+def from_file(schema_file: SchemaFile, order: list[str] | None = None) -> Schema:
+    names = order or list(schema_file.overrides)
+    attributes = tuple(schema_file.typed[n] for n in names if n in schema_file.typed)
+    keys = tuple(a for a in attributes if a.key)
+    rest = tuple(a for a in attributes if not a.key)
+    raw = schema_file.raw
+    return Schema(
+        schema_file.table,
+        keys + rest,
+        raw.get("items") if isinstance(raw.get("items"), int) else None,
+        raw.get("source") if isinstance(raw.get("source"), str) else None,
+    )

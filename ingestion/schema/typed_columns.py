@@ -1,0 +1,255 @@
+"""One attribute value -> its column value, and an item's image -> the table's typed columns.
+
+``typed`` gives the value decoded to the column type, null when absent, NULL, or when it does
+not fit. So "it fits" is always ``is_absent(value) or decoded is not null`` (``fits``): the
+decision is made once, and top-level scalars stay plain expressions that Spark compiles.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ingestion.dynamodb.decode import fail
+from ingestion.dynamodb.numbers import canonical_number, fits_decimal, fits_long
+from ingestion.dynamodb.values import (
+    DESCRIPTORS,
+    descriptor,
+    field,
+    is_absent,
+    parse_list,
+    parse_map,
+    sql_string,
+    text_sql,
+)
+from ingestion.schema.layouts import TEXT, Layout, layout, typed_attributes_ddl
+from ingestion.schema.types import Attribute, ColumnType, Schema
+
+# The message an item with attributes the schema does not know yet fails its batch with:
+# ingestion (lake/ingest.py) adds them to the schema and stages the batch again.
+NEW_ATTRIBUTES = "dynamodb-lakehouse: attributes not in the schema yet"
+
+
+def _bind(expression: str, name: str, body: str) -> str:
+    """``body`` with ``name`` bound to ``expression``, evaluated once (a one-element transform)."""
+    return f"transform(array({expression}), {name} -> {body})[0]"
+
+
+def fits(value: str, decoded: str) -> str:
+    return f"({is_absent(value)} or {decoded} is not null)"
+
+
+def _null(descriptor: str) -> str:
+    if descriptor in ("BOOL", "NULL"):
+        return "cast(null as boolean)"
+    return (
+        "cast(null as array<string>)"
+        if descriptor in ("SS", "NS", "BS")
+        else "cast(null as string)"
+    )
+
+
+def _value_of(descriptor: str, element: str, shape: Layout) -> str:
+    """A set element as a VALUE struct of that descriptor (typed as ``shape`` says)."""
+    nulls = {
+        "M": f"cast(null as map<string,{shape.maps.value_ddl()}>)" if shape.maps else None,
+        "L": f"cast(null as array<{shape.lists.value_ddl()}>)" if shape.lists else None,
+    }
+    members = ", ".join(
+        f"'{d}', {element if d == descriptor else nulls.get(d) or _null(d)}" for d in DESCRIPTORS
+    )
+    return f"named_struct({members})"
+
+
+def typed(
+    value: str,
+    column_type: ColumnType,
+    depth: int = 0,
+    shape: Layout = TEXT,
+    compiled: bool = False,
+) -> str:
+    """SQL for the value decoded to ``column_type``: null when absent, NULL or not fitting.
+    ``shape``: whether the value's ``M`` and ``L`` arrive typed or as text (ingestion.schema.layouts);
+    ``compiled``: a typed map at the top decoded by plain expressions, not in a lambda."""
+    kind = column_type.kind
+    if kind == "string":
+        return text_sql(value)
+    if kind == "boolean":
+        return field(value, "BOOL")
+    if kind == "binary":
+        return f"unbase64({field(value, 'B')})"
+    if kind == "bigint":
+        number = field(value, "N")
+        return f"case when {fits_long(number)} then cast(cast({number} as decimal(38,0)) as bigint) end"
+    if kind == "number":
+        return canonical_number(field(value, "N"))
+    if kind == "decimal":
+        number = field(value, "N")
+        fitted = fits_decimal(number, column_type.precision, column_type.scale)
+        return f"case when {fitted} then cast({number} as {column_type.sql()}) end"
+    if kind == "struct":
+        return _struct(value, column_type, depth, shape, compiled)
+    if kind == "array":
+        return _array(value, column_type, depth, shape)
+    raise ValueError(f"unknown column type {column_type}")
+
+
+def _struct(
+    value: str, column_type: ColumnType, depth: int, shape: Layout, compiled: bool = False
+) -> str:
+    below = shape.maps or TEXT
+    known = ", ".join(sql_string(f.name) for f in column_type.fields)
+
+    def body(m: str, field_value) -> str:
+        keys = [f"{m}[{sql_string(f.name)}]" for f in column_type.fields]
+        every = " and ".join(fits(key, field_value(i, key)) for i, key in enumerate(keys))
+        only_known = f"size(array_except(map_keys({m}), array({known}))) = 0"
+        built = ", ".join(
+            f"{sql_string(f.column)}, {field_value(i, key)}"
+            for i, (key, f) in enumerate(zip(keys, column_type.fields, strict=True))
+        )
+        return (
+            f"case when {m} is not null and {every} and {only_known} then named_struct({built}) end"
+        )
+
+    def decode(i: int, key: str) -> str:
+        return typed(key, column_type.fields[i].type, depth + 1, below)
+
+    if shape.maps and depth == 0 and compiled:
+        # A typed map at the top: plain expressions, compiled (no lambda to bind values in);
+        # Spark evaluates each field's decode once (common subexpressions).
+        return body(field(value, "M"), decode)
+    m, r = f"m{depth}", f"r{depth}"
+    keys = [f"{m}[{sql_string(f.name)}]" for f in column_type.fields]
+    decoded = ", ".join(f"'f{i}', {decode(i, key)}" for i, key in enumerate(keys))
+    entries = field(value, "M") if shape.maps else parse_map(value)
+    inner = body(m, lambda i, key: f"{r}.f{i}")
+    return _bind(entries, m, _bind(f"named_struct({decoded})", r, inner))
+
+
+def _array(value: str, column_type: ColumnType, depth: int, shape: Layout) -> str:
+    assert column_type.element is not None
+    es, e, rs = f"es{depth}", f"e{depth}", f"rs{depth}"
+    below = shape.lists or TEXT
+    listed = field(value, "L") if shape.lists else parse_list(value)
+    elements = (
+        f"coalesce({listed}, "
+        + ", ".join(
+            f"transform({field(value, s)}, x -> {_value_of(s[0], 'x', below)})"
+            for s in ("SS", "NS", "BS")
+        )
+        + ")"
+    )
+    element = typed(e, column_type.element, depth + 1, below)
+    pairs = f"transform({es}, {e} -> named_struct('e', {e}, 'v', {element}))"
+    values = f"transform({rs}, p -> p.v)"
+    sets_sorted = (
+        f"case when {field(value, 'L')} is null then array_sort({values}) else {values} end"
+    )
+    fitted = f"{es} is not null and forall({rs}, p -> {fits('p.e', 'p.v')})"
+    return _bind(elements, es, _bind(pairs, rs, f"case when {fitted} then {sets_sorted} end"))
+
+
+def _attribute(name: str) -> str:
+    return f"`_attrs`[{sql_string(name)}]"
+
+
+# Up to this many attributes, nested attributes are decoded from a typed parse of the image and
+# a top-level map by compiled expressions (its fields' decode twice in the plan, evaluated once).
+# Beyond, the text path alone, as before: the generated code of a wide item must stay within a
+# 1 GB driver heap (tests/dynamodb/test_hostile.py: 1,000 attributes ran out of it in Janino).
+TYPED_ATTRIBUTES = 100
+
+
+def _decoded(attributes: list[Attribute]):
+    """A function adding ``__c<i>``, each attribute decoded to its column type (null when it
+    does not fit): nested ones from ``_typed`` (their maps and lists filled by Spark's JSON
+    parser once, ingestion.schema.layouts) where the table is narrow enough, the rest from
+    ``_attrs``. Absence, keys and drift are decided from ``_attrs`` either way."""
+    narrow = len(attributes) <= TYPED_ATTRIBUTES
+    nested = typed_attributes_ddl([(a.name, a.type) for a in attributes if not a.key])
+    nested = nested if narrow else None
+
+    def source(attribute: Attribute) -> tuple[str, Layout]:
+        shape = layout([attribute.type])
+        if nested is None or attribute.key or not shape.typed:
+            return _attribute(attribute.name), TEXT
+        return f"`_typed`.`{attribute.name.replace('`', '``')}`", shape
+
+    def add(df: DataFrame) -> DataFrame:
+        if nested is not None:
+            df = df.withColumn("_typed", F.expr(f"from_json(`_image`, {sql_string(nested)})"))
+        values = []
+        for i, attribute in enumerate(attributes):
+            value, shape = source(attribute)
+            sql = typed(value, attribute.type, 0, shape, compiled=narrow)
+            values.append(F.expr(sql).alias(f"__c{i}"))
+        return df.select("*", *values)
+
+    return add
+
+
+UNKNOWN_DESCRIPTOR = (
+    "table {table}: a value with an unknown type descriptor (expected one of "
+    + ", ".join(DESCRIPTORS)
+    + ") in attribute(s) "
+)
+
+
+def with_typed_columns(schema: Schema, table: str):
+    """The schema's attributes as typed columns (keys first, never null) and ``_drift``."""
+    attributes = list(schema.attributes)
+    known = ", ".join(sql_string(a.name) for a in attributes)
+    unknown = f"array_except(map_keys(`_attrs`), array({known}))"
+
+    def key_column(i: int, attribute: Attribute, first: bool) -> F.Column:
+        where = f"table {table}: key attribute {attribute.name!r}"
+        checks = []
+        if first:
+            untyped = f"map_filter(`_attrs`, (k, v) -> v is not null and {descriptor('v')} is null)"
+            checks.append(
+                f"when size({untyped}) > 0 then raise_error(concat("
+                f"{sql_string(UNKNOWN_DESCRIPTOR.format(table=table))}, "
+                f"array_join(map_keys({untyped}), ', '), ' of an item of ', _source_file))"
+            )
+            checks.append(
+                f"when size({unknown}) > 0 then raise_error(concat({sql_string(NEW_ATTRIBUTES + ': ')}, "
+                f"array_join({unknown}, ', '), ' in ', _source_file))"
+            )
+        checks.append(
+            f"when {is_absent(_attribute(attribute.name))} then "
+            f"{fail(f'{where} is missing in an item of ')}"
+        )
+        misfit = f"not {fits(_attribute(attribute.name), f'`__c{i}`')}"
+        if attribute.type.kind == "string":  # a string column takes any value: a key only S
+            misfit += f" or {field(_attribute(attribute.name), 'S')} is null"
+        checks.append(
+            f"when {misfit} then "
+            f"{fail(f'{where} is not a value that fits {attribute.type.sql()} in ')}"
+        )
+        return F.expr(f"case {' '.join(checks)} else `__c{i}` end").alias(attribute.column)
+
+    def transform(df: DataFrame) -> DataFrame:
+        decoded = df.transform(_decoded(attributes))
+        columns, first = [], True
+        for i, attribute in enumerate(attributes):
+            if attribute.key:
+                columns.append(key_column(i, attribute, first))
+                first = False
+            else:
+                columns.append(F.col(f"`__c{i}`").alias(attribute.column))
+        drift = ", ".join(
+            f"case when not {fits(_attribute(a.name), f'`__c{i}`')} then {sql_string(a.name)} end"
+            for i, a in enumerate(attributes)
+            if not a.key
+        )
+        drifted = f"filter(array({drift}), x -> x is not null)" if drift else "array()"
+        return decoded.select(
+            *columns,
+            "*",
+            F.expr(f"case when size({drifted}) > 0 then {drifted} end")
+            .cast("array<string>")
+            .alias("_drift"),
+        ).drop("_attrs", "_typed", "_line", *[f"__c{i}" for i in range(len(attributes))])
+
+    return transform

@@ -1,0 +1,152 @@
+"""The jars the embedded default needs, and their installation into the venv's PySpark.
+
+Decision: the jars are linked into ``pyspark/jars/`` of the virtualenv rather than passed with
+``spark.jars``. Every Spark started from the venv then has them with no flag: ``spark-submit``,
+dbt's session, the tests and a user's ``pyspark`` shell alike, and no path to a jar has to live in
+``profiles.yml``. On EMR none of this is used: EMR bundles Iceberg.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import importlib.util
+import logging
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"
+
+
+# S3A for reading s3:// outside EMR (EMR has EMRFS): not part of the default install. These two
+# jars ship inside the PyPI source package of sagemaker-pyspark (deps/jars/, Apache-2.0); Maven
+# Central is not reachable from where this project is built and tested.
+AWS_SOURCE_PACKAGE = "sagemaker-pyspark==1.4.5"
+AWS_JARS = ("hadoop-aws-3.3.1.jar", "aws-java-sdk-bundle-1.11.901.jar")
+
+
+@dataclass(frozen=True)
+class Jar:
+    name: str
+    source: Path
+    hint: str
+
+
+def _package_dir(package: str) -> Path | None:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def required_jars() -> list[Jar]:
+    iceberg_pkg = _package_dir("snowpark_connect_deps_iceberg")
+    iceberg = (iceberg_pkg or Path("<not installed>")) / "jars" / ICEBERG_JAR
+    return [
+        Jar(ICEBERG_JAR, iceberg, "pip install snowpark-connect-deps-iceberg==1.0.2"),
+        Jar(
+            "sqlite-jdbc.jar",
+            Path(SQLITE_JDBC_JAR),
+            "apt-get install libxerial-sqlite-jdbc-java libxerial-sqlite-jdbc-jni",
+        ),
+    ]
+
+
+def pyspark_jars_dir() -> Path:
+    pyspark = _package_dir("pyspark")
+    if pyspark is None:
+        raise RuntimeError("pyspark is not installed: run `make setup`")
+    return pyspark / "jars"
+
+
+def missing_jars() -> list[str]:
+    """Problems that stop Spark from using the embedded catalog, as fix-it messages."""
+    target = pyspark_jars_dir()
+    problems = []
+    for jar in required_jars():
+        if not (target / jar.name).exists():
+            problems.append(f"{target / jar.name} is missing (run `make setup`; needs: {jar.hint})")
+    if not glob.glob("/usr/lib/*/jni/libsqlitejdbc.so"):
+        problems.append(
+            "SQLite JDBC native library missing: apt-get install libxerial-sqlite-jdbc-jni"
+        )
+    return problems
+
+
+def install() -> None:
+    target = pyspark_jars_dir()
+    for jar in required_jars():
+        if not jar.source.is_file():
+            raise SystemExit(f"jars: {jar.source} not found; install it with: {jar.hint}")
+        link = target / jar.name
+        if link.is_symlink() or link.exists():
+            if link.resolve() == jar.source.resolve():
+                continue
+            link.unlink()
+        link.symlink_to(jar.source)
+        log.info("linked %s -> %s", link, jar.source)
+    print(f"jars: {', '.join(j.name for j in required_jars())} ready in {target}")
+
+
+def aws_jars_dir() -> Path:
+    return Path(sys.prefix) / "share" / "dynamodb-lakehouse" / "aws-jars"
+
+
+def install_aws() -> list[Path]:
+    """The S3A jars, fetched once from their PyPI source package into the venv (not into
+    PySpark's own jars: only a Spark started with ``LAKEHOUSE_EXTRA_JARS`` uses them)."""
+    target = aws_jars_dir()
+    wanted = [target / name for name in AWS_JARS]
+    if all(path.is_file() for path in wanted):
+        return wanted
+    target.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        log.info("jars: downloading %s (about 180 MB) for its S3A jars", AWS_SOURCE_PACKAGE)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
+             ":all:", "--dest", scratch, AWS_SOURCE_PACKAGE],
+            check=True,
+        )  # fmt: skip
+        archive = next(Path(scratch).glob("*.tar.gz"))
+        with tarfile.open(archive) as tar:
+            for member in tar.getmembers():
+                name = member.name.rsplit("/", 1)[-1]
+                if name in AWS_JARS and "/deps/jars/" in member.name:
+                    source = tar.extractfile(member)
+                    assert source is not None
+                    partial = target / (name + ".part")
+                    partial.write_bytes(source.read())
+                    partial.replace(target / name)
+    missing = [str(p) for p in wanted if not p.is_file()]
+    if missing:
+        raise SystemExit(f"jars: {AWS_SOURCE_PACKAGE} did not hold {', '.join(missing)}")
+    return wanted
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ingestion.spark.jars")
+    parser.add_argument("action", choices=["install", "check", "install-aws"])
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.action == "install":
+        install()
+        return 0
+    if args.action == "install-aws":
+        paths = install_aws()
+        print("export LAKEHOUSE_EXTRA_JARS=" + ",".join(str(p) for p in paths))
+        return 0
+    problems = missing_jars()
+    for problem in problems:
+        print(problem)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,119 @@
+"""The Spark/Iceberg configuration, read from the one place it is defined: profiles/profiles.yml.
+
+dbt's profile (``method: session``) passes ``server_side_parameters`` to ``SparkSession.builder``.
+Spark jobs and tests render the very same parameters here, with dbt's ``env_var()`` semantics, so
+the configuration cannot drift between ingestion and dbt.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+import yaml
+
+from ingestion.config import settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+PROFILE_NAME = "dynamodb_lakehouse"
+_MISSING = object()
+
+
+class ConfigError(RuntimeError):
+    """The configuration cannot be rendered (unknown target, missing variable...)."""
+
+
+def _env_var(name: str, default: Any = _MISSING) -> str:
+    if name in os.environ:
+        return os.environ[name]
+    if default is _MISSING:
+        raise ConfigError(f"profiles.yml needs the environment variable {name}, which is not set")
+    return str(default)
+
+
+def _render(value: Any, env: jinja2.Environment) -> Any:
+    if isinstance(value, str):
+        return env.from_string(value).render()
+    if isinstance(value, dict):
+        return {k: _render(v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_render(v, env) for v in value]
+    return value
+
+
+def profile_target(profiles_dir: Path | None = None, target: str | None = None) -> dict[str, Any]:
+    """The rendered dbt output (target) of the project's profile."""
+    path = (profiles_dir or settings.project_dir() / "profiles") / "profiles.yml"
+    raw = yaml.safe_load(path.read_text())
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.globals["env_var"] = _env_var
+    profile = raw[PROFILE_NAME]
+    name = target or _render(profile.get("target", "local"), env)
+    outputs = profile["outputs"]
+    if name not in outputs:
+        raise ConfigError(f"target {name!r} is not in {path} (known: {', '.join(outputs)})")
+    return dict(_render(outputs[name], env))
+
+
+def spark_conf(target: str | None = None) -> dict[str, str]:
+    """The Spark settings of the active target, as strings."""
+    settings.export_environment()
+    params = profile_target(target=target).get("server_side_parameters") or {}
+    return {str(k): str(v) for k, v in params.items()}
+
+
+def build_spark(app_name: str = "dynamodb-lakehouse", target: str | None = None) -> SparkSession:
+    """The one SparkSession of a process, configured from the profile.
+
+    Under ``spark-submit`` the JVM already exists and settings fixed at launch (master, driver
+    memory) come from spark-submit's own flags; everything else applies here.
+    """
+    from pyspark.sql import SparkSession
+
+    from ingestion.spark import catalog
+
+    active = SparkSession.getActiveSession()
+    if active is not None:  # one session per process: dbt and later commands reuse it
+        return active
+    conf = spark_conf(target)
+    catalog.bootstrap(conf)
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("LAKEHOUSE_SPARK_LOG_LEVEL", "WARN"))
+    return spark
+
+
+# Spark logs every failed task (an ERROR with its Java stack trace) before the job fails, also
+# when the failure is an expected path: a batch that meets attributes the schema lacks stops
+# on purpose, and ingestion adds them and stages it again. A user reads that trace as a failure.
+TASK_FAILURE_LOGGERS = (
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+    "org.apache.spark.storage.DiskBlockObjectWriter",
+)
+
+
+@contextmanager
+def quiet_task_failures(spark: SparkSession) -> Iterator[None]:
+    """Silence Spark's per-task failure logs for the block; the failure itself still raises
+    (and the caller turns it into a one-line error)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+    manager = jvm.org.apache.logging.log4j.LogManager
+    saved = {name: manager.getLogger(name).getLevel() for name in TASK_FAILURE_LOGGERS}
+    for name in TASK_FAILURE_LOGGERS:
+        configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.OFF)
+    try:
+        yield
+    finally:
+        for name, level in saved.items():
+            configurator.setLevel(name, level)

@@ -1,0 +1,268 @@
+"""Append one batch to ``lake.staging.<table>`` in ONE Iceberg commit, with its ledger entry.
+
+The ledger of applied sources lives in the snapshot summary of that same commit
+(``dynamodb-lakehouse.source``), so data and ledger entry are committed together or not at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from ingestion import fault_points
+from ingestion.config import names
+from ingestion.config.names import quote_table
+from ingestion.dynamodb import decode
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.dynamodb.values import sql_string
+from ingestion.schema import typed_columns
+from ingestion.schema.types import METADATA_COLUMNS, Schema
+from ingestion.sources.manifest import FULL, Export
+from ingestion.staging import ledger
+from ingestion.staging.drift import Drift, drift_report
+
+log = logging.getLogger(__name__)
+
+TABLE_PROPERTIES = {
+    "format-version": "2",
+    "write.format.default": "parquet",
+    "write.parquet.compression-codec": "zstd",
+    # New attributes in the table configuration become new columns on the next append.
+    "write.spark.accept-any-schema": "true",
+    # Iceberg reads commit retries from the table, not the catalog: a stream ingest, a merge
+    # and maintenance may commit at once (the default 4 retries give up too early).
+    "commit.retry.num-retries": "10",
+}
+
+
+class StagingError(RuntimeError):
+    """A batch could not be staged; nothing of it was committed."""
+
+
+@dataclass(frozen=True)
+class StagedBatch:
+    table: str
+    source: str
+    batch_id: str
+    rows: int
+    skipped: bool  # the source was already in the ledger
+    drift: tuple[Drift, ...] = ()
+    newest_version: int | None = None  # the highest _version staged
+    ingested_at: datetime | None = None
+
+
+def applied_sources(spark: SparkSession, table: str) -> set[str]:
+    """Sources recorded in the ledger (the staging table's snapshot summaries)."""
+    return {e.source for e in ledger.entries(spark, table)}
+
+
+def staging_rows(
+    lines: DataFrame,
+    columns: tuple[F.Column, F.Column, F.Column],
+    schema: Schema,
+    source: str,
+    batch_id: str,
+    ingested_at: datetime,
+) -> DataFrame:
+    """Lines of DynamoDB JSON (``value``) as staging rows: typed columns, raw image, metadata.
+    ``columns`` gives each line's (``_operation``, ``_version``, ``_sequence``)."""
+    operation, version, sequence = columns
+    return (
+        lines.transform(decode.with_envelope)
+        .withColumn("_operation", operation)
+        .withColumn("_version", version)
+        .withColumn("_sequence", sequence)
+        .transform(decode.with_image)
+        .transform(typed_columns.with_typed_columns(schema, schema.table))
+        .withColumn("_source", F.lit(source))
+        .withColumn("_batch_id", F.lit(batch_id))
+        .withColumn("_ingested_at", F.timestamp_micros(F.lit(_micros(ingested_at))))
+        .select(*[a.column for a in schema.attributes], *METADATA_COLUMNS)
+    )
+
+
+def read_export(
+    spark: SparkSession, export: Export, schema: Schema, batch_id: str, ingested_at: datetime
+) -> DataFrame:
+    """The export's rows as staging rows: typed columns, raw image and metadata."""
+    lines = spark.read.text([str(f.path) for f in export.files])
+    operation, version = decode.change_columns(
+        export.export_type == FULL, export.version_micros, export.output_view == "NEW_IMAGE"
+    )
+    columns = (operation, version, F.lit(None).cast("string"))
+    return staging_rows(lines, columns, schema, export.export_arn, batch_id, ingested_at)
+
+
+def _ensure_table(spark: SparkSession, name: str, rows: DataFrame) -> None:
+    if spark.catalog.tableExists(names.staging_table(name)):
+        return
+    properties = ", ".join(f"'{k}'='{v}'" for k, v in TABLE_PROPERTIES.items())
+    columns = ", ".join(
+        f"{quote_table(f.name)} {f.dataType.simpleString()}" for f in rows.schema.fields
+    )
+    spark.sql(
+        f"create table if not exists {names.staging_table(name)} ({columns}) using iceberg "
+        f"partitioned by (days(`_ingested_at`)) tblproperties ({properties})"
+    )
+    log.info("created %s", names.staging_table(name))
+
+
+def _in_table_order(spark: SparkSession, table: str, rows: DataFrame) -> DataFrame:
+    """The table's columns in its order, then new ones (Iceberg appends them at the end)."""
+    existing = [c for c in spark.table(names.staging_table(table)).columns if c in rows.columns]
+    return rows.select(*existing, *[c for c in rows.columns if c not in existing])
+
+
+def spark_reason(exc: Exception) -> str:
+    """The useful line of a Spark failure: our raise_error message when there is one."""
+    text = str(exc)
+    marker = "[USER_RAISED_EXCEPTION] "
+    if marker in text:
+        return text[text.index(marker) + len(marker) :].splitlines()[0].split(" SQLSTATE")[0]
+    raised = "java.lang.RuntimeException: "  # raise_error, when Spark evaluates it interpreted
+    if raised in text:
+        return text[text.index(raised) + len(raised) :].splitlines()[0]
+    reading = re.search(r"while reading file (\S+?)\.?(?:\s|$)", text)
+    where = f" (while reading {reading.group(1)})" if reading else ""
+    for line in text.splitlines():
+        if "Exception" in line or "Error" in line:
+            return line.strip()[:500] + where
+    return text[:500] + where
+
+
+def _micros(moment: datetime) -> int:
+    return int(moment.replace(tzinfo=UTC).timestamp()) * 1_000_000 + moment.microsecond
+
+
+def new_batch_id(now: datetime) -> str:
+    return f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+
+
+def stage_export(
+    spark: SparkSession, export: Export, table: TableConfig, schema: Schema
+) -> StagedBatch:
+    """Append a (verified) export to the staging table, unless the ledger already has it."""
+    if export.export_arn in applied_sources(spark, table.name):
+        return StagedBatch(table.name, export.export_arn, "", 0, skipped=True)
+    ingested_at = datetime.now(UTC).replace(tzinfo=None)
+    batch_id = new_batch_id(ingested_at)
+    rows = read_export(spark, export, schema, batch_id, ingested_at)
+    return append_batch(
+        spark, table, rows, ledger.entry_for(export, batch_id), export.folder, ingested_at
+    )
+
+
+def append_batch(
+    spark: SparkSession,
+    table: TableConfig,
+    rows: DataFrame,
+    entry: ledger.Entry,
+    where: object,
+    ingested_at: datetime,
+) -> StagedBatch:
+    """Append ``rows`` to the staging table in ONE commit whose snapshot summary is ``entry``."""
+    _ensure_table(spark, table.name, rows)
+    rows = _in_table_order(spark, table.name, rows)
+    observation = Observation(f"batch {entry.batch_id}")
+    observed = rows.observe(
+        observation,
+        F.count(F.lit(1)).alias("rows"),
+        F.count("_drift").alias("drifted"),
+        F.max("_version").alias("newest"),
+    )
+    properties = ledger.snapshot_properties(entry)
+    fault_points.point("before-staging-commit")
+    try:
+        (
+            observed.writeTo(names.staging_table(table.name))
+            .option("merge-schema", "true")
+            .options(**{f"snapshot-property.{k}": v for k, v in properties.items()})
+            .append()
+        )
+    except Exception as exc:  # a Spark job failure arrives as a Py4J error with the JVM trace
+        raise StagingError(
+            f"{table.name}: nothing staged from {where}: {spark_reason(exc)}"
+        ) from exc
+    fault_points.point("after-staging-commit")
+    _keep_first_commit(spark, table.name, entry)
+    metrics = observation.get
+    drift = drift_report(spark, table.name, entry.batch_id) if metrics.get("drifted") else []
+    return StagedBatch(
+        table.name,
+        entry.source,
+        entry.batch_id,
+        int(metrics.get("rows") or 0),  # no metrics when no task ran (an export of zero items)
+        skipped=False,
+        drift=tuple(drift),
+        newest_version=metrics.get("newest"),
+        ingested_at=ingested_at,
+    )
+
+
+def duplicate_batches(spark: SparkSession, table: str) -> list[str]:
+    """Batches of a source's second commit (two processes staged it at once) whose rows are
+    still there: the losing process was killed before it removed them again. The ledger counts
+    the first commit only, but a plain ``dbt run`` (batches in staging, not in the merge log)
+    would merge them again and again."""
+    name = names.staging_table(table)
+    if not spark.catalog.tableExists(name):
+        return []
+    commits = (
+        spark.table(f"{name}.snapshots")
+        .where(F.col("summary").getItem(ledger.SOURCE).isNotNull())
+        .orderBy("committed_at", "snapshot_id")
+        .select(
+            F.col("summary").getItem(ledger.SOURCE).alias("source"),
+            F.col("summary").getItem(ledger.BATCH).alias("batch"),
+        )
+        .collect()  # one row per staging commit still in the table's history
+    )
+    first: dict[str, str] = {}
+    later = [c["batch"] for c in commits if first.setdefault(c["source"], c["batch"]) != c["batch"]]
+    if not later:
+        return []
+    present = spark.table(name).where(F.col("_batch_id").isin(later)).select("_batch_id")
+    return sorted({r["_batch_id"] for r in present.distinct().collect()})
+
+
+def remove_duplicate_batches(spark: SparkSession, table: str) -> list[str]:
+    """Delete the rows of ``duplicate_batches`` (identical to the first commit's); one commit."""
+    found = duplicate_batches(spark, table)
+    if found:
+        listed = ", ".join(sql_string(b) for b in found)
+        spark.sql(f"delete from {names.staging_table(table)} where `_batch_id` in ({listed})")
+        log.warning(
+            "staging.%s: removed the duplicate batch(es) %s, left by a process killed after "
+            "staging a source another process had staged first",
+            table,
+            ", ".join(found),
+        )
+    return found
+
+
+def _keep_first_commit(spark: SparkSession, table: str, entry: ledger.Entry) -> None:
+    """Two processes staging one source at once both commit (Iceberg appends never conflict).
+    The first commit counts; a later one deletes its own rows again and fails, so no row is
+    staged twice (a process killed in between leaves identical rows, which a merge collapses)."""
+    commits = (
+        spark.table(f"{names.staging_table(table)}.snapshots")
+        .where(F.col("summary").getItem(ledger.SOURCE) == entry.source)
+        .orderBy("committed_at", "snapshot_id")
+        .select(F.col("summary").getItem(ledger.BATCH).alias("batch"))
+        .collect()  # one row per commit of this source: one, or two in a race
+    )
+    if len(commits) > 1 and commits[0]["batch"] != entry.batch_id:
+        spark.sql(
+            f"delete from {names.staging_table(table)} where `_batch_id` = {sql_string(entry.batch_id)}"
+        )
+        raise StagingError(
+            f"{table}: {entry.source} was staged by another process at the same time (batch "
+            f"{commits[0]['batch']}); this run's copy (batch {entry.batch_id}) was removed again "
+            "and nothing more is needed"
+        )

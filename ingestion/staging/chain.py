@@ -1,0 +1,166 @@
+"""The chain of a table's exports: what time the applied exports cover, and whether a new export
+may be staged (checked before anything is staged).
+
+The newest full export covers everything up to its ``exportTime`` (it is the whole table then);
+each incremental export applied after it covers its window ``[exportFromTime, exportToTime)``. A
+new incremental export:
+
+- may overlap the full export: windows fall on whole minutes while a full export's time has
+  milliseconds, so the loss-free first window starts just before it. The overlapping changes are
+  applied again and change nothing (an incremental line's version is its window's end, newer than
+  the export; the merge keeps the newer of equal states). The run says so.
+- must not overlap an applied incremental window (an export applied twice under another id, or a
+  window cut differently): refused.
+- must start where covered time ends (the full export's time or an applied window's end);
+  otherwise it leaves a gap, accepted only with ``--allow-gap``. A later export whose window lies
+  in an open gap fills it (its changes are older than what follows, and the version order keeps
+  the newer ones); ``status`` lists the gaps still open.
+
+Decision: gaps and fillings are derived from the windows the ledger records, not recorded
+separately: the ledger is the one record, and a derived view cannot disagree with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from ingestion.sources.manifest import FULL, INCREMENTAL, Export, ExportError
+from ingestion.staging.ledger import Entry
+
+
+class ChainError(ExportError):
+    """An export does not continue the table's chain of exports; nothing was staged."""
+
+
+@dataclass(frozen=True)
+class Window:
+    start: datetime
+    end: datetime
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The time the applied exports cover: up to the newest full export, then windows."""
+
+    baseline: datetime | None  # the newest full export's time
+    windows: tuple[Window, ...]  # incremental windows ending after it, by start
+
+    def gaps(self) -> list[Window]:
+        """The open gaps between the baseline and the last window."""
+        found = []
+        covered = self.baseline
+        for window in self.windows:
+            if covered is not None and window.start > covered:
+                found.append(Window(covered, window.start))
+            covered = window.end if covered is None else max(covered, window.end)
+        return found
+
+    def ends(self) -> set[datetime]:
+        """Where an export may start without a gap."""
+        return {w.end for w in self.windows} | ({self.baseline} if self.baseline else set())
+
+
+def _time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def coverage(ledger: list[Entry]) -> Coverage:
+    exports = [e for e in ledger if e.kind in (FULL, INCREMENTAL)]
+    fulls = [t for e in exports if e.kind == FULL and (t := _time(e.end))]
+    baseline = max(fulls, default=None)
+    windows = []
+    for e in exports:
+        start, end = _time(e.start), _time(e.end)
+        if e.kind == INCREMENTAL and start and end and (baseline is None or end > baseline):
+            windows.append(Window(start, end))
+    return Coverage(baseline, tuple(sorted(windows, key=lambda w: (w.start, w.end))))
+
+
+def last_export_end(ledger: list[Entry]) -> datetime | None:
+    """Where the next incremental export starts: the end of the last applied export."""
+    ends = [t for e in ledger if e.kind in (FULL, INCREMENTAL) and (t := _time(e.end))]
+    return max(ends, default=None)
+
+
+def open_gaps(ledger: list[Entry]) -> list[Window]:
+    return coverage(ledger).gaps()
+
+
+def check_chain(ledger: list[Entry], export: Export, allow_gap: bool = False) -> str | None:
+    """Refuse an export that does not continue the chain (naming expected and found times);
+    return a line for the run summary when it overlaps the full export, leaves or fills a gap."""
+    where = f"{export.folder}: {export.export_type} {export.export_id}"
+    applied = [e for e in ledger if e.kind in (FULL, INCREMENTAL)]
+    if applied and applied[-1].table_arn and export.table_arn != applied[-1].table_arn:
+        raise ChainError(
+            f"{where} is an export of {export.table_arn}, but this table's exports come from "
+            f"{applied[-1].table_arn}: nothing staged"
+        )
+    last_end = last_export_end(ledger)
+    if export.export_type == FULL:
+        if last_end and export.export_time and export.export_time < last_end:
+            raise ChainError(
+                f"{where} is a full export at {export.export_time.isoformat()}, older than the "
+                f"changes already applied (up to {last_end.isoformat()}): applying it would roll "
+                "the table back; nothing staged"
+            )
+        return None
+    assert export.export_from_time and export.export_to_time
+    return _check_window(
+        coverage(ledger), Window(export.export_from_time, export.export_to_time), where, allow_gap
+    )
+
+
+def _check_window(cover: Coverage, new: Window, where: str, allow_gap: bool) -> str | None:
+    found = new.start.isoformat()
+    if cover.baseline is None and not cover.windows:
+        if allow_gap:
+            return f"{where}: no full export before it: the history before {found} is missing (--allow-gap)"
+        raise ChainError(
+            f"{where} starts at {found}, but the table has no full export yet: ingest the full "
+            "export whose exportTime starts the chain first (or pass --allow-gap to accept "
+            "the missing history); nothing staged"
+        )
+    for window in cover.windows:
+        if new.start < window.end and window.start < new.end:
+            raise ChainError(
+                f"{where} overlaps what is applied: its window {found} -> {new.end.isoformat()} "
+                f"overlaps the applied window {window.start.isoformat()} -> "
+                f"{window.end.isoformat()} (an export applied out of order, or twice under another "
+                "id); nothing staged"
+            )
+    if cover.baseline is not None and new.end <= cover.baseline:
+        raise ChainError(
+            f"{where} overlaps what is applied: its window ends at {new.end.isoformat()}, before "
+            f"the full export at {cover.baseline.isoformat()} that holds its changes; nothing staged"
+        )
+    gaps = cover.gaps()
+    filled = [g for g in gaps if new.start == g.start]
+    if cover.baseline is not None and new.start < cover.baseline:
+        note = (
+            f"{where} overlaps the full export at {cover.baseline.isoformat()} by "
+            f"{cover.baseline - new.start}: the changes before it are applied again and change nothing"
+        )
+    elif new.start in cover.ends():
+        note = None
+    else:
+        covered_before = max((t for t in cover.ends() if t < new.start), default=None)
+        expected = covered_before.isoformat() if covered_before else "the full export's time"
+        if not allow_gap:
+            raise ChainError(
+                f"{where} leaves a gap: expected exportFromTime {expected} (the end of the last "
+                f"applied export), found {found}. Ingest the missing export first, or pass "
+                "--allow-gap to accept the gap; nothing staged"
+            )
+        note = f"{where} leaves a gap from {expected} to {found} (--allow-gap): status lists it"
+    if filled:
+        gap = filled[0]
+        rest = (
+            ""
+            if new.end >= gap.end
+            else f"; {new.end.isoformat()} -> {gap.end.isoformat()} is still open"
+        )
+        fill = f"{where} fills the gap {gap.start.isoformat()} -> {gap.end.isoformat()}{rest}"
+        note = f"{note}; {fill}" if note else fill
+    return note

@@ -1,0 +1,227 @@
+"""Ingest DynamoDB exports into a table's staging change log (the `ingest` command's library).
+
+The table's schema file decides the columns. With no schema file (or one with entries still to
+detect) the first export is scanned once to write it. When a later export holds attributes the
+schema does not know, the write stops before its commit; the new attributes are detected from
+that export, added to the schema file, and the export is staged again: they become new columns.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.schema import detect, schema_file, typed_columns, types
+from ingestion.sources import manifest
+from ingestion.spark import spark_config
+from ingestion.staging import append, chain, ledger
+from ingestion.staging.drift import Drift
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    table: str
+    source: str
+    rows: int
+    expected: int
+    skipped: bool
+    seconds: float
+    drift: tuple[Drift, ...] = ()
+    schema_changes: tuple[str, ...] = field(default=())
+    chain_note: str | None = None  # an overlap with the full export, a gap left or filled
+
+
+def with_keys(table: TableConfig, current: types.Schema) -> types.Schema:
+    """The schema with every key of the table first (a schema file may leave keys out)."""
+    declared = schema_file.declared_keys(table)
+    keys = [
+        current.get(k.name) or types.Attribute(k.name, k.column, declared[k.name], key=True)
+        for k in table.keys
+    ]
+    rest = [a for a in current.attributes if a.name not in declared]
+    return types.Schema(
+        current.table, tuple(keys + rest), current.items, current.source, current.conflicts
+    )
+
+
+Images = Callable[[], DataFrame]
+
+
+def table_schema(
+    spark: SparkSession, table: TableConfig, export: manifest.Export
+) -> tuple[types.Schema, list[str]]:
+    """The schema to stage ``export`` with; detected (and written) when the file is missing or
+    incomplete. Returns it and what changed, for the run summary."""
+    return schema_for(
+        table, export.export_id, lambda: detect.export_images(spark, export), export.export_arn
+    )
+
+
+def schema_for(
+    table: TableConfig, label: str, images: Images, source: str
+) -> tuple[types.Schema, list[str]]:
+    """The table's schema from its file; detected from ``images`` (and written) when the file is
+    missing or incomplete. Returns it and what changed, for the run summary."""
+    existing = schema_file.table_schema_file(table)
+    if existing is not None and existing.complete:
+        return with_keys(table, schema_file.from_file(existing)), []
+    detected = detect.detect_images(
+        images(), table, existing.overrides if existing else None, source
+    )
+    path = schema_file.write_schema(detected)
+    changes = [f"schema detected from {label} ({detected.items} items): {path}"]
+    changes += [f"conflict: {c}" for c in detected.conflicts]
+    return with_keys(table, detected), changes
+
+
+def add_new_attributes(
+    table: TableConfig, label: str, images: Images, source: str, current: types.Schema
+) -> tuple[types.Schema, list[str]]:
+    """Detect the attributes of ``images`` the schema lacks and append them to the schema file."""
+    existing = schema_file.table_schema_file(table)
+    overrides = existing.overrides if existing else {}
+    detected = detect.detect_images(images(), table, overrides, source)
+    added = [a for a in detected.attributes if current.get(a.name) is None]
+    updated = current.with_attributes(added)
+    types.check_columns(updated)
+    path = schema_file.write_schema(updated)
+    names = ", ".join(f"{a.name!r} ({a.column} {a.type.sql()})" for a in added)
+    log.info("%s: new attributes in %s: %s; added to %s", table.name, label, names, path)
+    conflicts = [c for c in detected.conflicts if any(f"attribute {a.name!r}" in c for a in added)]
+    return updated, [f"new columns: {names}"] + [f"conflict: {c}" for c in conflicts]
+
+
+def stage_with_evolution(
+    spark: SparkSession,
+    stage: Callable[[types.Schema], append.StagedBatch],
+    table: TableConfig,
+    label: str,
+    images: Images,
+    source: str,
+    current: types.Schema,
+) -> tuple[append.StagedBatch, list[str]]:
+    """``stage(current)``; when the batch holds attributes the schema lacks, add them to the
+    schema file and stage again (the first attempt committed nothing)."""
+    try:
+        with spark_config.quiet_task_failures(spark):
+            return stage(current), []
+    except append.StagingError as exc:
+        if typed_columns.NEW_ATTRIBUTES not in str(exc):
+            raise
+    updated, added = add_new_attributes(table, label, images, source, current)
+    return stage(updated), added
+
+
+def check_line_counts(spark: SparkSession, export: manifest.Export) -> None:
+    """Every data file holds as many lines as its manifest entry's ``itemCount`` (one cheap pass
+    that reads lines without parsing them), before anything is staged."""
+    lines = spark.read.text([str(f.path) for f in export.files])
+    try:
+        counted = {
+            str(row["file"]).rsplit("/", 1)[-1]: int(row["count"])
+            for row in lines.groupBy(F.input_file_name().alias("file")).count().collect()
+        }  # one row per data file
+    except Exception as exc:  # an unreadable file (a damaged gzip whose MD5 agrees)
+        raise manifest.ExportError(
+            f"{export.folder}: a data file cannot be read: {append.spark_reason(exc)}; "
+            "nothing staged"
+        ) from exc
+    for data_file in export.files:
+        found = counted.get(data_file.path.name, 0)
+        if found != data_file.item_count:
+            raise manifest.ExportError(
+                f"{data_file.path}: {found} lines, but manifest-files.json lists itemCount "
+                f"{data_file.item_count} for it: the export is incomplete or altered; nothing staged"
+            )
+
+
+def ingest_export(
+    spark: SparkSession, table: TableConfig, folder: str, allow_gap: bool = False
+) -> IngestResult:
+    """Verify an export against its manifests and the table's chain of exports, then stage it
+    in one commit (or skip it when the ledger has it)."""
+    started = time.monotonic()
+    export = manifest.read_export(folder)
+    log.info(
+        "%s: export %s (%s, %d items in %d files) verified against its manifest",
+        table.name,
+        export.export_id,
+        export.export_type,
+        export.item_count,
+        len(export.files),
+    )
+    applied = ledger.entries(spark, table.name)
+    if export.export_arn in {e.source for e in applied}:
+        log.info("%s: %s is already in the ledger: nothing to do", table.name, export.export_arn)
+        return IngestResult(
+            table.name, export.export_arn, 0, export.item_count, True, time.monotonic() - started
+        )
+    chain_note = chain.check_chain(applied, export, allow_gap)
+    check_line_counts(spark, export)
+    current, changes = table_schema(spark, table, export)
+    batch, added = stage_with_evolution(
+        spark,
+        lambda columns: append.stage_export(spark, export, table, columns),
+        table,
+        export.export_id,
+        lambda: detect.export_images(spark, export),
+        export.export_arn,
+        current,
+    )
+    changes += added
+    result = IngestResult(
+        table=table.name,
+        source=export.export_arn,
+        rows=batch.rows,
+        expected=export.item_count,
+        skipped=batch.skipped,
+        seconds=time.monotonic() - started,
+        drift=batch.drift,
+        schema_changes=tuple(changes),
+        chain_note=chain_note,
+    )
+    if batch.rows != export.item_count:
+        # Reached only if the data files hold other lines than the manifest counts.
+        log.error(
+            "%s: staged %d rows but the manifest lists %d items (batch %s)",
+            table.name,
+            batch.rows,
+            export.item_count,
+            batch.batch_id,
+        )
+    return result
+
+
+def detect_table_schema(
+    spark: SparkSession, export: manifest.Export, table: TableConfig
+) -> types.Schema:
+    """A configured table's schema from every item of a full export, keeping what its schema
+    file already says (names, types a person chose)."""
+    existing = schema_file.table_schema_file(table)
+    return detect.detect_export(spark, export, table, existing.overrides if existing else None)
+
+
+def in_time_order(sources: list[str]) -> list[str]:
+    """Export folders in the order of the time their data reaches: the export time (a full
+    export) or the window's end (an incremental one), a full export first at equal times. The
+    end, not the start: the first window may start just before the full export it follows
+    (``lake.chain``). Read from the manifests only (small), before any check of the chain:
+    exports given out of order would otherwise be refused as gaps or overlaps, or applied in the
+    wrong order."""
+
+    def when(source: str) -> tuple[datetime, int]:
+        export = manifest.read_export(source, verify=False)
+        moment = export.export_time or export.export_to_time
+        assert moment is not None  # read_export refuses an export without either
+        return moment, 0 if export.export_type == manifest.FULL else 1
+
+    return sorted(sources, key=when)

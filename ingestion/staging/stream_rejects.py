@@ -1,0 +1,108 @@
+"""Damaged stream lines: why a line cannot be staged, and ``staging.<table>_rejects`` where the
+ones a run may set aside (``--max-rejects``) are kept with file, line, reason and raw text."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from ingestion.config import names
+from ingestion.dynamodb.decode import creation_time_valid
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.dynamodb.values import parse_item, sql_string
+from ingestion.schema import schema_file
+from ingestion.schema.typed_columns import typed
+from ingestion.schema.types import ColumnType
+
+
+def key_types(table: TableConfig) -> dict[str, ColumnType]:
+    """Each key's column type: the schema file's, else the declared one."""
+    declared = schema_file.declared_keys(table)
+    existing = schema_file.table_schema_file(table)
+    typed_keys = existing.typed if existing else {}
+    return {n: typed_keys[n].type if n in typed_keys else t for n, t in declared.items()}
+
+
+def reject_reason(table: TableConfig) -> F.Column:
+    """Why a change-file line (``value``) cannot be staged, or null when it can: a key that its
+    column cannot hold (a number beyond a bigint key column an older schema file set) included,
+    so ``--max-rejects`` can set such a line aside instead of the whole batch failing."""
+    line = (
+        "from_json(value, 'eventName string, Keys string, NewImage string, "
+        "ApproximateCreationDateTime string, SequenceNumber string')"
+    )
+    keys = f"from_json({line}.Keys, 'map<string, map<string, string>>')"
+    item_keys = parse_item(f"{line}.Keys")
+    checks = [
+        (
+            "get_json_object(value, '$') is null or ltrim(value) not like '{%'",
+            "not a JSON object",
+        ),
+        (f"{line}.Keys is null or {keys} is null", "no Keys"),
+        *[
+            (
+                f"element_at(element_at({keys}, {sql_string(k.name)}), '{k.descriptor}') is null",
+                f"Keys lacks {k.name!r} of type {k.descriptor}",
+            )
+            for k in table.keys
+        ],
+        *[
+            (
+                f"{typed(f'{item_keys}[{sql_string(name)}]', column)} is null",
+                f"Keys' {name!r} is not a value its {column.sql()} column holds",
+            )
+            for name, column in key_types(table).items()
+        ],
+        (
+            f"coalesce({line}.eventName, '') not in ('INSERT', 'MODIFY', 'REMOVE')",
+            "eventName is not INSERT, MODIFY or REMOVE",
+        ),
+        (
+            f"{line}.eventName in ('INSERT', 'MODIFY') and {line}.NewImage is null",
+            "no NewImage (the stream's view type must be NEW_IMAGE or NEW_AND_OLD_IMAGES)",
+        ),
+        (
+            f"not {creation_time_valid(f'{line}.ApproximateCreationDateTime')}",
+            "no valid ApproximateCreationDateTime",
+        ),
+        (
+            f"coalesce({line}.SequenceNumber, '') not rlike '^[0-9]{{1,40}}$'",
+            "no valid SequenceNumber",
+        ),
+    ]
+    cases = " ".join(f"when {test} then {sql_string(reason)}" for test, reason in checks)
+    return F.expr(f"case {cases} end")
+
+
+def rejected_lines(classified: DataFrame) -> DataFrame:
+    """The rejected lines of ``classified`` (``value``, ``_reject``, ``_file``, ``_id``) with
+    their 1-based line number in their file. A change file is gzip'd, so Spark reads it whole in
+    one partition, in order: a line's number is its id minus its file's first id, plus one."""
+    first = F.min("_id").over(Window.partitionBy("_file"))
+    return (
+        classified.withColumn("line", F.col("_id") - first + 1)
+        .where(F.col("_reject").isNotNull())
+        .select(
+            F.col("_file").alias("file"),
+            "line",
+            F.col("_reject").alias("reason"),
+            F.col("value").alias("raw"),
+        )
+    )
+
+
+def record_rejects(spark: SparkSession, table: str, rejects: DataFrame, batch_id: str) -> None:
+    """Add the rejected lines to ``staging.<table>_rejects``, once per file and line."""
+    name = names.rejects_table(table)
+    spark.sql(
+        f"create table if not exists {name} (file string, line bigint, reason string, "
+        "raw string, batch_id string, rejected_at timestamp) using iceberg "
+        "tblproperties ('format-version'='2', 'commit.retry.num-retries'='10')"
+    )
+    rejects.withColumn("batch_id", F.lit(batch_id)).withColumn(
+        "rejected_at", F.current_timestamp()
+    ).createOrReplaceTempView("lakehouse_new_rejects")
+    spark.sql(
+        f"merge into {name} as t using lakehouse_new_rejects as s "
+        "on t.file = s.file and t.line = s.line when not matched then insert *"
+    )

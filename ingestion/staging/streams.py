@@ -1,0 +1,211 @@
+"""Ingest stream change files (written by ingestion.sources.stream_writer) into a table's staging change log.
+
+One run: list the table's change files, keep those older than a settle time, delete the ones the
+ledger already holds (a previous run committed them and stopped before its cleanup), stage the
+others in ONE Iceberg commit whose snapshot summary lists their names, and only then delete them.
+A crash at any point is safe: before the commit nothing is staged and the files are still there;
+after it, the ledger names the files and the next run deletes them without staging them again.
+
+A damaged line (not JSON, no ``Keys``, a key attribute missing or of the wrong type, an unknown
+``eventName``, no ``NewImage`` for an insert or update, no valid time or sequence number) is
+rejected: counted, and with ``max_rejects`` (default 0) exceeded the run fails before any commit,
+naming the first one (file, line, reason), and the files stay. Within the limit the rejected lines
+go to ``staging.<table>_rejects`` (file, line number, reason, raw text, batch) before the good
+ones are staged; recording them is idempotent (keyed by file and line), so a run repeated after a
+crash never records a line twice.
+
+Duplicates (Lambda delivers at least once, and a retried batch may be split differently) collapse:
+within a batch by key, version and sequence number; across batches in the merge, where the latest
+change per key wins and an identical change changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ingestion import fault_points
+from ingestion.dynamodb import decode
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.schema import detect
+from ingestion.sources.stream_files import (
+    ChangeFile,
+    ChangeFiles,
+    StreamError,
+    file_time,
+    store_for,
+)
+from ingestion.staging import append, exports, ledger
+from ingestion.staging.drift import Drift
+from ingestion.staging.stream_rejects import record_rejects, reject_reason, rejected_lines
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SETTLE_SECONDS = 5.0
+DEFAULT_MAX_FILES = 1000
+DEFAULT_MAX_REJECTS = 0
+
+
+@dataclass(frozen=True)
+class StreamResult:
+    table: str
+    location: str
+    files: int  # staged by this run
+    changes: int  # rows staged
+    cleaned: int  # files deleted (staged by this run, or by an earlier one that stopped)
+    pending: int  # files left for the next run (too young, or over --max-files)
+    batch_id: str
+    newest_change: datetime | None  # change time of the newest staged change
+    seconds: float
+    drift: tuple[Drift, ...] = ()
+    schema_changes: tuple[str, ...] = field(default=())
+    rejected: int = 0  # damaged lines set aside in staging.<table>_rejects
+
+
+def ingest_stream(
+    spark: SparkSession,
+    table: TableConfig,
+    uri: str,
+    settle_seconds: float = DEFAULT_SETTLE_SECONDS,
+    max_files: int = DEFAULT_MAX_FILES,
+    now: float | None = None,
+    max_rejects: int = DEFAULT_MAX_REJECTS,
+) -> StreamResult:
+    """Stage the table's settled change files in one commit, then delete them."""
+    started = time.monotonic()
+    store = store_for(uri, table.name)
+    cutoff = (time.time() if now is None else now) - settle_seconds
+    todo, leftover, pending = _files_to_stage(spark, table.name, store, cutoff, max_files)
+    if not todo:
+        return StreamResult(
+            table.name, store.location, 0, 0, len(leftover), pending, "", None, _since(started)
+        )
+    label = f"{len(todo)} change file(s) in {store.location}"
+    good, rejects, rejected = _classified(spark, table, [f.uri for f in todo], label, max_rejects)
+    current, changes = exports.schema_for(
+        table, label, lambda: detect.stream_images(good), store.location
+    )
+    ingested_at = datetime.now(UTC).replace(tzinfo=None)
+    batch_id = append.new_batch_id(ingested_at)
+    if rejects is not None:
+        record_rejects(spark, table.name, rejects, batch_id)
+        log.warning(
+            "%s: %d damaged line(s) set aside in staging.%s_rejects",
+            table.name,
+            rejected,
+            table.name,
+        )
+    entry = _ledger_entry(store.location, todo, batch_id)
+    keys = [k.column for k in table.keys]
+
+    def stage(columns_schema: Any) -> append.StagedBatch:
+        rows = append.staging_rows(
+            good,
+            decode.stream_change_columns(),
+            columns_schema,
+            entry.source,
+            batch_id,
+            ingested_at,
+        ).dropDuplicates([*keys, "_version", "_sequence", "_operation"])
+        return append.append_batch(spark, table, rows, entry, label, ingested_at)
+
+    batch, added = exports.stage_with_evolution(
+        spark, stage, table, label, lambda: detect.stream_images(good), store.location, current
+    )
+    _clean_up(store, [f.name for f in todo])
+    return StreamResult(
+        table=table.name,
+        location=store.location,
+        files=len(todo),
+        changes=batch.rows,
+        cleaned=len(leftover) + len(todo),
+        pending=pending,
+        batch_id=batch_id,
+        newest_change=_as_time(batch.newest_version),
+        seconds=_since(started),
+        drift=batch.drift,
+        schema_changes=tuple(changes + added),
+        rejected=rejected,
+    )
+
+
+def _ledger_entry(location: str, todo: list[ChangeFile], batch_id: str) -> ledger.Entry:
+    """The batch's ledger entry: its files by name, its time span from their names."""
+    return ledger.Entry(
+        source=ledger.stream_source(location, batch_id),
+        batch_id=batch_id,
+        kind=ledger.STREAM,
+        table_arn=None,
+        start=file_time(todo[0].name),
+        end=file_time(todo[-1].name),
+        files="\n".join(f.name for f in todo),
+    )
+
+
+def _as_time(version: int | None) -> datetime | None:
+    """A ``_version`` (epoch microseconds) as a UTC time, to the second."""
+    return None if version is None else datetime.fromtimestamp(version // 1_000_000, UTC)
+
+
+def _files_to_stage(
+    spark: SparkSession, table: str, store: ChangeFiles, cutoff: float, max_files: int
+) -> tuple[list[ChangeFile], list[str], int]:
+    """The settled files to stage now (at most ``max_files``), the leftover names an earlier run
+    staged (deleted here, not staged again), and how many files wait for a later run."""
+    listed = sorted(store.listing(), key=lambda f: f.name)
+    settled = [f for f in listed if f.modified <= cutoff]
+    done = ledger.staged_files(ledger.entries(spark, table), store.location)
+    leftover = [f.name for f in settled if f.name in done]
+    if leftover:
+        log.info(
+            "%s: %d change file(s) already staged by an earlier run: deleting them",
+            table,
+            len(leftover),
+        )
+        store.delete(leftover)
+    todo = [f for f in settled if f.name not in done][:max_files]
+    return todo, leftover, len(listed) - len(leftover) - len(todo)
+
+
+def _classified(
+    spark: SparkSession, table: TableConfig, paths: list[str], label: str, max_rejects: int
+) -> tuple[DataFrame, DataFrame | None, int]:
+    """The good lines, the rejected ones with their line numbers (None when none), and how many
+    were rejected; more than ``max_rejects`` fails the run before anything is staged."""
+    classified = (
+        spark.read.text(paths)
+        .withColumn("_reject", reject_reason(table))
+        .withColumn("_file", F.input_file_name())
+        .withColumn("_id", F.monotonically_increasing_id())
+    )
+    # A plain count first (no shuffle); line numbers (a window per file) only when lines failed.
+    rejected = classified.where(F.col("_reject").isNotNull()).count()
+    rejects = rejected_lines(classified).localCheckpoint() if rejected else None
+    if rejects is not None and rejected > max_rejects:
+        first = rejects.orderBy("file", "line").first()
+        assert first is not None
+        raise StreamError(
+            f"{label}: {rejected} damaged line(s), more than --max-rejects {max_rejects}; the "
+            f"first: {first['file']} line {first['line']}: {first['reason']}. Nothing was "
+            "staged and the files stay; fix or remove them, or raise --max-rejects to set "
+            f"such lines aside in staging.{table.name}_rejects"
+        )
+    return classified.where(F.col("_reject").isNull()).select("value"), rejects, rejected
+
+
+def _clean_up(store: ChangeFiles, names: list[str]) -> None:
+    """Delete the staged files (the ledger names them: a crash here loses nothing)."""
+    fault_points.point("after-stream-commit")
+    store.delete(names[:1])
+    fault_points.point("during-stream-cleanup")
+    store.delete(names[1:])
+
+
+def _since(started: float) -> float:
+    return time.monotonic() - started

@@ -1,0 +1,242 @@
+"""Maintenance that never breaks a running query: compaction, then expiry (ingestion.upkeep.expiry).
+
+Compaction: ``rewrite_data_files`` turns small files and files with position deletes into fewer,
+bigger files with the deletes applied, then drops the delete files that no longer apply
+(``remove-dangling-deletes``); ``rewrite_manifests`` once manifests pile up. These are ordinary
+Iceberg commits: the files they replace stay on storage, still referenced by the older snapshots
+a running query reads, until expiry removes snapshots older than the retention.
+(``rewrite_position_delete_files`` is not used: Iceberg 1.10 fails on it for a table with an
+array-of-struct column, "Invalid partition field parent", as `books` has.)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from ingestion.config import clock, names
+from ingestion.config.names import quote_table
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.merge import merge_log
+from ingestion.staging import append, ledger
+from ingestion.upkeep import expiry
+
+log = logging.getLogger(__name__)
+
+MIN_INPUT_FILES = 5  # compact once this many small files (or files with deletes) pile up
+MAX_MANIFESTS = 10  # rewrite manifests beyond this many
+DEFAULT_RETENTION = timedelta(hours=24)  # longer than your longest Athena query
+DEFAULT_KEEP_SNAPSHOTS = 5
+ORPHAN_AGE = timedelta(days=3)
+
+
+@dataclass(frozen=True)
+class Compaction:
+    table: str
+    data_files: tuple[int, int]  # live data files (before, after)
+    delete_files: tuple[int, int]  # live position-delete files (before, after)
+    rewritten_data_files: int
+    seconds: float
+
+
+def live_files(spark: SparkSession, table: str) -> tuple[int, int]:
+    """(data files, delete files) of the table's current snapshot (metadata only)."""
+    rows = (
+        spark.table(f"{names.final_table(table)}.files")
+        .groupBy("content")
+        .count()
+        .collect()  # at most three rows: data, position deletes, equality deletes
+    )
+    counts = {r["content"]: int(r["count"]) for r in rows}
+    return counts.get(0, 0), counts.get(1, 0) + counts.get(2, 0)
+
+
+def compact(spark: SparkSession, table: str) -> Compaction:
+    started = time.monotonic()
+    name = f"{names.FINAL}.{table}"
+    if not spark.catalog.tableExists(f"lake.{name}"):
+        return Compaction(table, (0, 0), (0, 0), 0, 0.0)
+    before = live_files(spark, table)
+    target = quote_table(names.FINAL, table)  # table names are validated: no quote inside
+    data = spark.sql(
+        f"call lake.system.rewrite_data_files(table => '{target}', options => map("
+        f"'min-input-files', '{MIN_INPUT_FILES}', 'delete-file-threshold', '1', "
+        # New files get a new sequence number, so the position deletes they absorbed no longer
+        # apply to any live file and are dropped (with the default `true` they would still
+        # "apply" to the rewritten files by sequence number and stay). A merge committing
+        # meanwhile makes the rewrite fail its validation, never apply wrongly.
+        "'use-starting-sequence-number', 'false', 'remove-dangling-deletes', 'true'))"
+    ).first()
+    counts = data.asDict() if data else {}
+    after = live_files(spark, table)
+    if after[1]:
+        # Position deletes older than every live data file no longer apply to any row. In an
+        # unpartitioned table Iceberg drops them table-wide on the NEXT merging commit (its
+        # dangling-delete action skips such tables), so the deletes of the merges since the
+        # previous compaction would stay until a later merge. A metadata-only delete of no row
+        # (no `_version` is negative) is that commit: it removes them now.
+        spark.sql(f"delete from {names.final_table(table)} where `_version` < 0")
+        after = live_files(spark, table)
+    result = Compaction(
+        table,
+        (before[0], after[0]),
+        (before[1], after[1]),
+        int(counts.get("rewritten_data_files_count") or 0),
+        time.monotonic() - started,
+    )
+    log.info(
+        "%s: data files %d -> %d, delete files %d -> %d (%.1fs)",
+        name,
+        *result.data_files,
+        *result.delete_files,
+        result.seconds,
+    )
+    return result
+
+
+def rewrite_manifests(spark: SparkSession, table: str) -> int:
+    """Rewrite the manifests of the final table when more than ``MAX_MANIFESTS``; returns how
+    many were rewritten."""
+    name = names.final_table(table)
+    if spark.table(f"{name}.manifests").count() <= MAX_MANIFESTS:
+        return 0
+    target = quote_table(names.FINAL, table)
+    row = spark.sql(f"call lake.system.rewrite_manifests('{target}')").first()
+    return int(row["rewritten_manifests_count"]) if row else 0
+
+
+@dataclass(frozen=True)
+class Report:
+    table: str
+    compaction: Compaction
+    manifests_rewritten: int
+    expired: tuple[expiry.Expiry, ...] = field(default=())
+    seconds: float = 0.0
+    pruned: int = 0  # superseded, merged changes removed from the staging change log
+
+    def lines(self) -> list[str]:
+        c = self.compaction
+        out = [
+            f"{self.table}: data files {c.data_files[0]} -> {c.data_files[1]}, delete files "
+            f"{c.delete_files[0]} -> {c.delete_files[1]}, manifests rewritten "
+            f"{self.manifests_rewritten}, {self.pruned} superseded changes removed from "
+            f"staging ({self.seconds:.1f}s)"
+        ]
+        out += [
+            f"  {e.table}: snapshots {e.snapshots[0]} -> {e.snapshots[1]}, "
+            f"{e.files_deleted} files deleted with them, {e.orphans_deleted} orphan files removed"
+            for e in self.expired
+        ]
+        return out
+
+
+def maintain(
+    spark: SparkSession,
+    table: TableConfig,
+    retention: timedelta = DEFAULT_RETENTION,
+    keep_snapshots: int = DEFAULT_KEEP_SNAPSHOTS,
+    now: datetime | None = None,
+) -> Report:
+    """Compact the final table, carry the staging ledger forward, expire snapshots older than
+    ``retention`` (keeping ``keep_snapshots``) and remove old orphan files, for the final table,
+    the staging change log and the merge log."""
+    started = time.monotonic()
+    now = clock.utc(now) if now else clock.utc_now()  # a naive ``now`` is UTC
+    compaction = compact(spark, table.name)
+    manifests = (
+        rewrite_manifests(spark, table.name)
+        if spark.catalog.tableExists(names.final_table(table.name))
+        else 0
+    )
+    cutoff, orphans = now - retention, now - ORPHAN_AGE
+    expired, pruned = [], 0
+    if spark.catalog.tableExists(names.staging_table(table.name)):
+        merge_log.ensure_merge_log(spark)
+        merged = {
+            r["batch_id"]
+            for r in spark.table(merge_log.MERGE_LOG)
+            .where(f"table_name = '{table.name}'")
+            .collect()
+        }  # one row per merged batch
+        append.remove_duplicate_batches(spark, table.name)
+        pruned = expiry.prune_change_log(
+            spark,
+            table.name,
+            [k.column for k in table.keys],
+            spark.table(merge_log.MERGE_LOG).where(F.col("table_name") == table.name),
+            cutoff,
+        )
+        # The checkpoint comes last and is never expired: it alone holds the ledger of the
+        # commits expiry removes.
+        checkpoint = expiry.checkpoint_ledger(spark, table.name, merged, cutoff)
+        expired.append(
+            expiry.expire(
+                spark, names.STAGING, table.name, min(cutoff, checkpoint), keep_snapshots, orphans
+            )
+        )
+        expired.append(
+            expiry.expire(spark, names.STAGING, names.MERGE_LOG, cutoff, keep_snapshots, orphans)
+        )
+    if spark.catalog.tableExists(names.final_table(table.name)):
+        expired.append(
+            expiry.expire(spark, names.FINAL, table.name, cutoff, keep_snapshots, orphans)
+        )
+    return Report(
+        table.name, compaction, manifests, tuple(expired), time.monotonic() - started, pruned
+    )
+
+
+def metadata_bytes(spark: SparkSession, name: str) -> int:
+    """Bytes of the table's current metadata: its metadata file, manifest list and manifests
+    (what every query and commit reads first)."""
+    current = spark.table(f"{name}.metadata_log_entries").orderBy(F.col("timestamp").desc()).first()
+    snapshot = spark.table(f"{name}.snapshots").orderBy(F.col("committed_at").desc()).first()
+    files = [current["file"]] if current else []
+    if snapshot and snapshot["manifest_list"]:
+        files.append(snapshot["manifest_list"])
+    jvm = spark.sparkContext._jvm  # Hadoop's FileSystem: the same paths Spark reads (s3a://...)
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    size = 0
+    for file in files:
+        path = jvm.org.apache.hadoop.fs.Path(file)  # type: ignore[union-attr]
+        size += path.getFileSystem(conf).getFileStatus(path).getLen()
+    manifests = spark.table(f"{name}.manifests").agg(F.sum("length")).first()
+    return size + int(manifests[0] or 0 if manifests else 0)
+
+
+def health(spark: SparkSession, table: str) -> str | None:
+    """One line on the final table's files, snapshots, metadata and last maintenance (metadata
+    tables only), or None."""
+    if not spark.catalog.tableExists(names.final_table(table)):
+        return None
+    name = names.final_table(table)
+    files = (
+        spark.table(f"{name}.files")
+        .groupBy("content")
+        .agg(F.count(F.lit(1)).alias("n"), F.sum("file_size_in_bytes").alias("bytes"))
+        .collect()
+    )  # at most three rows
+    by_content = {r["content"]: (int(r["n"]), int(r["bytes"] or 0)) for r in files}
+    data, size = by_content.get(0, (0, 0))
+    deletes = sum(n for c, (n, _) in by_content.items() if c != 0)
+    snaps = spark.table(f"{name}.snapshots")
+    maintained = None
+    if spark.catalog.tableExists(names.staging_table(table)):
+        last = (
+            spark.table(f"{names.staging_table(table)}.snapshots")
+            .where(F.col("summary").getItem(ledger.MAINTAINED).isNotNull())
+            .agg(F.max("committed_at"))
+            .first()
+        )
+        maintained = last[0] if last else None
+    average = size / data / 2**20 if data else 0.0
+    return (
+        f"{data} data files (average {average:.1f} MB), {deletes} delete files, "
+        f"{snaps.count()} snapshots, metadata {metadata_bytes(spark, name) / 1024:.0f} KB, "
+        f"last maintenance: {maintained or 'never'}"
+    )
