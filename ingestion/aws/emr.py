@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ingestion.aws import job_python
+from ingestion.config.errors import LakehouseError
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ DONE_STEP = {"COMPLETED"}
 FAILED_STEP = {"FAILED", "CANCELLED", "INTERRUPTED"}
 
 
-class EmrError(RuntimeError):
+class EmrError(LakehouseError):
     """A job could not be submitted, or it failed."""
 
 

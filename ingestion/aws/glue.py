@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ingestion.config import names
+from ingestion.config.errors import LakehouseError
+from ingestion.dynamodb.tables import TableConfig
 
 log = logging.getLogger(__name__)
 
 
-class GlueError(RuntimeError):
+class GlueError(LakehouseError):
     """A table could not be registered in Glue."""
 
 
@@ -83,3 +86,22 @@ def current_metadata_location(spark: Any, namespace: str, table: str) -> str:
     if location.startswith("file:") and not location.startswith("file://"):
         location = "file://" + location[len("file:") :]
     return location
+
+
+def register_tables(
+    tables: list[TableConfig], database: str, endpoint: str | None, report: Callable[[str], Any]
+) -> list[Registration]:
+    """Every final table of ``tables`` registered (or moved) in Glue's ``database``; a table with
+    no final table yet is reported and skipped."""
+    from ingestion.spark import spark_config
+
+    spark = spark_config.build_spark("register-glue")
+    catalog = glue_catalog(endpoint)
+    done = []
+    for table in tables:
+        if not spark.catalog.tableExists(names.final_table(table.name)):
+            report(f"{table.name}: no final table yet, skipped")
+            continue
+        location = current_metadata_location(spark, names.FINAL, table.name)
+        done.append(register(catalog, database, table.name, location))
+    return done

@@ -27,6 +27,7 @@ import tomllib
 from pathlib import Path
 
 from ingestion.config import settings
+from ingestion.config.errors import LakehouseError
 
 JOB_PYTHON = "/usr/bin/python3.11"
 PYTHON_VERSION = "3.11"
@@ -38,7 +39,7 @@ MANYLINUX = ("manylinux2014", "manylinux_2_28", "manylinux_2_34")
 PROVIDED = ("pyspark", "py4j", "snowpark-connect-deps-iceberg")
 
 
-class PackagingError(RuntimeError):
+class PackagingError(LakehouseError):
     """The dependency archive could not be built."""
 
 

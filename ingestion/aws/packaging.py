@@ -24,6 +24,8 @@ LAMBDA_HANDLER = "ingestion.stream_writer.handler"
 LAMBDA_FILES = (
     "ingestion/__init__.py",
     "ingestion/stream_writer.py",
+    "ingestion/config/__init__.py",
+    "ingestion/config/errors.py",
     "ingestion/sources/__init__.py",
     "ingestion/sources/s3_uri.py",
     "ingestion/sources/stream_writer.py",

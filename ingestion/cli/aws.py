@@ -6,12 +6,10 @@ import argparse
 import shutil
 from pathlib import Path
 
-from ingestion.aws import emr, glue, job_python, packaging
+from ingestion.aws import glue, job_python, packaging, submit
+from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, selected_tables
-from ingestion.config import names, settings
-from ingestion.sources.locations import s3_client
-from ingestion.sources.s3_uri import parse_s3_uri
-from ingestion.spark import spark_config
+from ingestion.config import names
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -74,87 +72,34 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_register_glue(args: argparse.Namespace) -> int:
-    tables = selected_tables(args)
-    spark = spark_config.build_spark("register-glue")
-    catalog = glue.glue_catalog(args.glue_endpoint)
-    for table in tables:
-        if not spark.catalog.tableExists(names.final_table(table.name)):
-            print(f"{table.name}: no final table yet, skipped")
-            continue
-        location = glue.current_metadata_location(spark, names.FINAL, table.name)
-        done = glue.register(catalog, args.database, table.name, location)
-        print(f"{done.table}: {'registered' if done.created else 'moved'} to {location}")
+    registered = glue.register_tables(
+        selected_tables(args), args.database, args.glue_endpoint, output.Console().line
+    )
+    for done in registered:
+        print(
+            f"{done.table}: {'registered' if done.created else 'moved'} to {done.metadata_location}"
+        )
     return 0
 
 
 def run_emr(args: argparse.Namespace) -> int:
     if args.action == "package":
         return run_package(args)
-    arguments = [a for a in args.arguments if a != "--"]
-    if not arguments:
-        raise emr.EmrError("give the command to run after --, e.g. -- sync --table orders ...")
-    if args.application_id and (not args.role_arn or not args.warehouse):
-        raise emr.EmrError("EMR Serverless needs --role-arn and --warehouse")
-    if not args.application_id and not args.warehouse:
-        raise emr.EmrError(
-            "an EMR on EC2 step needs --warehouse (s3://BUCKET/PREFIX of the tables)"
-        )
-    bucket, prefix = parse_s3_uri(args.code)
-    import boto3
-
-    client = None
-    arch = args.architecture
-    if args.application_id and not args.dry_run:
-        client = boto3.client("emr-serverless")
-        label, arch = emr.check_release(client, args.application_id)
-        print(f"application {args.application_id}: {label}, {arch}")
-    work = settings.lakehouse_home() / "dist"  # what submit builds, then uploads
-    built = packaging.package(work)
-    deps = None
-    if not args.custom_image and not args.venv_archive:
-        path, key = packaging.dependencies(work, arch)
-        deps = (path, packaging.deps_location(bucket, prefix, arch, key))
-    deps_uri = deps[1] if deps else None
-    entry, archive = packaging.code_locations(built, bucket, prefix)
-    name = "ddb-lakehouse " + " ".join(arguments[:3])
-    if args.application_id:
-        parameters = emr.spark_parameters(
-            archive, args.warehouse, deps_uri, args.venv_archive, watch=emr.is_watch(arguments)
-        )
-        request = emr.job_run_request(
-            args.application_id, args.role_arn, entry, arguments, parameters, name
-        )
-    else:
-        step = emr.step_request(entry, arguments, archive, name, args.warehouse, deps_uri)
+    request = submit.Submission(
+        arguments=[a for a in args.arguments if a != "--"],
+        code=args.code,
+        application_id=args.application_id,
+        cluster_id=args.cluster_id,
+        role_arn=args.role_arn,
+        warehouse=args.warehouse,
+        custom_image=args.custom_image,
+        venv_archive=args.venv_archive,
+        architecture=args.architecture,
+    )
     if args.dry_run:
-        import json
-
-        if args.application_id:
-            print("StartJobRun " + json.dumps(request, indent=2))
-        else:
-            print("AddJobFlowSteps " + json.dumps({"JobFlowId": args.cluster_id, "Steps": [step]}, indent=2))  # fmt: skip
-        print(f"(dry run: nothing uploaded to s3://{bucket}/{prefix}, nothing started)")
+        print(submit.dry_run(request))
         return 0
-    s3 = s3_client()
-    packaging.upload(s3, built, bucket, prefix)
-    print(f"uploaded {archive}")
-    if deps and packaging.upload_dependencies(s3, *deps):
-        print(f"uploaded {deps[1]} ({deps[0].stat().st_size / 1e6:.0f} MB)")
-    if args.application_id:
-        assert client is not None
-        run_id = emr.start_serverless(client, request)
-        what = f"job run {run_id} on application {args.application_id}"
-        state = emr.serverless_state(client, args.application_id, run_id)
-        done, failed = emr.DONE_SERVERLESS, emr.FAILED_SERVERLESS
-    else:
-        client = boto3.client("emr")
-        step_id = emr.add_step(client, args.cluster_id, step)
-        what = f"step {step_id} on cluster {args.cluster_id}"
-        state = emr.step_state(client, args.cluster_id, step_id)
-        done, failed = emr.DONE_STEP, emr.FAILED_STEP
-    print(what)
-    if not args.no_wait:
-        emr.wait(state, done, failed, what, args.poll, lambda line: print(line, flush=True))
+    submit.submit(request, output.Console().line, wait=not args.no_wait, poll=args.poll)
     return 0
 
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 from ingestion.cli import output
 from ingestion.cli.arguments import (
@@ -15,14 +13,11 @@ from ingestion.cli.arguments import (
     add_export_folder_arguments,
     add_stream_arguments,
 )
-from ingestion.cli.merge import merge_tables
-from ingestion.cli.streams import report_adoption, stage_stream
-from ingestion.dynamodb.tables import TableConfig, TableConfigError, get_table
-from ingestion.schema import detect, schema_file
-from ingestion.sources import export_control, manifest
-from ingestion.spark import progress, spark_config
-from ingestion.staging import chain, ledger
-from ingestion.staging.exports import detect_table_schema, in_time_order, ingest_export
+from ingestion.dynamodb.tables import TableConfigError, get_table
+from ingestion.jobs import stage, sync
+from ingestion.jobs.stage import StreamSource
+from ingestion.jobs.sync import ExportTarget
+from ingestion.schema import schema_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -78,129 +73,53 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run_detect_schema)
 
 
-def ingest_folders(table: TableConfig, sources: list[str], allow_gap: bool = False) -> int:
-    """Stage export folders in time order (whatever order they were given in); the summary
-    table; 1 on a count mismatch."""
-    ordered = in_time_order(sources)
-    if ordered != sources:
-        print("exports given out of order: staged in time order: " + ", ".join(
-            output.short_source(s) for s in ordered
-        ), flush=True)  # fmt: skip
-        sources = ordered
-    spark = spark_config.build_spark(f"ingest {table.name}")
-    results = []
-    for number, source in enumerate(sources, 1):
-        if len(sources) > 1:
-            print(f"[{number}/{len(sources)}] {source}", flush=True)
-        with progress.progress(spark, f"ingest {table.name} {output.short_source(source)}"):
-            results.append(ingest_export(spark, table, source, allow_gap))
-    output.print_ingest_results(results)
-    for r in results:
-        if r.chain_note:
-            print(r.chain_note)
-        for change in r.schema_changes:
-            print(f"{r.table}: {change}")
-    drift = [d for r in results for d in r.drift]
-    if drift:
-        output.print_drift(drift)
-        report_adoption(spark, table, drift)
-    return 0 if all(r.skipped or r.rows == r.expected for r in results) else 1
+def stream_source(args: argparse.Namespace) -> StreamSource | None:
+    """The ``--stream`` arguments (``add_stream_arguments``), or None without ``--stream``."""
+    if not args.stream:
+        return None
+    return StreamSource(args.stream, args.settle, args.max_files, args.max_rejects)
 
 
 def run_ingest(args: argparse.Namespace) -> int:
     table = get_table(args.table)
-    if args.stream and args.sources:
+    stream = stream_source(args)
+    if stream and args.sources:
         raise TableConfigError("give export folders or --stream, not both")
-    if args.stream:
-        return stage_stream(table, args)
+    if stream:
+        stage.stage_stream(table, stream, output.Console())
+        return 0
     if not args.sources:
         raise TableConfigError("nothing to ingest: give export folders, or --stream LOCATION")
-    return ingest_folders(table, args.sources, args.allow_gap)
+    return 0 if stage.stage_exports(table, args.sources, output.Console(), args.allow_gap) else 1
 
 
-def export_from_dynamodb(
-    table: TableConfig, args: argparse.Namespace, kind: str | None
-) -> list[str]:
-    """Run the DynamoDB exports the ledger calls for; return their folders (s3://...)."""
-    table_arn = args.table_arn or table.table_arn
-    destination = args.to or table.export_to
-    if not table_arn or not destination:
-        raise TableConfigError(
-            f"table {table.name}: exporting needs its table ARN and an s3:// destination "
-            "(table_arn / export_to in dbt_project.yml, or --table-arn / --to)"
-        )
-    spark = spark_config.build_spark(f"export {table.name}")
-    last_end = chain.last_export_end(ledger.entries(spark, table.name))
-    folders = export_control.run_exports(
-        _dynamodb_client(),
-        table_arn,
-        destination,
-        kind or (manifest.INCREMENTAL if last_end else manifest.FULL),
-        last_end,
-        args.poll,
-        report=lambda line: print(line, flush=True),
-    )
-    if not folders:
-        print(
-            f"{table.name}: up to date (less than 15 minutes since {last_end}): nothing to export"
-        )
-    return folders
-
-
-def _dynamodb_client() -> Any:
-    import boto3
-
-    return boto3.client("dynamodb")
+def export_target(args: argparse.Namespace) -> ExportTarget:
+    return ExportTarget(args.table_arn, args.to, args.poll)
 
 
 def run_export(args: argparse.Namespace) -> int:
-    table = get_table(args.table)
-    kind = manifest.FULL if args.full else manifest.INCREMENTAL
-    folders = export_from_dynamodb(table, args, kind)
-    for folder in folders:
-        print(f"exported: {folder}")
-    if folders and not args.no_ingest:
-        code = ingest_folders(table, folders)
-        if code != 0:
-            return code
-        merge_tables([table])
-    return 0
+    done = sync.export(
+        get_table(args.table), export_target(args), args.full, not args.no_ingest, output.Console()
+    )
+    return 0 if done else 1
 
 
 def run_sync(args: argparse.Namespace) -> int:
-    table = get_table(args.table)
-    if args.stream:
-        if args.sources or args.from_dynamodb:
-            raise TableConfigError("give --stream, export folders or --from-dynamodb: one of them")
-        stage_stream(table, args)
-        merge_tables([table])
-        return 0
-    if args.from_dynamodb:
-        if args.sources:
-            raise TableConfigError("give export folders or --from-dynamodb, not both")
-        args.sources = export_from_dynamodb(table, args, None)
-        if not args.sources:
-            return 0
-    elif not args.sources:
-        raise TableConfigError("nothing to sync: give export folders, or --from-dynamodb")
-    code = ingest_folders(table, args.sources, args.allow_gap)
-    if code != 0:
-        return code
-    merge_tables([table])
-    return 0
+    done = sync.sync(
+        get_table(args.table),
+        output.Console(),
+        folders=args.sources,
+        stream=stream_source(args),
+        target=export_target(args) if args.from_dynamodb else None,
+        allow_gap=args.allow_gap,
+    )
+    return 0 if done else 1
 
 
 def run_detect_schema(args: argparse.Namespace) -> int:
-    export = manifest.read_export(args.export)
     table = get_table(args.table) if args.table else None
-    started = time.monotonic()
-    spark = spark_config.build_spark("detect-schema")
-    with progress.progress(spark, f"detect-schema {output.short_source(args.export)}"):
-        if table is None:
-            detected = detect.detect_unconfigured(spark, export)
-        else:
-            detected = detect_table_schema(spark, export, table)
-    seconds = time.monotonic() - started
+    found = stage.detect_schema(args.export, table)
+    detected, seconds = found.schema, found.seconds
     to_stdout = args.output is None and table is None  # the schema itself goes to stdout then
     print(output.schema_table(detected.attributes), file=sys.stderr if to_stdout else sys.stdout)
     for conflict in detected.conflicts:

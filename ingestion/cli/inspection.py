@@ -7,9 +7,9 @@ import argparse
 from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, selected_tables
 from ingestion.config import names
-from ingestion.spark import spark_config
+from ingestion.jobs.inspect import query, statuses
 from ingestion.staging import ledger
-from ingestion.upkeep.status import TableStatus, table_status
+from ingestion.upkeep.status import TableStatus
 
 STREAM_BATCHES_SHOWN = 5  # a watched table has one per tick: the last few are enough
 
@@ -29,10 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    tables = selected_tables(args)
-    spark = spark_config.build_spark("status")
-    for table in tables:
-        print_status(table_status(spark, table.name))
+    for status in statuses(selected_tables(args)):
+        print_status(status)
     return 0
 
 
@@ -80,8 +78,6 @@ def print_status(status: TableStatus) -> None:
 
 
 def run_query(args: argparse.Namespace) -> int:
-    spark = spark_config.build_spark("query")
-    df = spark.sql(args.sql)
-    rows = df.limit(args.limit).collect() if args.format == "table" else df.toLocalIterator()
-    output.write_rows(df.columns, (tuple(r) for r in rows), args.format)
+    result = query(args.sql, args.limit if args.format == "table" else None)
+    output.write_rows(result.columns, result.rows, args.format)
     return 0

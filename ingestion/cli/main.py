@@ -1,4 +1,5 @@
-"""``ddb-lakehouse``: the root parser, the command groups, and the errors a user can act on."""
+"""``ddb-lakehouse``: the root parser, the command groups, and one line for an error a user can
+act on (any ``config.errors.LakehouseError``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 import time
 
 from ingestion.config import settings
+from ingestion.config.errors import LakehouseError
 
 log = logging.getLogger("ddb-lakehouse")
 
@@ -27,49 +29,6 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
-def user_errors() -> tuple[type[Exception], ...]:
-    """Errors that end a command with a one-line message and exit code 2 (no traceback)."""
-    from pyspark.errors import AnalysisException, ParseException
-
-    from ingestion.aws.emr import EmrError
-    from ingestion.aws.glue import GlueError
-    from ingestion.aws.job_python import PackagingError
-    from ingestion.dynamodb.tables import TableConfigError
-    from ingestion.jobs.lease import LeaseLost
-    from ingestion.jobs.table_lock import TableBusy
-    from ingestion.jobs.watch import WatchError
-    from ingestion.merge.runner import DbtError
-    from ingestion.project.onboarding import OnboardingError
-    from ingestion.schema.types import SchemaError
-    from ingestion.sources.manifest import ExportError
-    from ingestion.sources.s3_uri import LocationError
-    from ingestion.sources.stream_files import StreamError
-    from ingestion.spark.spark_config import ConfigError
-    from ingestion.spark.spark_submit import SubmitError
-    from ingestion.staging.append import StagingError
-
-    return (
-        ExportError,
-        StagingError,
-        TableConfigError,
-        ConfigError,
-        DbtError,
-        SubmitError,
-        LocationError,
-        WatchError,
-        TableBusy,
-        LeaseLost,
-        EmrError,
-        PackagingError,
-        GlueError,
-        StreamError,
-        OnboardingError,
-        SchemaError,
-        AnalysisException,
-        ParseException,
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(
@@ -82,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         code: int = args.run(args)
-    except user_errors() as exc:
+    except LakehouseError as exc:  # the one family of errors a user can cause (config.errors)
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_status
     log.debug("%s finished in %.1fs", args.command, time.monotonic() - started)
     return code

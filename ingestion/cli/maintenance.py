@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 from datetime import timedelta
 
+from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, selected_tables
-from ingestion.merge import runner
-from ingestion.spark import spark_config
-from ingestion.upkeep.maintenance import maintain
+from ingestion.jobs.maintain import maintain_tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,16 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_maintain(args: argparse.Namespace) -> int:
-    tables = selected_tables(args)
-    spark = spark_config.build_spark("maintain")
-    for table in tables:
-        report = maintain(spark, table, timedelta(hours=args.retention_hours), args.keep_snapshots)
-        print("\n".join(report.lines()), flush=True)
-    if not args.no_check:
-        # Merges test the keys their batches touched; the whole tables are checked here.
-        checked, left = runner.full_check(spark, tables)
-        if checked:
-            print(f"full check (dbt test of whole tables): {', '.join(checked)}: passed")
-        for name in left:
-            print(f"full check: {name} left out (no final table, or batches not merged yet)")
+    maintain_tables(
+        selected_tables(args),
+        timedelta(hours=args.retention_hours),
+        args.keep_snapshots,
+        output.Console(),
+        check=not args.no_check,
+    )
     return 0

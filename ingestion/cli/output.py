@@ -12,6 +12,8 @@ from typing import Any, TextIO
 
 from pyspark.sql import Row
 
+from ingestion.jobs.stage import short_source
+
 
 def _cell(value: Any) -> str:
     if value is None:
@@ -92,13 +94,8 @@ def write_rows(
     return count
 
 
-def short_source(source: str) -> str:
-    """The last part of a source's location: an export id, a stream batch."""
-    return source.rsplit("/", 1)[-1]
-
-
 def print_ingest_results(results: Sequence[Any]) -> None:
-    """One row per ingested export (``lake.ingest.IngestResult``)."""
+    """One row per ingested export (``staging.exports.IngestResult``)."""
     print(
         format_table(
             ["table", "source", "staged rows", "manifest items", "status", "seconds"],
@@ -120,7 +117,7 @@ def print_ingest_results(results: Sequence[Any]) -> None:
 
 
 def print_drift(drift: Sequence[Any]) -> None:
-    """Values that did not fit their column (``lake.drift.Drift``), per attribute and source."""
+    """Values that did not fit their column (``staging.drift.Drift``), per attribute and source."""
     print("schema drift (values that do not fit their column):")
     print(
         format_table(
@@ -131,7 +128,7 @@ def print_drift(drift: Sequence[Any]) -> None:
 
 
 def print_merge(counts: Sequence[Any], seconds: float) -> None:
-    """What a merge changed per final table (``lake.merge_counts.MergeCounts``)."""
+    """What a merge changed per final table (``merge.merge_counts.MergeCounts``)."""
     print(
         format_table(
             ["final table", "rows", "inserted", "updated", "deleted"],
@@ -142,7 +139,7 @@ def print_merge(counts: Sequence[Any], seconds: float) -> None:
 
 
 def schema_table(attributes: Sequence[Any]) -> str:
-    """A detected schema (``dynamodb.types.Attribute``) as a table: column, type, what was seen."""
+    """A detected schema (``schema.types.Attribute``) as a table: column, type, what was seen."""
 
     def short(text: str) -> str:
         return text if len(text) <= 60 else text[:57] + "..."
@@ -160,3 +157,19 @@ def schema_table(attributes: Sequence[Any]) -> str:
             for a in attributes
         ],
     )
+
+
+class Console:
+    """The ``jobs.reporter.Reporter`` of the command line: every report printed as it comes."""
+
+    def line(self, text: str) -> None:
+        print(text, flush=True)
+
+    def ingested(self, results: Sequence[Any]) -> None:
+        print_ingest_results(results)
+
+    def drift(self, drift: Sequence[Any]) -> None:
+        print_drift(drift)
+
+    def merged(self, counts: Sequence[Any], seconds: float) -> None:
+        print_merge(counts, seconds)

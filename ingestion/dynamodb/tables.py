@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from ingestion.config import settings
+from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.naming import column_name
 from ingestion.sources.s3_uri import LocationError, parse_s3_uri
 
@@ -24,7 +25,7 @@ TTL_MODES = ("delete", "keep")
 _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,127}$")
 
 
-class TableConfigError(ValueError):
+class TableConfigError(LakehouseError):
     """The table configuration is invalid or names an unknown table."""
 
 

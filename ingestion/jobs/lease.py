@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ingestion.config import names
+from ingestion.config.errors import LakehouseError
 from ingestion.jobs.table_lock import WHY, TableBusy
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ HOLDER = names.quote_table(names.CATALOG, names.STAGING, "dynamodb_lakehouse_lea
 DEFAULT_TTL = 120.0
 
 
-class LeaseLost(RuntimeError):
+class LeaseLost(LakehouseError):
     """Another process took this process's lease (it was not renewed in time)."""
 
 

@@ -14,13 +14,15 @@ import os
 from pathlib import Path
 from typing import IO
 
+from ingestion.config.errors import LakehouseError
+
 WHY = {
     "watch": "two would stage the same change files twice",
     "rebuild": "rebuild replaces the staging table, and a commit made meanwhile would be lost",
 }
 
 
-class TableBusy(RuntimeError):
+class TableBusy(LakehouseError):
     """Another process on this machine holds the table's lock."""
 
 

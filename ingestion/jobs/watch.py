@@ -21,8 +21,11 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb import decode
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.jobs import table_lock
+from ingestion.jobs.guard import held_table
 from ingestion.merge import merge_counts, merge_log, runner
 from ingestion.schema import schema_file
 from ingestion.staging import append, exports, streams
@@ -77,7 +80,7 @@ class WatchOptions:
     max_failures: int = 5
 
 
-class WatchError(RuntimeError):
+class WatchError(LakehouseError):
     """Too many ticks in a row failed."""
 
 
@@ -233,3 +236,19 @@ def watch(
     total = sum(t.changes for t in ticks)
     report(f"stopped after {number} ticks: {total} changes merged")
     return ticks
+
+
+def watch_table(
+    table: TableConfig, options: WatchOptions, report: Callable[[str], Any], if_free: bool = False
+) -> list[Tick]:
+    """``watch`` with the table held by this process (``guard``) for its whole life. With
+    ``if_free``, a table another watch holds is said and left (no ticks), not an error: a schedule
+    that keeps one watch running then never fails, nor gets retried, for that."""
+    try:
+        with held_table(table.name, "watch") as (spark, held):
+            return watch(spark, table, options, report=report, guard=held.check)
+    except table_lock.TableBusy as busy:
+        if not if_free:
+            raise
+        report(f"{table.name}: already watched, nothing to do ({busy})")
+        return []

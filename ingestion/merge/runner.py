@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 
 from ingestion import fault_points
 from ingestion.config import names, settings
+from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge.full_refresh import needs_full_refresh
 from ingestion.merge.merge_counts import MergeCounts, commit_counts, current_snapshot
@@ -23,7 +24,7 @@ from ingestion.staging import ledger
 log = logging.getLogger(__name__)
 
 
-class DbtError(RuntimeError):
+class DbtError(LakehouseError):
     """A dbt command failed."""
 
 

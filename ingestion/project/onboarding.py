@@ -13,11 +13,12 @@ from pathlib import Path
 import yaml
 
 from ingestion.config import settings
+from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import load_tables, table_from_entry
 from ingestion.project import scaffold
 
 
-class OnboardingError(ValueError):
+class OnboardingError(LakehouseError):
     """The table cannot be added (exists already, invalid key...)."""
 
 

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ingestion.config.errors import LakehouseError
 from ingestion.config.names import quote
 from ingestion.dynamodb.naming import column_name
 
@@ -70,7 +71,7 @@ _KEY_KINDS = {
 _DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 
 
-class SchemaError(ValueError):
+class SchemaError(LakehouseError):
     """A schema file is invalid, or detection found something a person must decide."""
 
 

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ingestion.config.errors import LakehouseError
 from ingestion.sources.locations import S3Path
 
 Location = Path | S3Path  # a local path, or an s3:// one (manifests read with boto3)
@@ -23,7 +24,7 @@ FULL = "FULL_EXPORT"
 INCREMENTAL = "INCREMENTAL_EXPORT"
 
 
-class ExportError(ValueError):
+class ExportError(LakehouseError):
     """The export is unreadable or inconsistent; nothing of it may be staged."""
 
 

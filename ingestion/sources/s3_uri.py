@@ -11,11 +11,13 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from ingestion.config.errors import LakehouseError
+
 SCHEME = "s3://"
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 
-class LocationError(ValueError):
+class LocationError(LakehouseError):
     """An ``s3://`` location is malformed or cannot be read."""
 
 

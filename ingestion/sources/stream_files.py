@@ -9,12 +9,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ingestion.config.errors import LakehouseError
 from ingestion.sources.locations import s3_client
 from ingestion.sources.s3_uri import is_s3, parse_s3_uri
 from ingestion.sources.stream_writer import SUFFIX
 
 
-class StreamError(RuntimeError):
+class StreamError(LakehouseError):
     """Stream change files could not be listed, read or removed."""
 
 

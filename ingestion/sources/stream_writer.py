@@ -37,6 +37,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from ingestion.config.errors import LakehouseError
 from ingestion.sources.s3_uri import parse_s3_uri
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ _EVENTS = ("INSERT", "MODIFY", "REMOVE")
 _UNITS = {"SECOND": 0, "MILLISECOND": 3, "MICROSECOND": 6}  # digits below the second
 
 
-class StreamRecordError(ValueError):
+class StreamRecordError(LakehouseError):
     """A record is not a DynamoDB stream record this function can write."""
 
 

@@ -17,6 +17,7 @@ import jinja2
 import yaml
 
 from ingestion.config import settings
+from ingestion.config.errors import LakehouseError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -25,7 +26,7 @@ PROFILE_NAME = "dynamodb_lakehouse"
 _MISSING = object()
 
 
-class ConfigError(RuntimeError):
+class ConfigError(LakehouseError):
     """The configuration cannot be rendered (unknown target, missing variable...)."""
 
 

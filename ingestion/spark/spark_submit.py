@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 from ingestion.config import settings
+from ingestion.config.errors import LakehouseError
 from ingestion.spark import spark_config
 
 
-class SubmitError(RuntimeError):
+class SubmitError(LakehouseError):
     """A spark-submit job failed."""
 
 

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from ingestion import fault_points
 from ingestion.config import names
+from ingestion.config.errors import LakehouseError
 from ingestion.config.names import quote_table
 from ingestion.dynamodb import decode
 from ingestion.dynamodb.tables import TableConfig
@@ -41,7 +42,7 @@ TABLE_PROPERTIES = {
 }
 
 
-class StagingError(RuntimeError):
+class StagingError(LakehouseError):
     """A batch could not be staged; nothing of it was committed."""
 
 

@@ -1,0 +1,53 @@
+"""Looking without changing anything: each table's status, and SQL against the lakehouse.
+
+Spark's analysis and parse errors (a table or column that does not exist, a typo in the SQL)
+are the user's to fix: ``query`` turns them into a ``QueryError`` of one line, without Spark's
+query plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ingestion.config.errors import LakehouseError
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.spark import spark_config
+from ingestion.upkeep.status import TableStatus, table_status
+
+
+class QueryError(LakehouseError):
+    """The SQL of ``query`` does not parse, or names something the lakehouse does not hold."""
+
+
+def statuses(tables: list[TableConfig]) -> Iterator[TableStatus]:
+    spark = spark_config.build_spark("status")
+    for table in tables:
+        yield table_status(spark, table.name)
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    columns: list[str]
+    rows: Iterator[tuple[Any, ...]]
+
+
+def query(sql: str, limit: int | None) -> QueryResult:
+    """Run ``sql``; its rows (the first ``limit`` of them, or all of them streamed to the
+    driver one partition at a time when ``limit`` is None)."""
+    from pyspark.errors import AnalysisException, ParseException
+
+    spark = spark_config.build_spark("query")
+    try:
+        df = spark.sql(sql)
+    except (AnalysisException, ParseException) as exc:
+        raise QueryError(_first_line(exc)) from None
+    rows = df.limit(limit).collect() if limit is not None else df.toLocalIterator()
+    return QueryResult(df.columns, (tuple(r) for r in rows))
+
+
+def _first_line(exc: Exception) -> str:
+    """Spark's message without the plan and the SQL state that follow it."""
+    text = getattr(exc, "getMessage", lambda: str(exc))() or str(exc)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
