@@ -1,21 +1,24 @@
 """dynamodb-lakehouse: DynamoDB exports and streams -> staging Iceberg change logs -> dbt merges.
 
-The rooms, in the order the data flows through them (each ``__init__`` says what it holds):
+The rooms, top to bottom (imports run one way, downwards; each ``__init__`` names its modules):
 
-- ``sources``   what AWS writes to S3 and how it is read: export folders and manifests, the export
-                control plane, stream change files, the Lambda writer, ``s3://`` locations.
-- ``dynamodb``  DynamoDB JSON -> typed columns: the table configuration, the schema file, the
-                type rules, detection, value rules, decoding, column naming.
-- ``lake``      the Iceberg and dbt side: Spark session, catalog, staging appends and the ledger,
-                the dbt merge and its report, maintenance, expiry, rebuild, ``watch``.
-- ``aws``       Glue registration, EMR packaging and submission.
-- ``samples``   sample exports and stream files in AWS's exact layout (the demo, the tests).
-- ``cli``       the ``ddb-lakehouse`` commands: parsers and handlers that wire the rooms.
-- ``config``    at the bottom: where things are (``settings``) and what they are called
-                (``names``); ``testing`` (test-only fault injection) sits beside it.
+- ``cli``        the ``ddb-lakehouse`` commands: parse, call one function below, print.
+- ``aws``        Glue registration, EMR packaging and submission (beside ``samples``: sample
+                 exports in AWS's exact layout, and the demo).
+- ``jobs``       the flows a command runs: stage, sync, export, merge, rebuild, maintain, watch,
+                 status, query; the table lock and lease (beside ``project``: add-table and the
+                 dbt files of a table).
+- ``upkeep``     maintain, expiry, rebuild, drift adoption, status.
+- ``merge``      the dbt merge (run + scoped tests), the merge log, counts, full refresh.
+- ``staging``    sources -> staging change logs: one commit per source with its ledger entry.
+- ``spark``      the Spark and Iceberg configuration, the session, jars, the embedded catalog.
+- ``schema``     a table's column types: model, schema file, rules, detection, typed decode.
+- ``dynamodb``   DynamoDB JSON with Spark's functions, and the table configuration.
+- ``sources``    what AWS writes to S3: export folders, manifests, export control, stream files.
+- ``config``     settings, names, clock and the error family (beside ``fault_points``: the
+                 kill -9 points of the crash tests).
 
-Imports run one way: cli -> aws | samples -> lake -> dynamodb -> sources -> config | testing
-(an import-linter contract in ``pyproject.toml`` keeps it so). Two stable entry points stay at
-this level: ``ingestion/main.py`` (``spark-submit``) and ``ingestion.stream_writer.handler``
-(the deployed Lambda function).
+An import-linter contract in ``pyproject.toml`` keeps the order (``docs/decisions/0007``). Two
+stable entry points stay at this level: ``ingestion/main.py`` (``spark-submit``) and
+``ingestion.stream_writer.handler`` (the deployed Lambda function).
 """

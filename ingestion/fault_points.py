@@ -1,11 +1,14 @@
-"""Fault injection for the crash tests: ``LAKEHOUSE_FAULT=<point>`` kills the process (SIGKILL,
-as ``kill -9`` would) when it reaches that point. Unset, it does nothing.
+"""Fault points: named places in the production code where the crash tests (``make
+test-faults``) kill the process. ``LAKEHOUSE_FAULT=<point>`` kills it (SIGKILL, as ``kill -9``
+would) when it reaches that point; unset, ``point`` does nothing.
 
 Points: ``before-staging-commit`` (a batch decoded, its commit not started);
 ``after-staging-commit`` (a batch and its ledger entry are committed, nothing merged yet);
 ``after-stream-commit`` (change files staged, none deleted yet); ``during-stream-cleanup`` (the
 first of them deleted, the others not); ``during-merge`` (dbt has issued the MERGE into a final
 table); ``after-merge-commit`` (dbt run committed, the merge log does not know the batches yet).
+
+May import: the standard library only.
 """
 
 from __future__ import annotations

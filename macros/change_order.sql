@@ -14,25 +14,6 @@
 ({{ change }}.`_version` > {{ target }}.`_version` or ({{ change }}.`_version` = {{ target }}.`_version` and coalesce({{ change }}.`_sequence`, '') {{ '>=' if or_equal else '>' }} coalesce({{ target }}.`_sequence`, '')))
 {%- endmacro %}
 
-{#- Every operation that ends an item in DynamoDB: a delete, or a TTL expiry. -#}
-{% macro dynamodb_all_delete_operations() -%}
-('delete', 'ttl_delete')
-{%- endmacro %}
-
-{#-
-  The `_operation` values that delete the final row: both, unless the table's config says
-  `ttl_deletes: keep`, which keeps the row of a TTL expiry (with its last image) flagged
-  `_operation = 'ttl_delete'`.
--#}
-{% macro dynamodb_delete_operations(table) -%}
-  {%- set config = var('dynamodb_tables', {}).get(table) or {} -%}
-  {%- if config.get('ttl_deletes', 'delete') == 'keep' -%}
-('delete')
-  {%- else -%}
-{{ dynamodb_all_delete_operations() }}
-  {%- endif -%}
-{%- endmacro %}
-
 {#-
   The order of a key's changes: the greatest is its latest. Version, then sequence; ingestion time
   and batch id break exact ties deterministically, and at equal versions a delete wins. `change`:
@@ -46,31 +27,4 @@ struct({{ p }}`_version`, coalesce({{ p }}`_sequence`, ''), {{ p }}`_ingested_at
 {#- The columns dynamodb_change_order() reads. -#}
 {% macro dynamodb_change_order_columns() -%}
   {{ return(['_version', '_sequence', '_ingested_at', '_batch_id', '_operation']) }}
-{%- endmacro %}
-
-{#-
-  The version (export time) of the newest full export staged in `relation`, or among `batches`
-  when given; null when there is none.
--#}
-{% macro dynamodb_newest_full_export_sql(relation, batches=none) -%}
-select max(`_version`) from {{ relation }} where `_operation` = 'snapshot'
-{%- if batches is not none %} and `_batch_id` in ({{ dynamodb_quoted_list(batches) if batches else "''" }}){% endif %}
-{%- endmacro %}
-
-{#-
-  The full-export baseline, for one change (columns of `change`, or unprefixed without it): the
-  change removes its key's row when it is a delete, or when it is older than `floor`, the version
-  of the newest full export staged (an item missing from that export was deleted before it; none:
-  no full export). The incremental merge and the full build apply the same rule.
--#}
-{% macro dynamodb_removes_the_row(table, floor, change=none) -%}
-  {%- set prefix = (change ~ '.') if change else '' -%}
-({{ prefix }}`_operation` in {{ dynamodb_delete_operations(table) }}{% if floor is not none %} or {{ prefix }}`_version` < {{ floor }}{% endif %})
-{%- endmacro %}
-
-{#- A key's latest change (columns unprefixed) leaves a row: the baseline rule over `staged`. -#}
-{% macro dynamodb_leaves_a_row(table, staged) -%}
-  {%- if dynamodb_one_full_export() -%}true{%- else -%}
-not {{ dynamodb_removes_the_row(table, 'coalesce((' ~ dynamodb_newest_full_export_sql(staged) ~ '), 0)') }}
-  {%- endif -%}
 {%- endmacro %}

@@ -13,8 +13,3 @@
 {% macro dynamodb_merge_log() -%}
 {{ var('lakehouse_catalog') }}.{{ var('lakehouse_staging_schema') }}.{{ var('lakehouse_merge_log') }}
 {%- endmacro %}
-
-{#- Iceberg's bucket transform as a function of the catalog, e.g. lake.system.bucket(16, ...). -#}
-{% macro dynamodb_bucket_function(buckets) -%}
-{{ var('lakehouse_catalog') }}.system.bucket({{ buckets | int }}, 
-{%- endmacro %}

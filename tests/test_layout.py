@@ -16,7 +16,24 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "ingestion"
 MAX_MODULE_LINES = 300
 MAX_FUNCTION_LINES = 70
-ROOMS = ("config", "sources", "dynamodb", "lake", "aws", "samples", "cli", "testing")
+MAX_ROOM_MODULES = 12
+
+
+def _rooms() -> list[str]:
+    return sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py"))
+
+
+def _layers() -> list[list[str]]:
+    """The layers contract of ``pyproject.toml``, top to bottom, as room names."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (contract,) = config["tool"]["importlinter"]["contracts"]
+    assert "ignore_imports" not in contract
+    return [
+        [name.strip().removeprefix("ingestion.") for name in re.split(r"[|:]", layer)]
+        for layer in contract["layers"]
+    ]
 
 
 def _modules() -> list[Path]:
@@ -32,12 +49,28 @@ def test_the_import_contract_holds() -> None:
     assert "1 kept, 0 broken" in done.stdout
 
 
-@pytest.mark.parametrize("room", ROOMS)
-def test_every_room_says_what_it_holds_and_may_import(room: str) -> None:
+def test_every_room_is_a_layer_of_the_contract() -> None:
+    in_contract = {name for layer in _layers() for name in layer}
+    assert set(_rooms()) <= in_contract
+    assert in_contract <= set(_rooms()) | {p.stem for p in PACKAGE.glob("*.py")}
+
+
+@pytest.mark.parametrize("room", _rooms())
+def test_every_room_names_its_modules_and_what_it_may_import(room: str) -> None:
+    """The docstring of a room's ``__init__`` lists each of its modules (``- ``name``: ...``) and,
+    after "May import:", exactly the rooms below it in the layers contract."""
     init = PACKAGE / room / "__init__.py"
     docstring = ast.get_docstring(ast.parse(init.read_text()))
     assert docstring, f"{init} has no docstring"
-    assert "May import" in docstring or room == "cli", init
+    modules = {p.stem for p in init.parent.glob("*.py") if p.stem != "__init__"}
+    assert len(modules) <= MAX_ROOM_MODULES, f"{room}: {len(modules)} modules"
+    listed = set(re.findall(r"^- ``(\w+)``:", docstring, flags=re.M))
+    assert listed == modules, f"{room}: listed {sorted(listed)}, has {sorted(modules)}"
+    layers = _layers()
+    (level,) = [i for i, layer in enumerate(layers) if room in layer]
+    below = {name for layer in layers[level + 1 :] for name in layer}
+    allowed = docstring[docstring.index("May import:") :]
+    assert set(re.findall(r"``ingestion\.(\w+)``", allowed)) == below, room
 
 
 def test_modules_and_functions_stay_small() -> None:

@@ -1,6 +1,14 @@
-"""The AWS control plane beyond exports: Glue registration of the final tables (``glue``), and
-EMR packaging, submission and waiting (``emr``). The S3A jars for ``s3://`` outside EMR are an
-opt-in install: ``python -m ingestion.spark.jars install-aws``.
+"""The AWS control plane beyond exports: Glue registration of the final tables, and EMR
+packaging, submission and waiting.
 
-May import: ``ingestion.lake`` and every room below it.
+- ``glue``: final tables registered (or moved) in the Glue catalog for Athena;
+- ``packaging``: ``project.zip``, the entry point, the dependency archives, the Lambda zip;
+- ``job_python``: the job's Python on EMR: the dependency archive built for its CPython and
+  architecture;
+- ``emr``: EMR Serverless and EMR on EC2 requests: parameters, release check, waiting;
+- ``submit``: ``emr submit``: package, upload, start, wait (or a dry run).
+
+May import: ``ingestion.jobs``, ``ingestion.project``, ``ingestion.upkeep``, ``ingestion.merge``,
+``ingestion.staging``, ``ingestion.spark``, ``ingestion.schema``, ``ingestion.dynamodb``,
+``ingestion.sources``, ``ingestion.config``, ``ingestion.fault_points``.
 """

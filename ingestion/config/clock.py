@@ -8,7 +8,9 @@ reads literals in the session time zone, which every profile sets to UTC.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def utc_now() -> datetime:
@@ -23,6 +25,11 @@ def utc(moment: datetime) -> datetime:
 def from_spark(moment: datetime) -> datetime:
     """A timestamp collected from Spark (naive, in the process's local time) in UTC."""
     return moment.astimezone(UTC)  # a naive datetime's astimezone assumes local time
+
+
+def epoch_micros(moment: datetime) -> int:
+    """Microseconds since the Unix epoch, exact (integer arithmetic); a naive time is UTC."""
+    return (utc(moment) - EPOCH) // timedelta(microseconds=1)
 
 
 def sql_timestamp(moment: datetime) -> str:

@@ -14,6 +14,24 @@ MERGE_LOG = "dynamodb_lakehouse_merges"  # which staged batch was merged when
 SOURCE = "dynamodb"  # dbt source name of the change logs
 NAMESPACES = (STAGING, FINAL)
 
+# The ledger's keys in a staging commit's Iceberg snapshot summary (``staging.ledger``); the
+# merge's macros read three of them through ``vars.lakehouse_summary_keys`` of dbt_project.yml.
+SUMMARY_PREFIX = "dynamodb-lakehouse."
+SUMMARY_KEYS = {
+    name: SUMMARY_PREFIX + key
+    for name, key in (
+        ("source", "source"),
+        ("batch_id", "batch-id"),
+        ("kind", "kind"),
+        ("table_arn", "table-arn"),
+        ("start", "from"),
+        ("end", "to"),
+        ("ledger", "ledger"),  # JSON list of every entry, written by a rebuild or a maintain
+        ("maintained", "maintained"),  # on the ledger checkpoint `maintain` commits
+        ("files", "files"),  # a stream batch: its change files, one name per line
+    )
+}
+
 
 def quote(identifier: str) -> str:
     """A Spark SQL identifier, backticks doubled: safe for any name taken from data."""

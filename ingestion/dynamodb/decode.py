@@ -1,14 +1,15 @@
-"""DynamoDB JSON lines -> typed, flattened columns, with Spark's own functions only.
+"""A DynamoDB JSON line's envelope and change columns, with Spark's own functions only.
 
-Every line is parsed once against an explicit envelope schema (no inference), the item image once
-into ``map<attribute, VALUE>`` (ingestion.dynamodb.values), and each attribute of the table's schema is
-decoded by its column type. A value that does not fit its column (a ``bigint`` column meets
-``3.5``) is never rounded, truncated or silently nulled: the column is null, the attribute is
-listed in the row's ``_drift`` column, and the row keeps its whole image in ``_image``.
+Every line is parsed once against an explicit envelope schema (``ENVELOPE``, no inference); its
+image (``_image``: a full export's ``Item``; an incremental or stream line's ``NewImage``, else
+``OldImage``, else ``Keys``) becomes ``map<attribute, VALUE>`` (``ingestion.dynamodb.values``);
+and the change columns are derived: ``_operation``, ``_version`` and, for a stream change,
+``_sequence`` (the order rules of ``change_order``). Turning the image into the schema's typed
+columns, with drift flagged, is ``ingestion.schema.typed_columns``.
 
-Three things stop the batch instead (``raise_error`` fails the write: nothing is committed), each
-with a message naming the file: a line that is not an item, a key that is missing or does not
-fit, and an attribute the schema does not know yet (ingestion adds it to the schema and retries).
+A line that cannot be a change stops the batch instead (``fail``: ``raise_error`` fails the
+write, nothing is committed), with a message naming its file: no image, no valid
+``WriteTimestampMicros``, ``ApproximateCreationDateTime``, ``SequenceNumber`` or ``eventName``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Column names from DynamoDB attribute names (the same rule is mirrored in macros/keys.sql).
+"""Column names from DynamoDB attribute names (the same rule is mirrored in macros/column_name.sql).
 
 Lowercase; every run of characters outside ``[a-z0-9_]`` becomes one ``_``; a name that then starts
 with a digit gets a leading ``_``. ``Title`` -> ``title``, ``first-name`` -> ``first_name``.

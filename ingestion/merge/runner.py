@@ -18,6 +18,7 @@ from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge.full_refresh import needs_full_refresh
 from ingestion.merge.merge_counts import MergeCounts, commit_counts, current_snapshot
 from ingestion.merge.merge_log import ensure_merge_log, new_batches, record_merged
+from ingestion.merge.model_tests import check_model_tests
 from ingestion.sources import manifest
 from ingestion.staging import ledger
 
@@ -28,7 +29,7 @@ class DbtError(LakehouseError):
     """A dbt command failed."""
 
 
-# The merge's values for one dbt command (macros/changes_to_merge.sql, dynamodb_run_var): in
+# The merge's values for one dbt command (macros/run_var.sql, dynamodb_run_var): in
 # the environment, not `--vars`, so that dbt's partial parsing stays valid from merge to merge.
 RUN_VARIABLE = "DYNAMODB_LAKEHOUSE_RUN"
 # `dbt test` runs its tests on 4 threads of this one SparkSession: they only read, and one
@@ -95,6 +96,7 @@ def run_merge(
     ``also_test``). The data tests look only at the keys the merged batches touched
     (``test_scope``), or at whole tables with ``full_check``."""
     started = time.monotonic()
+    check_model_tests(tables)
     ensure_merge_log(spark)
     batches = {t.name: new_batches(spark, t.name) for t in tables}
     before = {t.name: current_snapshot(spark, t.name) for t in tables}

@@ -1,1 +1,10 @@
-"""(room docstring to write)"""
+"""A new table for the project: its entry in ``dbt_project.yml`` and its dbt files (the
+staging source, the model and its tests), rendered from ``templates/``.
+
+- ``onboarding``: ``add-table``: the entry validated with the others, then written with its files;
+- ``scaffold``: the dbt files of a table, rendered from ``templates/*.j2``.
+
+May import: ``ingestion.upkeep``, ``ingestion.merge``, ``ingestion.staging``, ``ingestion.spark``,
+``ingestion.schema``, ``ingestion.dynamodb``, ``ingestion.sources``, ``ingestion.config``,
+``ingestion.fault_points``.
+"""

@@ -1,10 +1,13 @@
-"""Sample data in AWS's exact layout, for the demo and the tests.
+"""Sample data in AWS's exact layout, for the demo and the tests, and the demo itself.
 
 - ``items``: the ``books`` and ``orders`` items (every DynamoDB type);
 - ``exports``: full exports with manifests and checksums;
 - ``orders_chain``: incremental exports of ``orders`` after its full export;
 - ``stream``: stream change files of ``books``, written through the Lambda writer;
-- ``live``: what the files leave, computed in plain Python (the expected final state).
+- ``live``: what the files leave, computed in plain Python (the expected final state);
+- ``demo``: ``demo``: the samples through the whole flow, compared with ``live``.
 
-May import: ``ingestion.lake`` and every room below it (in practice only ``sources``).
+May import: ``ingestion.jobs``, ``ingestion.project``, ``ingestion.upkeep``, ``ingestion.merge``,
+``ingestion.staging``, ``ingestion.spark``, ``ingestion.schema``, ``ingestion.dynamodb``,
+``ingestion.sources``, ``ingestion.config``, ``ingestion.fault_points``.
 """

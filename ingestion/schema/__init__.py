@@ -1,1 +1,16 @@
-"""(room docstring to write)"""
+"""A table's column types: the type model, the schema file, the type rules, detection from
+the items, and an item's image decoded into the schema's typed columns.
+
+- ``types``: the column type model (``ColumnType``, ``Attribute``, ``Schema``);
+- ``schema_file``: ``schemas/<table>.json`` read and written; ``table_schema_file``, the one
+  loader;
+- ``type_rules``: detection statistics -> column types (change a type rule here);
+- ``detect``: one distributed pass over every item -> statistics -> a schema;
+- ``shapes``: the shape of the first items: the typed parse detection tries first;
+- ``shape_stats``: statistics of every path in one aggregation, from the typed parse;
+- ``layouts``: how an attribute's values are parsed (typed, or as text);
+- ``typed_columns``: an item's image -> the schema's typed columns, drift flagged.
+
+May import: ``ingestion.dynamodb``, ``ingestion.sources``, ``ingestion.config``,
+``ingestion.fault_points``.
+"""

@@ -26,7 +26,7 @@ from ingestion.schema.layouts import TEXT, Layout, layout, typed_attributes_ddl
 from ingestion.schema.types import Attribute, ColumnType, Schema
 
 # The message an item with attributes the schema does not know yet fails its batch with:
-# ingestion (lake/ingest.py) adds them to the schema and stages the batch again.
+# staging (ingestion/staging/exports.py) adds them to the schema and stages the batch again.
 NEW_ATTRIBUTES = "dynamodb-lakehouse: attributes not in the schema yet"
 
 

@@ -7,5 +7,5 @@
 - ``stream_writer``: the Lambda function on a table's stream (deployable alone);
 - ``stream_files``: the change files it writes, listed and deleted.
 
-May import: ``ingestion.config``. Imported by every room above.
+May import: ``ingestion.config``, ``ingestion.fault_points``.
 """

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ingestion.sources.manifest import FULL, INCREMENTAL, ExportError
+from ingestion.sources.manifest import FULL, INCREMENTAL, ExportError, Window
 from ingestion.sources.s3_uri import parse_s3_uri
 
 log = logging.getLogger(__name__)
@@ -40,12 +40,6 @@ def slot_start(moment: datetime) -> datetime:
 
 class ExportInProgress(ExportError):
     """An export of the table is already running."""
-
-
-@dataclass(frozen=True)
-class Window:
-    start: datetime
-    end: datetime
 
 
 @dataclass(frozen=True)
@@ -92,7 +86,7 @@ def incremental_windows(last_end: datetime, now: datetime) -> list[Window]:
     its 15-minute slot: each at most 24 hours; a remainder shorter than 15 minutes is left for the
     next run. Rounding the start down makes the first window after a full export (whose time has
     milliseconds) overlap it by under a minute instead of leaving a gap: the overlap changes
-    nothing (``lake.chain``), and windows on whole minutes are what AWS's own windows look like."""
+    nothing (``staging.chain``), and windows on whole minutes are what AWS's own windows look like."""
     windows = []
     start = last_end.replace(second=0, microsecond=0)
     until = slot_start(now)

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ingestion.config import clock
 from ingestion.config.errors import LakehouseError
 from ingestion.sources.locations import S3Path
 
@@ -22,6 +23,14 @@ Location = Path | S3Path  # a local path, or an s3:// one (manifests read with b
 
 FULL = "FULL_EXPORT"
 INCREMENTAL = "INCREMENTAL_EXPORT"
+
+
+@dataclass(frozen=True)
+class Window:
+    """A span of time an incremental export covers: ``[start, end)``."""
+
+    start: datetime
+    end: datetime
 
 
 class ExportError(LakehouseError):
@@ -64,13 +73,9 @@ class Export:
         because each of its lines is the item's state at the end of the window (AWS compacts a
         window to each item's last write), whatever the line's ``WriteTimestampMicros``."""
         if self.export_time is not None:
-            return _micros(self.export_time)
+            return clock.epoch_micros(self.export_time)
         assert self.export_to_time is not None
-        return _micros(self.export_to_time) - 1
-
-
-def _micros(moment: datetime) -> int:
-    return int(moment.timestamp()) * 1_000_000 + moment.microsecond
+        return clock.epoch_micros(self.export_to_time) - 1
 
 
 def _parse_time(value: Any, field: str, where: Location) -> datetime | None:

@@ -1,1 +1,17 @@
-"""(room docstring to write)"""
+"""Sources -> staging change logs: every export or stream batch appended to
+``staging.<table>`` in one Iceberg commit that carries its ledger entry.
+
+- ``append``: one staging commit per source, its ledger entry in the snapshot summary; duplicate
+  commits removed;
+- ``ledger``: the ledger: which sources each staging commit applied, read back from the snapshot
+  summaries;
+- ``chain``: the chain of exports: gaps, fillings, overlaps, the windows still to export;
+- ``exports``: an export folder staged: its schema (detected when missing), new attributes, counts
+  checked;
+- ``streams``: the stream's settled change files staged in one commit, then deleted;
+- ``stream_rejects``: damaged change-file lines set aside in ``staging.<table>_rejects``;
+- ``drift``: values staged that did not fit their column, per attribute and source.
+
+May import: ``ingestion.spark``, ``ingestion.schema``, ``ingestion.dynamodb``,
+``ingestion.sources``, ``ingestion.config``, ``ingestion.fault_points``.
+"""

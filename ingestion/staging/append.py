@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion import fault_points
-from ingestion.config import names
+from ingestion.config import clock, names
 from ingestion.config.errors import LakehouseError
 from ingestion.config.names import quote_table
 from ingestion.dynamodb import decode
@@ -83,7 +83,7 @@ def staging_rows(
         .transform(typed_columns.with_typed_columns(schema, schema.table))
         .withColumn("_source", F.lit(source))
         .withColumn("_batch_id", F.lit(batch_id))
-        .withColumn("_ingested_at", F.timestamp_micros(F.lit(_micros(ingested_at))))
+        .withColumn("_ingested_at", F.timestamp_micros(F.lit(clock.epoch_micros(ingested_at))))
         .select(*[a.column for a in schema.attributes], *METADATA_COLUMNS)
     )
 
@@ -135,10 +135,6 @@ def spark_reason(exc: Exception) -> str:
         if "Exception" in line or "Error" in line:
             return line.strip()[:500] + where
     return text[:500] + where
-
-
-def _micros(moment: datetime) -> int:
-    return int(moment.replace(tzinfo=UTC).timestamp()) * 1_000_000 + moment.microsecond
 
 
 def new_batch_id(now: datetime) -> str:

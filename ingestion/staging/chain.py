@@ -25,18 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ingestion.sources.manifest import FULL, INCREMENTAL, Export, ExportError
+from ingestion.sources.manifest import FULL, INCREMENTAL, Export, ExportError, Window
 from ingestion.staging.ledger import Entry
 
 
 class ChainError(ExportError):
     """An export does not continue the table's chain of exports; nothing was staged."""
-
-
-@dataclass(frozen=True)
-class Window:
-    start: datetime
-    end: datetime
 
 
 @dataclass(frozen=True)

@@ -214,7 +214,7 @@ def in_time_order(sources: list[str]) -> list[str]:
     """Export folders in the order of the time their data reaches: the export time (a full
     export) or the window's end (an incremental one), a full export first at equal times. The
     end, not the start: the first window may start just before the full export it follows
-    (``lake.chain``). Read from the manifests only (small), before any check of the chain:
+    (``staging.chain``). Read from the manifests only (small), before any check of the chain:
     exports given out of order would otherwise be refused as gaps or overlaps, or applied in the
     wrong order."""
 

@@ -2,7 +2,7 @@
 
 Each staging commit carries its ledger entry in its Iceberg snapshot summary (the same commit as
 its rows: a crash can never leave one without the other). ``rebuild`` carries every entry into
-its own commit (``dynamodb-lakehouse.ledger``). ``lake.chain`` reads it to check that an export
+its own commit (``dynamodb-lakehouse.ledger``). ``staging.chain`` reads it to check that an export
 continues the table's chain of exports.
 """
 
@@ -18,13 +18,13 @@ from pyspark.sql import functions as F
 from ingestion.config import clock, names
 from ingestion.sources.manifest import FULL, Export
 
-PREFIX = "dynamodb-lakehouse."
+_KEYS = names.SUMMARY_KEYS  # the snapshot-summary keys, written once in config/names
 SOURCE, BATCH, KIND, TABLE_ARN, START, END = (
-    PREFIX + k for k in ("source", "batch-id", "kind", "table-arn", "from", "to")
+    _KEYS[k] for k in ("source", "batch_id", "kind", "table_arn", "start", "end")
 )
-LEDGER = PREFIX + "ledger"  # JSON list of every entry, written by a rebuild
-MAINTAINED = PREFIX + "maintained"  # on the ledger checkpoint `maintain` commits
-FILES = PREFIX + "files"  # a stream batch: its change files, one name per line
+LEDGER = _KEYS["ledger"]  # JSON list of every entry, written by a rebuild
+MAINTAINED = _KEYS["maintained"]  # on the ledger checkpoint `maintain` commits
+FILES = _KEYS["files"]  # a stream batch: its change files, one name per line
 STREAM = "STREAM"  # the kind of a batch of stream change files
 
 

@@ -1,1 +1,13 @@
-"""(room docstring to write)"""
+"""Keeping tables healthy after they are built: compaction and expiry with readers never
+failing, drift adopted by rebuilding staging from the images, a table's status.
+
+- ``maintenance``: ``maintain`` of one table: compaction, the ledger carried forward, expiry,
+  orphan files;
+- ``expiry``: snapshots expired and staged rows pruned without losing a ledger entry;
+- ``rebuild``: staging rebuilt from ``_image`` with types detected again;
+- ``adopt``: drift adopted: the rebuild when values do not fit (the table's ``adopt_drift``);
+- ``status``: where a table stands: its ledger, what is staged and not merged, the final table.
+
+May import: ``ingestion.merge``, ``ingestion.staging``, ``ingestion.spark``, ``ingestion.schema``,
+``ingestion.dynamodb``, ``ingestion.sources``, ``ingestion.config``, ``ingestion.fault_points``.
+"""

@@ -170,12 +170,12 @@ def expire(
     target = quote_table(namespace, table)  # names are validated: no quote inside
     before = snapshot_count(spark, name)
     expired = spark.sql(
-        f"call lake.system.expire_snapshots(table => '{target}', "
+        f"call {names.CATALOG}.system.expire_snapshots(table => '{target}', "
         f"older_than => {clock.sql_timestamp(older_than)}, retain_last => {retain_last})"
     ).first()
     deleted = sum(int(v or 0) for v in (expired.asDict().values() if expired else []))
     orphans = spark.sql(
-        f"call lake.system.remove_orphan_files(table => '{target}', "
+        f"call {names.CATALOG}.system.remove_orphan_files(table => '{target}', "
         f"older_than => {clock.sql_timestamp(orphans_older_than)})"
     ).count()
     after = snapshot_count(spark, name)

@@ -59,12 +59,12 @@ def live_files(spark: SparkSession, table: str) -> tuple[int, int]:
 def compact(spark: SparkSession, table: str) -> Compaction:
     started = time.monotonic()
     name = f"{names.FINAL}.{table}"
-    if not spark.catalog.tableExists(f"lake.{name}"):
+    if not spark.catalog.tableExists(f"{names.CATALOG}.{name}"):
         return Compaction(table, (0, 0), (0, 0), 0, 0.0)
     before = live_files(spark, table)
     target = quote_table(names.FINAL, table)  # table names are validated: no quote inside
     data = spark.sql(
-        f"call lake.system.rewrite_data_files(table => '{target}', options => map("
+        f"call {names.CATALOG}.system.rewrite_data_files(table => '{target}', options => map("
         f"'min-input-files', '{MIN_INPUT_FILES}', 'delete-file-threshold', '1', "
         # New files get a new sequence number, so the position deletes they absorbed no longer
         # apply to any live file and are dropped (with the default `true` they would still
@@ -106,7 +106,7 @@ def rewrite_manifests(spark: SparkSession, table: str) -> int:
     if spark.table(f"{name}.manifests").count() <= MAX_MANIFESTS:
         return 0
     target = quote_table(names.FINAL, table)
-    row = spark.sql(f"call lake.system.rewrite_manifests('{target}')").first()
+    row = spark.sql(f"call {names.CATALOG}.system.rewrite_manifests('{target}')").first()
     return int(row["rewritten_manifests_count"]) if row else 0
 
 

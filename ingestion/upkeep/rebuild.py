@@ -7,7 +7,7 @@ commit (Iceberg keeps the previous version; the ledger of applied sources is car
 commit), then the dbt model is fully refreshed.
 
 A replace commits over whatever another process appended meanwhile (a stream ingest on another
-machine: ``rebuild`` holds the table's lock on this one, ``lake.table_lock``). So ``rebuild``
+machine: ``rebuild`` holds the table's lock on this one, ``jobs.table_lock``). So ``rebuild``
 reads one pinned snapshot and, after its commit, looks for staging commits made after that
 snapshot: their rows are missing from the rebuilt table, and their change files may already be
 deleted. Each is staged again from its own snapshot (still in the table's history) with its own

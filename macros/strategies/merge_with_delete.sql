@@ -13,7 +13,7 @@
       time that it does not hold is deleted (`when not matched by source`);
     - pruning: for a table partitioned by bucket(N, partition key) (`buckets: N`), the merge
       condition also holds `lake.system.bucket(N, target.key) in (<the buckets of the changes>)`
-      (dynamodb_bucket_function, the catalog from vars),
+      (dynamodb_bucket_function in macros/partition_by.sql, the catalog from vars),
       which Iceberg turns into a partition filter on the target scan: the merge reads and writes
       only the buckets its changes hit. The list is computed from the changes, so it never
       excludes a row the changes match. Not with a re-baseline, which must see every row.
@@ -37,8 +37,7 @@
   {%- for required in ['_operation', '_version'] if required not in columns -%}
     {{ exceptions.raise_compiler_error(target ~ " has no " ~ required ~ " column: is it a DynamoDB final table?") }}
   {%- endfor -%}
-  {%- set quoted = [] -%}
-  {%- for column in columns -%}{%- do quoted.append(lakehouse_quote(column)) -%}{%- endfor -%}
+  {%- set quoted = lakehouse_quote_list(columns) -%}
   {%- set table = target.identifier -%}
   {%- set batches = dynamodb_new_batches(table) if table in var('dynamodb_tables', {}) else [] -%}
   {%- set baseline = dynamodb_baseline_version(table, dynamodb_staging_relation(table), batches) if batches else none -%}
@@ -69,12 +68,11 @@ when not matched by source and target.`_version` < {{ baseline }} then delete
 {% macro dynamodb_bucket_predicates(table, source, key) -%}
   {%- set buckets = dynamodb_buckets(table) if table in var('dynamodb_tables', {}) else none -%}
   {%- if not buckets or not execute -%}{{ return([]) }}{%- endif -%}
-  {%- set function = dynamodb_bucket_function(buckets) ~ ' ' -%}
   {%- do run_query('cache table ' ~ source) -%}
-  {%- set query = 'select distinct ' ~ function ~ lakehouse_quote(key) ~ ') from ' ~ source -%}
+  {%- set query = 'select distinct ' ~ dynamodb_bucket_function(buckets, lakehouse_quote(key)) ~ ' from ' ~ source -%}
   {%- set hit = run_query(query).columns[0].values() | list -%}
   {%- if hit | length == 0 -%}{{ return([]) }}{%- endif -%}
-  {{ return([function ~ 'target.' ~ lakehouse_quote(key) ~ ') in (' ~ (hit | map('int') | sort | join(', ')) ~ ')']) }}
+  {{ return([dynamodb_bucket_function(buckets, 'target.' ~ lakehouse_quote(key)) ~ ' in (' ~ (hit | map('int') | sort | join(', ')) ~ ')']) }}
 {%- endmacro %}
 
 {#- dbt-spark's validation, with merge_with_delete accepted for Iceberg tables. -#}

@@ -19,8 +19,7 @@
 {#- The rows of `relation` whose key a batch of `batches` touched (none at all for []), with
     `columns` only (a SQL select list). -#}
 {% macro dynamodb_touched_rows(table, relation, batches, columns='*') -%}
-  {%- set keys = [] -%}
-  {%- for key in dynamodb_key_columns(table) -%}{%- do keys.append(lakehouse_quote(key)) -%}{%- endfor -%}
+  {%- set keys = lakehouse_quote_list(dynamodb_key_columns(table)) -%}
   {%- if batches | length == 0 -%}
 select {{ columns }} from {{ relation }} where false
   {%- else -%}
@@ -48,15 +47,13 @@ where ({{ keys | join(', ') }}) in (
     skips a column no one reads. -#}
 {% macro dynamodb_expected_latest(table) -%}
   {%- set keys = dynamodb_key_columns(table) -%}
-  {%- set columns = [] -%}
-  {%- for column in keys + dynamodb_change_order_columns() -%}{%- do columns.append(lakehouse_quote(column)) -%}{%- endfor -%}
+  {%- set columns = lakehouse_quote_list(keys + dynamodb_change_order_columns()) -%}
   {{ dynamodb_latest_change_per_key(dynamodb_tested(table, source('dynamodb', table), columns | join(', ')), keys) }}
 {%- endmacro %}
 
 {#- Fails with one row per key present in the final table whose latest staged change is a delete. -#}
 {% test dynamodb_no_deleted_keys(model, table) %}
-  {%- set keys = [] -%}
-  {%- for key in dynamodb_key_columns(table) -%}{%- do keys.append(lakehouse_quote(key)) -%}{%- endfor %}
+  {%- set keys = lakehouse_quote_list(dynamodb_key_columns(table)) %}
 with expected as ({{ dynamodb_expected_latest(table) }})
 select {% for key in keys %}final.{{ key }}{{ ", " if not loop.last }}{% endfor %}
 from {{ model }} as final

@@ -26,9 +26,23 @@ def test_dbt_project_spells_the_names_as_python_does() -> None:
     assert variables["lakehouse_catalog"] == names.CATALOG
     assert variables["lakehouse_staging_schema"] == names.STAGING
     assert variables["lakehouse_merge_log"] == names.MERGE_LOG
+    summary_keys = variables["lakehouse_summary_keys"]
+    assert summary_keys == {k: names.SUMMARY_KEYS[k] for k in summary_keys}
+    assert set(summary_keys) == {"batch_id", "kind", "ledger"}
     models = project["models"]["dynamodb_lakehouse"]
     assert models["staging"]["+schema"] == names.STAGING
     assert models["marts"]["+schema"] == names.FINAL
+
+
+def test_the_macros_read_the_ledger_keys_only_through_the_vars() -> None:
+    """No macro spells a snapshot-summary key itself: they reach it through
+    ``vars.lakehouse_summary_keys`` (``_summary_key``), so the keys are written once."""
+    spelled = [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "macros").rglob("*.sql")
+        if names.SUMMARY_PREFIX in p.read_text()
+    ]
+    assert spelled == []
 
 
 def test_sources_and_profiles_name_the_same_catalog_and_namespaces() -> None:

@@ -1,5 +1,5 @@
 """The rules of changes are written once in Python (ingestion/dynamodb/change_order.py) and once
-in macros (macros/change_order.sql): compiled by the real dbt, the macros say the same, and on
+in macros (macros/change_order.sql, delete_operations.sql, baseline.sql): compiled by the real dbt, the macros say the same, and on
 real rows the macro's order picks the same latest change as Python's."""
 
 from __future__ import annotations

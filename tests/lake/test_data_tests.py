@@ -1,7 +1,7 @@
 """The data tests of a merge look at the keys its batches touched; `merge --full-check` and
 `maintain` test whole tables. (They read the whole final table and change log twice after every
 merge: their cost grew with the table, not with the changes.) `not_null` on a final table is
-answered by Iceberg's metadata when it proves the column has no null (macros/tests/key_tests.sql)."""
+answered by Iceberg's metadata when it proves the column has no null (macros/tests/dynamodb_not_null.sql)."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
 
     # unique: scoped too. A duplicate of a key out of scope passes, of a key in scope fails.
     # not_null: nothing is null, its SQL is a query of Iceberg's metadata (no data file read).
-    assert "lakehouse.orders.files" in _compiled("not_null_orders__version")
+    assert "lakehouse.orders.files" in _compiled("dynamodb_not_null_orders__version")
     out_of_scope = sorted(final - later_keys - {victim})[0]
     _duplicate(spark, out_of_scope)
     _test([later])
@@ -116,7 +116,7 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     capsys.readouterr()
     with pytest.raises(runner.DbtError):
         _test([later])
-    assert "not_null_orders__version" in capsys.readouterr().out
+    assert "dynamodb_not_null_orders__version" in capsys.readouterr().out
     spark.sql("delete from lake.lakehouse.orders where `_version` is null")
     _test([later])
-    assert "lakehouse.orders.files" not in _compiled("not_null_orders__version")
+    assert "lakehouse.orders.files" not in _compiled("dynamodb_not_null_orders__version")

@@ -83,9 +83,7 @@ def assert_final_equals(spark, exports: list[Path]) -> None:
     got = final_rows(spark)
     assert set(got) == set(want)
     orders = get_table("orders")
-    columns = schema_file.from_file(
-        schema_file.table_schema_file(orders)
-    )
+    columns = schema_file.from_file(schema_file.table_schema_file(orders))
     for key, image in want.items():
         row = got[key]
         assert json.loads(row["_image"]) == image
@@ -125,7 +123,9 @@ def test_chain_applies_value_by_value_and_reruns_change_nothing(
     assert all(r.skipped for r in again)  # every export twice: no-ops
     counts = sync(spark, [])
     assert (counts[0].inserted, counts[0].updated, counts[0].deleted) == (0, 0, 0)
-    assert merge_counts.current_snapshot(spark, "orders") == before  # the second dbt run changed nothing
+    assert (
+        merge_counts.current_snapshot(spark, "orders") == before
+    )  # the second dbt run changed nothing
     assert_final_equals(spark, chain)
 
 

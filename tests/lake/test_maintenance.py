@@ -62,7 +62,7 @@ def change_id(row) -> tuple:
 
 def needed(staged: list) -> list:
     """What the change log must keep: each key's latest change (the order of
-    macros/latest_change.sql) and every row of the newest full export."""
+    macros/one_full_export.sql) and every row of the newest full export."""
     order = lambda r: (r["_version"], r["_sequence"] or "", r["_ingested_at"], r["_batch_id"], r["_operation"] in ("delete", "ttl_delete"))  # noqa: E731  # fmt: skip
     latest: dict = {}
     for row in staged:

@@ -1,29 +1,4 @@
 {#-
-  The latest change per key of `relation`: the row with the greatest dynamodb_change_order()
-  (macros/change_order.sql).
-  One aggregation over whole rows (max_by of a struct), so no column list is needed and a new
-  column in staging flows through untouched. None at all for the first build of a table whose
-  change log holds one full export and nothing else (dynamodb_one_full_export).
--#}
-{% macro dynamodb_latest_change_per_key(relation, keys) -%}
-  {%- if not keys -%}
-    {{ exceptions.raise_compiler_error("dynamodb_latest_change_per_key needs the key columns") }}
-  {%- endif -%}
-  {%- set quoted = [] -%}
-  {%- for key in keys -%}{%- do quoted.append(lakehouse_quote(key)) -%}{%- endfor -%}
-  {%- if dynamodb_one_full_export() %}
-select * from {{ relation }}
-  {%- else %}
-select latest.change.*
-from (
-    select max_by(struct(*), {{ dynamodb_change_order() }}) as change
-    from {{ relation }}
-    group by {{ quoted | join(', ') }}
-) as latest
-  {%- endif -%}
-{%- endmacro %}
-
-{#-
   True while a model builds its final table from scratch (first build or full refresh) and its
   change log holds exactly one batch, a full export, and no carried ledger: every key has one
   change (DynamoDB exports an item once; the `unique` test on the keys proves it after the build)
@@ -42,11 +17,11 @@ from (
     {{ return(false) }}
   {%- endif -%}
   {%- set query -%}
-    select count(*), max(summary['dynamodb-lakehouse.kind']), min(summary['dynamodb-lakehouse.kind']),
-      count(summary['dynamodb-lakehouse.ledger'])
+    select count(*), max(summary[{{ _summary_key('kind') }}]), min(summary[{{ _summary_key('kind') }}]),
+      count(summary[{{ _summary_key('ledger') }}])
     from {{ dynamodb_staging_relation(table) }}.snapshots
-    where coalesce(summary['dynamodb-lakehouse.batch-id'], '') != ''
-       or summary['dynamodb-lakehouse.ledger'] is not null
+    where coalesce(summary[{{ _summary_key('batch_id') }}], '') != ''
+       or summary[{{ _summary_key('ledger') }}] is not null
   {%- endset -%}
   {%- set row = run_query(query).rows[0] -%}
   {{ return(row[0] == 1 and row[1] == 'FULL_EXPORT' and row[2] == 'FULL_EXPORT' and row[3] == 0) }}

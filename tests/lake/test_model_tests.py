@@ -1,0 +1,51 @@
+"""A final table's YAML that still says dbt's `unique`/`not_null` (written by an earlier
+`add-table`) stops the merge with one line naming the scoped test, before any work."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ingestion.config.errors import LakehouseError
+from ingestion.dynamodb.tables import get_table
+from ingestion.merge.model_tests import ModelTestError, check_model_tests
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _project_with(tmp_path: Path, tests: list[str]) -> Path:
+    marts = tmp_path / "models" / "marts"
+    marts.mkdir(parents=True)
+    shutil.copy(ROOT / "models" / "marts" / "books.yml", marts / "books.yml")
+    model = yaml.safe_load((marts / "books.yml").read_text())
+    (key,) = [c for c in model["models"][0]["columns"] if c["name"] == "id"]
+    key["data_tests"] = tests
+    (marts / "books.yml").write_text(yaml.safe_dump(model))
+    return tmp_path
+
+
+def test_the_projects_own_models_use_the_scoped_tests() -> None:
+    check_model_tests([get_table("books"), get_table("orders")], project=ROOT)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"), [("unique", "dynamodb_unique"), ("not_null", "dynamodb_not_null")]
+)
+def test_a_model_with_dbts_own_key_test_is_refused_naming_the_new_one(
+    tmp_path: Path, old: str, new: str
+) -> None:
+    project = _project_with(tmp_path, [old])
+    with pytest.raises(ModelTestError) as refused:
+        check_model_tests([get_table("books")], project=project)
+    message = str(refused.value)
+    assert isinstance(refused.value, LakehouseError)
+    assert "\n" not in message
+    assert f"models/marts/books.yml: column id tests `{old}`: write `{new}`" in message
+
+
+def test_the_scoped_tests_and_tests_with_arguments_pass(tmp_path: Path) -> None:
+    project = _project_with(tmp_path, ["dynamodb_unique", {"accepted_values": {"values": ["a"]}}])
+    check_model_tests([get_table("books")], project=project)
