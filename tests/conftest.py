@@ -12,8 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from support import ROOT, copy_project
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -67,3 +66,9 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
     out = tmp_path_factory.mktemp("exports")
     return sample_exports.write_samples(out, items=60, seed=11)
+
+
+@pytest.fixture
+def project_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the project the test may change (``support.copy_project``)."""
+    return copy_project(tmp_path, monkeypatch)

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "ingestion"
 MAX_MODULE_LINES = 300
 MAX_FUNCTION_LINES = 70

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import sqlglot
 from sqlglot import exp
+from support import ROOT
 
 from ingestion.dynamodb.tables import get_table, load_tables
 from ingestion.merge import runner
 from ingestion.schema import schema_file, types
 from ingestion.staging.exports import ingest_export
 
-ROOT = Path(__file__).resolve().parents[2]
 QUERIES = sorted((ROOT / "athena").glob("*.sql"))
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import boto3
 import pytest
 from botocore.stub import Stubber
+from support import ROOT
 
 from ingestion.aws import emr, job_python, packaging
 
-ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "deploy" / "template.yaml"
 
 

@@ -20,6 +20,7 @@ import boto3
 import emr_rehearsal
 import local_s3
 import pytest
+from support import ROOT
 
 from ingestion.aws import emr, job_python, packaging
 from ingestion.samples import exports as sample_exports
@@ -29,7 +30,6 @@ from ingestion.spark import spark_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.aws]
 
-ROOT = Path(__file__).resolve().parents[2]
 BUCKET = "lake"
 WAREHOUSE = f"s3://{BUCKET}/warehouse"
 

@@ -194,6 +194,32 @@ def test_docs_and_readme_sections_between_markers_are_replaced(
     assert text.startswith("before\n") and text.endswith(f"{report.END}\nafter\n")
     assert (results / "summary.md").read_text() in text
     front = readme.read_text()
-    assert "old rows" not in front and "| full-export ingest (orders)" in front
+    assert "old rows" not in front and "| question | figure | measured |" in front
+    assert "| full-export ingest (orders)" not in front  # the full table stays in the docs page
     assert "Commands" not in front  # the commands stay in the docs page
     assert front.startswith("top\n") and front.endswith(f"{report.HEADLINE_END}\nend\n")
+
+
+def test_the_headline_has_one_row_per_question_at_most_eight(results: Path) -> None:
+    rows = [line for line in report.headline().splitlines() if line.startswith("| ")][1:]
+    assert 0 < len(rows) <= report.HEADLINE_ROWS == 8
+    (load,) = [r for r in rows if r.startswith("| a full export of 1M `orders` items")]
+    assert "80 s = **4.0x** the floor (20 s" in load and "target 2.0x" in load
+    (cost,) = [r for r in rows if r.startswith("| apply 10,000 changes to a 10M-row table")]
+    assert "25.0 s = **2.5x** a plain MERGE INTO (10.0 s)" in cost
+    (daily,) = [r for r in rows if r.startswith("| a daily incremental")]
+    assert "at most 32 s each" in daily
+
+
+def test_a_figure_whose_code_changed_since_it_was_measured_is_marked_stale(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    answers = {"log": "abc1234 2026-11-20", "rev-list": "3"}
+    monkeypatch.setattr(report, "_git", lambda *args: answers[args[0]])
+    assert report.measured("daily_sync") == (
+        "2026-11-20 (abc1234); **stale**: 3 later commit(s) changed the code it measures"
+    )
+    answers["rev-list"] = "0"
+    assert report.measured("daily_sync") == "2026-11-20 (abc1234)"
+    answers["log"] = ""
+    assert report.measured("daily_sync") == "not committed yet"

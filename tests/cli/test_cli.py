@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
 from ingestion import cli
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import runner
 from ingestion.staging.exports import ingest_export
 
-ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 

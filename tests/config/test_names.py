@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
+from support import ROOT
 
 from ingestion.config import names
 from ingestion.config.names import quote, quote_table
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_quote_doubles_backticks() -> None:

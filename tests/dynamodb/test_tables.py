@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
+from support import ROOT
 
 from ingestion.dynamodb.tables import TableConfigError, get_table, load_tables, table_from_entry
 from ingestion.project import onboarding, scaffold
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_sample_tables_are_configured() -> None:
@@ -50,20 +48,6 @@ def test_invalid_entries_are_refused(entry: dict, message: str) -> None:
 def test_unknown_table_names_the_fix() -> None:
     with pytest.raises(TableConfigError, match="add-table nope --partition-key"):
         get_table("nope")
-
-
-@pytest.fixture
-def project_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    copy = tmp_path / "project"
-    shutil.copytree(
-        ROOT,
-        copy,
-        ignore=shutil.ignore_patterns(
-            ".venv", ".lakehouse", ".git", "target", "logs", "__pycache__"
-        ),
-    )
-    monkeypatch.setenv("LAKEHOUSE_PROJECT_DIR", str(copy))
-    return copy
 
 
 def test_add_table_writes_config_source_and_models(project_copy: Path) -> None:

@@ -17,6 +17,7 @@ import boto3
 import local_s3
 import pytest
 from conftest import reset_lakehouse
+from support import ROOT
 
 from ingestion.samples import exports as sample_exports
 from ingestion.samples import orders_chain
@@ -26,7 +27,6 @@ from ingestion.spark import jars
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.aws]
 
-ROOT = Path(__file__).resolve().parents[2]
 BUCKET = "lakehouse-exports"
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import boto3
 import local_s3
 import pytest
+from support import book
 
 from ingestion.samples import stream as sample_stream
 from ingestion.sources import stream_files, stream_writer
@@ -36,10 +37,6 @@ def s3(s3_endpoint):
     for item in client.list_objects_v2(Bucket=BUCKET).get("Contents", []):
         client.delete_object(Bucket=BUCKET, Key=item["Key"])
     client.delete_bucket(Bucket=BUCKET)
-
-
-def book(key: str, title: str) -> dict:
-    return {"id": {"S": key}, "title": {"S": title}}
 
 
 def records() -> list[dict]:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from reference import expected, same
+from support import ROOT
 
 from ingestion.cli import main
 from ingestion.dynamodb.tables import get_table
@@ -29,7 +30,6 @@ from ingestion.staging import exports, ledger
 from ingestion.staging.chain import ChainError
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
-ROOT = Path(__file__).resolve().parents[2]
 ITEMS, SEED = 120, 5
 
 

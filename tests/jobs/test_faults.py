@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support import ROOT
 from test_incremental import ITEMS, assert_final_equals, chain  # noqa: F401  (chain: a fixture)
 
 from ingestion.dynamodb.tables import get_table
@@ -25,8 +25,6 @@ from ingestion.sources import manifest
 from ingestion.staging import exports, ledger
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.faults]
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str, fault: str | None = None) -> subprocess.CompletedProcess:

@@ -13,6 +13,7 @@ import boto3
 import local_s3
 import pytest
 import readers
+from support import final_ids
 
 from ingestion.aws import glue
 from ingestion.dynamodb.tables import get_table
@@ -44,11 +45,6 @@ def build(spark, tmp_path: Path) -> tuple[Path, dict]:
         streams.ingest_stream(spark, books, str(tmp_path / "streams"), settle_seconds=0)
         runner.run_merge(spark, [books], test=False)
     return export, expected
-
-
-def final_ids(spark) -> list[str]:
-    spark.sql("refresh table lake.lakehouse.books")
-    return sorted(r[0] for r in spark.table("lake.lakehouse.books").select("id").collect())
 
 
 def snapshots(spark, name: str) -> list[int]:

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
+from support import ROOT
 
 from ingestion.config import settings
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import merge_counts, runner
 from ingestion.staging import ledger
 from ingestion.staging.exports import ingest_export
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

@@ -5,12 +5,12 @@ incremental exports together, and chains of exports with gaps, fillings and over
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import book
 
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import runner
@@ -22,10 +22,6 @@ from ingestion.sources.stream_writer import write_batch
 from ingestion.staging import exports, streams
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
-
-
-def book(key: str, title: str) -> dict[str, Any]:
-    return {"id": {"S": key}, "title": {"S": title}}
 
 
 def micros(moment: datetime) -> int:
@@ -95,16 +91,6 @@ def test_a_stream_change_and_an_incremental_export_of_the_same_second_order_by_t
     assert titles(spark) == {"a": "export", "b": "after the window"}
     runner.run_merge(spark, [books], full_refresh=True)
     assert titles(spark) == {"a": "export", "b": "after the window"}
-
-
-@pytest.fixture
-def project_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = Path(__file__).resolve().parents[2]
-    copy = tmp_path / "project"
-    skip = (".venv", ".lakehouse", ".lakehouse-lint", ".git", "target", "logs", "__pycache__")
-    shutil.copytree(root, copy, ignore=shutil.ignore_patterns(*skip))
-    monkeypatch.setenv("LAKEHOUSE_PROJECT_DIR", str(copy))
-    return copy
 
 
 def test_a_numeric_key_holds_every_number_dynamodb_accepts(

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import readers
+from support import ROOT, final_ids
 
 from ingestion.dynamodb import change_order
 from ingestion.dynamodb.tables import get_table
@@ -33,7 +34,6 @@ from ingestion.staging import exports, ledger, streams
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
-ROOT = Path(__file__).resolve().parents[2]
 ITEMS, SEED = 40, 5
 
 
@@ -496,10 +496,6 @@ def test_a_late_change_older_than_the_newest_full_export_never_resurrects_an_ite
     # and the same as a full build of the same change log
     runner.run_merge(spark, [books], full_refresh=True)
     assert set(final_ids(spark)) == {"a"}
-
-
-def final_ids(spark) -> list[str]:
-    return [json.loads(k)[0]["S"] for k in final_images(spark)]
 
 
 def test_a_failed_data_test_leaves_the_batch_unmerged_and_blocks_the_next_merge(

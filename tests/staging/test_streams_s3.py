@@ -16,6 +16,7 @@ from pathlib import Path
 import boto3
 import local_s3
 import pytest
+from support import ROOT
 
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import runner
@@ -28,7 +29,6 @@ from ingestion.staging.exports import ingest_export
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.aws]
 
-ROOT = Path(__file__).resolve().parents[2]
 BUCKET = "lakehouse-stream"
 
 

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support import ROOT
 
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge.model_tests import ModelTestError, check_model_tests
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _project_with(tmp_path: Path, tests: list[str]) -> Path:

@@ -1,0 +1,37 @@
+"""Helpers every test folder shares (``tests/`` is on ``sys.path``): where the repository is, a
+private copy of the project for tests that change its configuration, a ``books`` item, and the
+keys a final table holds. Fixtures live in ``conftest.py``; the local S3 endpoint, the
+independent readers and the reference model in their own modules beside this one."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository root (it holds ``dbt_project.yml``)."""
+
+NOT_COPIED = (".venv", ".lakehouse", ".lakehouse-lint", ".git", "target", "logs", "__pycache__")
+
+
+def copy_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the project (configuration, models, macros, schemas) that the test may change;
+    ``LAKEHOUSE_PROJECT_DIR`` points at it until the test ends."""
+    copy = tmp_path / "project"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(*NOT_COPIED))
+    monkeypatch.setenv("LAKEHOUSE_PROJECT_DIR", str(copy))
+    return copy
+
+
+def book(key: str, title: str) -> dict[str, Any]:
+    """A ``books`` item in DynamoDB JSON: its key and a title."""
+    return {"id": {"S": key}, "title": {"S": title}}
+
+
+def final_ids(spark: Any, table: str = "books") -> list[str]:
+    """The ``id`` of every row of ``lakehouse.<table>`` as of now, sorted."""
+    spark.sql(f"refresh table lake.lakehouse.{table}")
+    return sorted(r[0] for r in spark.table(f"lake.lakehouse.{table}").select("id").collect())
