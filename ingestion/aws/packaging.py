@@ -10,7 +10,9 @@ an unchanged one is not uploaded again. The Lambda function's zip is built here 
 from __future__ import annotations
 
 import hashlib
+import shutil
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,3 +123,17 @@ def upload_dependencies(s3: Any, archive: Path, uri: str) -> bool:
     except s3.exceptions.ClientError:
         s3.upload_file(str(archive), bucket, key)
         return True
+
+
+def package_for_deploy(out: Path, architectures: list[str], report: Callable[[str], Any]) -> None:
+    """Everything a deploy uploads, in ``out``: the job (``project.zip`` and ``main.py``), the
+    dependency archive of each architecture, and the Lambda function's zip; sizes reported."""
+    built = package(out)
+    shutil.copyfile(built.entry_point, out / "main.py")
+    function = package_lambda(out)
+    report(f"job: {built.archive} ({built.digest}) and {out / 'main.py'}")
+    for arch in architectures:
+        report(f"dependencies for {arch}: building (pip, CPython {job_python.PYTHON_VERSION})...")
+        path, _ = dependencies(out, arch)
+        report(f"dependencies for {arch}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    report(f"Lambda function: {function} (handler {LAMBDA_HANDLER})")

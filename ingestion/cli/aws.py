@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 from pathlib import Path
 
 from ingestion.aws import glue, job_python, packaging, submit
@@ -105,14 +104,6 @@ def run_emr(args: argparse.Namespace) -> int:
 
 def run_package(args: argparse.Namespace) -> int:
     """Everything a deploy uploads, in one folder, with sizes."""
-    built = packaging.package(args.out)
-    shutil.copyfile(built.entry_point, args.out / "main.py")
-    function = packaging.package_lambda(args.out)
-    print(f"job: {built.archive} ({built.digest}) and {args.out / 'main.py'}")
     arches = list(job_python.ARCHITECTURES) if args.architecture == "all" else [args.architecture]
-    for arch in arches:
-        print(f"dependencies for {arch}: building (pip, CPython {job_python.PYTHON_VERSION})...")
-        path, _ = packaging.dependencies(args.out, arch)
-        print(f"dependencies for {arch}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
-    print(f"Lambda function: {function} (handler {packaging.LAMBDA_HANDLER})")
+    packaging.package_for_deploy(args.out, arches, output.Console().line)
     return 0

@@ -9,9 +9,6 @@ from pathlib import Path
 from ingestion.cli import output
 from ingestion.config import settings
 from ingestion.samples import demo
-from ingestion.samples.exports import write_samples
-from ingestion.samples.orders_chain import write_orders_chain
-from ingestion.samples.stream import write_books_stream
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,17 +36,9 @@ def _size_and_seed(p: argparse.ArgumentParser) -> None:
 
 def run_sample(args: argparse.Namespace) -> int:
     out = args.out or settings.lakehouse_home() / "samples"
-    folders = write_samples(out, args.items, args.seed, args.table)
-    for table, folder in folders.items():
-        print(f"{table}: {folder}")
-    if "books" in folders:
-        location = write_books_stream(out, demo.items_of("books", args.items), args.seed)
-        print(f"books (stream change files): {location / 'books'}  (ingest --stream {location})")
-    if "orders" in folders and args.incrementals:
-        for folder in write_orders_chain(
-            out, demo.items_of("orders", args.items), args.seed, args.incrementals
-        ):
-            print(f"orders (incremental): {folder}")
+    demo.write_sample_files(
+        out, args.items, args.seed, args.table, args.incrementals, output.Console().line
+    )
     return 0
 
 

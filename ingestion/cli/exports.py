@@ -118,20 +118,19 @@ def run_sync(args: argparse.Namespace) -> int:
 
 def run_detect_schema(args: argparse.Namespace) -> int:
     table = get_table(args.table) if args.table else None
-    found = stage.detect_schema(args.export, table)
+    found = stage.detect_schema(args.export, table, args.output)
     detected, seconds = found.schema, found.seconds
-    to_stdout = args.output is None and table is None  # the schema itself goes to stdout then
-    print(output.schema_table(detected.attributes), file=sys.stderr if to_stdout else sys.stdout)
+    shown_on = sys.stderr if found.written is None else sys.stdout  # stdout: the schema itself
+    print(output.schema_table(detected.attributes), file=shown_on)
     for conflict in detected.conflicts:
         print(f"conflict: {conflict}", file=sys.stderr)
     rate = (detected.items or 0) / seconds if seconds else 0.0
     print(
         f"{detected.items} items scanned in {seconds:.1f}s ({rate:,.0f} items/s)", file=sys.stderr
     )
-    if to_stdout:
+    if found.written is None:
         json.dump(schema_file.to_json(detected), sys.stdout, indent=2, ensure_ascii=False)
         print()
-        return 0
-    path = schema_file.write_schema(detected, args.output)
-    print(f"schema written to {path}")
+    else:
+        print(f"schema written to {found.written}")
     return 0

@@ -6,7 +6,7 @@ import argparse
 
 from ingestion.config import names, settings
 from ingestion.project import onboarding
-from ingestion.spark import catalog, spark_config
+from ingestion.spark import spark_config
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_init(args: argparse.Namespace) -> int:
-    path = catalog.bootstrap(spark_config.spark_conf())
+    path = spark_config.init_catalog()
     print(f"catalog ready: {path} (namespaces: {', '.join(names.NAMESPACES)})")
     return 0
 

@@ -1,4 +1,5 @@
-"""Looking without changing anything: each table's status, and SQL against the lakehouse.
+"""Looking without changing anything: each table's status, its drift, and SQL against the
+lakehouse.
 
 Spark's analysis and parse errors (a table or column that does not exist, a typo in the SQL)
 are the user's to fix: ``query`` turns them into a ``QueryError`` of one line, without Spark's
@@ -14,11 +15,17 @@ from typing import Any
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.spark import spark_config
+from ingestion.staging.drift import Drift, drift_report
 from ingestion.upkeep.status import TableStatus, table_status
 
 
 class QueryError(LakehouseError):
     """The SQL of ``query`` does not parse, or names something the lakehouse does not hold."""
+
+
+def drift(table: TableConfig) -> list[Drift]:
+    """Values staged that did not fit their column, per attribute and source."""
+    return drift_report(spark_config.build_spark("drift"), table.name)
 
 
 def statuses(tables: list[TableConfig]) -> Iterator[TableStatus]:

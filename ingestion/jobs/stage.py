@@ -7,12 +7,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.reporter import Reporter
-from ingestion.schema import detect, types
+from ingestion.schema import detect, schema_file, types
 from ingestion.sources import manifest
 from ingestion.spark import progress, spark_config
 from ingestion.staging.drift import Drift
@@ -107,11 +108,13 @@ def stage_stream(table: TableConfig, stream: StreamSource, reporter: Reporter) -
 class Detected:
     schema: types.Schema
     seconds: float
+    written: Path | None  # the schema file written, or None (the caller shows the schema)
 
 
-def detect_schema(folder: str, table: TableConfig | None) -> Detected:
+def detect_schema(folder: str, table: TableConfig | None, output: Path | None = None) -> Detected:
     """Every item of a full export scanned once: the schema (of ``table``, with its keys and
-    declared entries, or of an unconfigured table) and how long it took."""
+    declared entries, or of an unconfigured table) and how long it took. Written to ``output``,
+    or to the table's schema file when a table is given and no ``output``."""
     export = manifest.read_export(folder)
     started = time.monotonic()
     spark = spark_config.build_spark("detect-schema")
@@ -120,4 +123,6 @@ def detect_schema(folder: str, table: TableConfig | None) -> Detected:
             detected = detect.detect_unconfigured(spark, export)
         else:
             detected = detect_table_schema(spark, export, table)
-    return Detected(detected, time.monotonic() - started)
+    seconds = time.monotonic() - started
+    written = schema_file.write_schema(detected, output) if output or table else None
+    return Detected(detected, seconds, written)

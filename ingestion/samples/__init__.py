@@ -5,7 +5,8 @@
 - ``orders_chain``: incremental exports of ``orders`` after its full export;
 - ``stream``: stream change files of ``books``, written through the Lambda writer;
 - ``live``: what the files leave, computed in plain Python (the expected final state);
-- ``demo``: ``demo``: the samples through the whole flow, compared with ``live``.
+- ``demo``: ``sample`` (the files written) and ``demo`` (through the whole flow, compared with
+  ``live``).
 
 May import: ``ingestion.jobs``, ``ingestion.project``, ``ingestion.upkeep``, ``ingestion.merge``,
 ``ingestion.staging``, ``ingestion.spark``, ``ingestion.schema``, ``ingestion.dynamodb``,

@@ -1,11 +1,13 @@
-"""The demo: sample exports, incremental exports and stream change files written in AWS's exact
+"""``sample`` and ``demo``. The demo: sample exports, incremental exports and stream change files written in AWS's exact
 layout, each ingest a ``spark-submit`` job as a user would run it, merged, and the final tables'
 rows compared with what the files leave (computed in plain Python, ``live``)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ingestion.config import names, settings
@@ -40,6 +42,27 @@ class DemoResult:
 
 def items_of(table: str, items: int | None) -> int:
     return int(items or SAMPLE_TABLES[table].default_items)
+
+
+def write_sample_files(
+    out: Path,
+    items: int | None,
+    seed: int,
+    tables: list[str] | None,
+    incrementals: int,
+    report: Callable[[str], Any],
+) -> None:
+    """``sample``: full exports of ``tables`` (default both), the stream change files of
+    ``books`` and ``incrementals`` incremental exports of ``orders``, each reported."""
+    folders = write_samples(out, items, seed, tables)
+    for table, folder in folders.items():
+        report(f"{table}: {folder}")
+    if "books" in folders:
+        location = write_books_stream(out, items_of("books", items), seed)
+        report(f"books (stream change files): {location / 'books'}  (ingest --stream {location})")
+    if "orders" in folders and incrementals:
+        for folder in write_orders_chain(out, items_of("orders", items), seed, incrementals):
+            report(f"orders (incremental): {folder}")
 
 
 def run_demo(items: int | None, seed: int, reporter: Reporter) -> DemoResult:

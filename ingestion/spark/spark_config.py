@@ -118,3 +118,11 @@ def quiet_task_failures(spark: SparkSession) -> Iterator[None]:
     finally:
         for name, level in saved.items():
             configurator.setLevel(name, level)
+
+
+def init_catalog() -> Path | None:
+    """The embedded catalog and its namespaces created for the active target (``init``); None
+    when the target has no embedded catalog (Glue, a Hive metastore)."""
+    from ingestion.spark import catalog
+
+    return catalog.bootstrap(spark_conf())

@@ -134,7 +134,9 @@ def restage_lost_commits(
     restaged = []
     for commit in lost:
         batch = commit["summary"][ledger.BATCH]
-        properties = {k: v for k, v in commit["summary"].items() if k.startswith(names.SUMMARY_PREFIX)}
+        properties = {
+            k: v for k, v in commit["summary"].items() if k.startswith(names.SUMMARY_PREFIX)
+        }
         try:
             rows = (
                 spark.read.option("snapshot-id", commit["snapshot_id"])

@@ -72,8 +72,15 @@ def test_missing_export_is_a_clear_error(
 
 @pytest.mark.slow
 def test_bad_sql_is_a_clear_error(spark, capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo in a table name or in the SQL: one line (``QueryError``), not Spark's message with
+    its query plan."""
     assert cli.main(["query", "select * from lakehouse.no_such_table"]) == 2
-    assert "no_such_table" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no_such_table" in err and err.startswith("error: ")
+    assert err.count("\n") == 1 and "UnresolvedRelation" not in err, err  # no query plan
+    assert cli.main(["query", "selec 1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "selec" in err, err
 
 
 @pytest.mark.slow
