@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from typing import Any, TypeVar
 
 from ingestion.dynamodb.tables import TableConfig, get_table, load_tables
 
@@ -61,3 +63,14 @@ def add_table_selection(p: argparse.ArgumentParser) -> None:
 def selected_tables(args: argparse.Namespace) -> list[TableConfig]:
     """The tables named with --table, or every configured table."""
     return [get_table(t) for t in args.table] if args.table else list(load_tables().values())
+
+
+Options = TypeVar("Options")
+
+
+def options_from(cls: type[Options], args: argparse.Namespace, **given: Any) -> Options:
+    """A job's options dataclass filled from the parsed arguments of the same names; ``given``
+    sets the fields whose value is not an argument as parsed."""
+    assert dataclasses.is_dataclass(cls)
+    fields = {f.name for f in dataclasses.fields(cls)} - set(given)
+    return cls(**{name: getattr(args, name) for name in fields}, **given)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ingestion.aws import glue, job_python, packaging, submit
 from ingestion.cli import output
-from ingestion.cli.arguments import add_table_selection, selected_tables
+from ingestion.cli.arguments import add_table_selection, options_from, selected_tables
 from ingestion.config import names
 
 
@@ -84,17 +84,8 @@ def run_register_glue(args: argparse.Namespace) -> int:
 def run_emr(args: argparse.Namespace) -> int:
     if args.action == "package":
         return run_package(args)
-    request = submit.Submission(
-        arguments=[a for a in args.arguments if a != "--"],
-        code=args.code,
-        application_id=args.application_id,
-        cluster_id=args.cluster_id,
-        role_arn=args.role_arn,
-        warehouse=args.warehouse,
-        custom_image=args.custom_image,
-        venv_archive=args.venv_archive,
-        architecture=args.architecture,
-    )
+    arguments = [a for a in args.arguments if a != "--"]
+    request = options_from(submit.Submission, args, arguments=arguments)
     if args.dry_run:
         print(submit.dry_run(request))
         return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ingestion.cli import output
-from ingestion.cli.arguments import add_stream_arguments
+from ingestion.cli.arguments import add_stream_arguments, options_from
 from ingestion.dynamodb.tables import get_table
 from ingestion.jobs.watch import WatchOptions, watch_table
 
@@ -51,16 +51,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    options = WatchOptions(
-        stream=args.stream,
-        interval=args.interval,
-        ticks=args.ticks,
-        settle=args.settle,
-        max_files=args.max_files,
-        max_rejects=args.max_rejects,
-        test_every=args.test_every,
-        maintain_every=args.maintain_every,
-        max_failures=args.max_failures,
-    )
+    options = options_from(WatchOptions, args)
     watch_table(get_table(args.table), options, output.Console().line, if_free=args.if_free)
     return 0

@@ -3,7 +3,7 @@ command again; and two ingest processes for one export at once. The final table 
 items the exports leave (computed in plain Python), with no change lost or staged twice.
 
 Real processes (`python -m ingestion.cli sync ...`), real Spark, Iceberg and dbt; the kill is a
-SIGKILL the process sends itself at the named point (ingestion/faults.py). Marked `faults`: run
+SIGKILL the process sends itself at the named point (ingestion/fault_points.py). Marked `faults`: run
 with `make test-faults` (not part of `make test`), with the stream kills of test_streams.py (after
 the stream commit, during cleanup, `watch` killed with a reader loop). The kill after a staging
 commit stays in the main suite (test_incremental.py).
