@@ -5,7 +5,7 @@
   merge` refuses such a final table's YAML with one line naming this test
   (ingestion/merge/model_tests.py).
 
-  Scoped like the change-log tests (final_matches_staging.sql): after `ddb-lakehouse merge`, only
+  Scoped like the change-log tests (macros/test_scope.sql): after `ddb-lakehouse merge`, only
   the rows of the keys its batches touched are grouped. Sound by the same induction: a merge
   writes rows only for keys its batches hold (merge-on-read leaves every other row where it was),
   so a duplicate it could make has a touched key; the table before it was checked, whole after a

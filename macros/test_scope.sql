@@ -1,10 +1,12 @@
 {#-
   The final table against its staging change log (run them after a merge: a change staged but not
   merged yet makes them fail, which is what they are for). The latest staged change of every key
-  is computed here with the model's own rule macros (macros/change_order.sql).
+  is computed with the model's own rule macros (macros/change_order.sql). The two tests are in
+  macros/tests/ (dynamodb_no_deleted_keys, dynamodb_rows_match_latest_changes); this file is their
+  scope.
 
   Scope: `ddb-lakehouse merge` hands over `dynamodb_test_batches: {<table>: [...]}` (as its batches,
-  macros/changes_to_merge.sql, dynamodb_run_var; `--vars` works too), the
+  macros/run_var.sql, dynamodb_run_var; `--vars` works too), the
   batches it just merged, and the tests then look only at the keys those batches touched (every
   staged change of those keys, so a late older change still counts): their cost follows the
   merge, not the table. A table absent from the var (a plain `dbt test`, `merge --full-check`,
@@ -50,26 +52,3 @@ where ({{ keys | join(', ') }}) in (
   {%- set columns = lakehouse_quote_list(keys + dynamodb_change_order_columns()) -%}
   {{ dynamodb_latest_change_per_key(dynamodb_tested(table, source('dynamodb', table), columns | join(', ')), keys) }}
 {%- endmacro %}
-
-{#- Fails with one row per key present in the final table whose latest staged change is a delete. -#}
-{% test dynamodb_no_deleted_keys(model, table) %}
-  {%- set keys = lakehouse_quote_list(dynamodb_key_columns(table)) %}
-with expected as ({{ dynamodb_expected_latest(table) }})
-select {% for key in keys %}final.{{ key }}{{ ", " if not loop.last }}{% endfor %}
-from {{ model }} as final
-join expected
-  on {% for key in keys %}final.{{ key }} = expected.{{ key }}{{ " and " if not loop.last }}{% endfor %}
-where expected.`_operation` in {{ dynamodb_delete_operations(table) }}
-{% endtest %}
-
-{#- Fails when the final row count (of the tested keys) differs from the number of keys whose
-    latest change is not a delete. -#}
-{% test dynamodb_rows_match_latest_changes(model, table) %}
-with expected as ({{ dynamodb_expected_latest(table) }}),
-counts as (
-  select
-    (select count(*) from {{ dynamodb_tested(table, model) }}) as final_rows,
-    (select count(*) from expected where {{ dynamodb_leaves_a_row(table, source('dynamodb', table)) }}) as expected_rows
-)
-select * from counts where final_rows != expected_rows
-{% endtest %}
