@@ -92,9 +92,9 @@ def assert_final_equals(spark, exports: list[Path]) -> None:
             assert same(value, row[attribute.column]), (key, attribute.name, value)
 
 
-def sync(spark, exports: list[Path]) -> list[merge_counts.MergeCounts]:
+def sync(spark, folders: list[Path]) -> list[merge_counts.MergeCounts]:
     orders = get_table("orders")
-    for folder in exports:
+    for folder in folders:
         exports.ingest_export(spark, orders, str(folder))
     counts, _ = runner.run_merge(spark, [orders])
     return counts
