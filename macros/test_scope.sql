@@ -20,7 +20,7 @@
 
 {#- The rows of `relation` whose key a batch of `batches` touched (none at all for []), with
     `columns` only (a SQL select list). -#}
-{% macro dynamodb_touched_rows(table, relation, batches, columns='*') -%}
+{% macro _dynamodb_touched_rows(table, relation, batches, columns='*') -%}
   {%- set keys = lakehouse_quote_list(dynamodb_key_columns(table)) -%}
   {%- if batches | length == 0 -%}
 select {{ columns }} from {{ relation }} where false
@@ -39,7 +39,7 @@ where ({{ keys | join(', ') }}) in (
   {%- set batches = dynamodb_test_batches(table) -%}
   {%- if batches is none and columns is none -%}{{ relation }}
   {%- elif batches is none -%}(select {{ columns }} from {{ relation }}) as tested
-  {%- else -%}({{ dynamodb_touched_rows(table, relation, batches, columns or '*') }}) as tested
+  {%- else -%}({{ _dynamodb_touched_rows(table, relation, batches, columns or '*') }}) as tested
   {%- endif -%}
 {%- endmacro %}
 

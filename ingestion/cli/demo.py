@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from ingestion.cli import output
-from ingestion.config import settings
+from ingestion.config import names, settings
 from ingestion.samples import demo
 
 
@@ -55,7 +55,7 @@ def run_demo(args: argparse.Namespace) -> int:
             ],
             [
                 [
-                    f"lakehouse.{t}",
+                    f"{names.FINAL}.{t}",
                     n,
                     result.expected[t],
                     "yes" if n == result.expected[t] else "NO",

@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from pyspark.sql import Row
 
+from ingestion.config import names
 from ingestion.jobs.stage import short_source
 
 
@@ -132,7 +133,10 @@ def print_merge(counts: Sequence[Any], seconds: float) -> None:
     print(
         format_table(
             ["final table", "rows", "inserted", "updated", "deleted"],
-            [[f"lakehouse.{c.table}", c.rows, c.inserted, c.updated, c.deleted] for c in counts],
+            [
+                [f"{names.FINAL}.{c.table}", c.rows, c.inserted, c.updated, c.deleted]
+                for c in counts
+            ],
         )
     )
     print(f"merge (dbt run + dbt test): {seconds:.1f}s")

@@ -50,7 +50,7 @@ class TableConfig:
     table_arn: str | None = None  # the DynamoDB table, for `export`
     export_to: str | None = None  # s3://BUCKET/PREFIX where `export` asks DynamoDB to write
     buckets: int | None = None  # final table partitioned by bucket(N, partition key column)
-    adopt_drift: bool = True  # a value that does not fit its column widens it (lake.adopt)
+    adopt_drift: bool = True  # a value that does not fit its column widens it (upkeep.adopt)
 
     @property
     def keys(self) -> tuple[Key, ...]:

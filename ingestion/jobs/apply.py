@@ -34,7 +34,8 @@ def merge_tables(
 
 def rebuild_table(table: TableConfig, reporter: Reporter) -> list[MergeCounts]:
     """Staging rebuilt from ``_image`` with types detected again, then the final table rebuilt
-    from it (a full refresh), the table held by this process throughout (``guard``)."""
+    from it (a full refresh), the table held by this process throughout (``guard``: the lock
+    and the lease, the full refresh included, so that no ``watch`` starts between the two)."""
     with held_table(table.name, "rebuild") as (spark, _lease):
         rebuilt = rebuild_staging(spark, table)
         reporter.line(f"staging.{table.name} rebuilt from _image: {rebuilt.rows} rows")

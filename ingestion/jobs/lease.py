@@ -42,6 +42,10 @@ HOLDER = names.quote_table(names.CATALOG, names.STAGING, "dynamodb_lakehouse_lea
 DEFAULT_TTL = 120.0
 
 
+class CatalogBusy(LakehouseError):
+    """The lease could not be written: other commits kept the catalog busy."""
+
+
 class LeaseLost(LakehouseError):
     """Another process took this process's lease (it was not renewed in time)."""
 
@@ -178,4 +182,6 @@ def _swap(
             if "CommitFailedException" not in str(exc):
                 raise
             time.sleep(0.05)
-    raise RuntimeError(f"the lease of table {table} could not be written: the catalog was busy")
+    raise CatalogBusy(
+        f"the lease of table {table} could not be written: the catalog was busy; run it again"
+    )

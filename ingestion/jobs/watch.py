@@ -21,6 +21,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from ingestion.config import clock
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb import decode
 from ingestion.dynamodb.tables import TableConfig
@@ -178,7 +179,7 @@ def warm_up(spark: SparkSession, table: TableConfig) -> float:
             exports.with_keys(table, schema_file.from_file(current)),
             "warm-up",
             "warm-up",
-            datetime.now(UTC).replace(tzinfo=None),
+            clock.utc_now(),
         )
         rows.write.format("noop").mode("overwrite").save()
     runner.dbt_invoke(["parse"])

@@ -3,7 +3,7 @@
 
 - ``runner``: dbt invoked in the process's own Spark session: run, test (scoped to the touched
   keys), full check;
-- ``merge_log``: the batches each merge applied (``staging.dynamodb_lakehouse_merge_log``);
+- ``merge_log``: the batches each merge applied (``staging.dynamodb_lakehouse_merges``);
 - ``merge_counts``: rows inserted, updated and deleted per final table, from the merge's commits;
 - ``full_refresh``: the full-refresh decision: a final table whose column types differ from its
   schema's;

@@ -164,6 +164,7 @@ def full_check(spark: SparkSession, tables: list[TableConfig]) -> tuple[list[str
     """`dbt test` of whole tables (``maintain``): (tables tested, tables left out). A table with
     no final table, or with batches staged and not merged yet (a watch between its ingest and
     its merge), is left out: its final table cannot match its change log yet."""
+    check_model_tests(tables)
     ensure_merge_log(spark)
     ready = [
         t

@@ -1,4 +1,4 @@
-"""The dbt files of one DynamoDB table: staging view, final model and its schema YAML.
+"""The dbt files of one DynamoDB table: the staging model (ephemeral), the final model and its schema YAML.
 
 They are rendered from the Jinja templates in ``templates/`` (delimiters ``<< >>`` and
 ``<% %>``, so dbt's own ``{{ }}`` and ``{% %}`` stay as written). The attribute columns are not

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ingestion.config import clock
 from ingestion.samples.exports import full_export_time, write_export
 from ingestion.samples.items import (
     ITEMS_PER_FILE,
@@ -33,7 +34,7 @@ def _change_line(
     new: dict | None,
 ) -> dict[str, Any]:
     """One line of an incremental export, written at a random moment of its hour."""
-    micros = int((start + timedelta(seconds=rng.uniform(0, 3599))).timestamp() * 1e6)
+    micros = clock.epoch_micros(start + timedelta(seconds=rng.uniform(0, 3599)))
     line: dict[str, Any] = {"Metadata": {"WriteTimestampMicros": {"N": str(micros)}}, "Keys": keys}
     if old is not None and view == "NEW_AND_OLD_IMAGES":
         line["OldImage"] = old

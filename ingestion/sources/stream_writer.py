@@ -1,7 +1,8 @@
 """The Lambda function on a table's DynamoDB stream: one gzip'd JSON-lines change file per batch.
 
-Plain Python and boto3 (no Spark): deploy this module alone as the function's code, handler
-``ingestion.stream_writer.handler``. Each invocation writes ONE object,
+Plain Python and boto3 (no Spark): the function's code is this module with the two it imports
+(``sources.s3_uri`` and ``config.errors``), handler ``ingestion.stream_writer.handler``
+(``aws.packaging.LAMBDA_FILES``). Each invocation writes ONE object,
 
     <prefix>/<table>/<YYYYMMDDTHHMMSSZ>-<digest>.json.gz
 
@@ -46,6 +47,10 @@ SUFFIX = ".json.gz"
 _TABLE_IN_ARN = re.compile(r":table/([^/]+)/stream/")
 _EVENTS = ("INSERT", "MODIFY", "REMOVE")
 _UNITS = {"SECOND": 0, "MILLISECOND": 3, "MICROSECOND": 6}  # digits below the second
+
+
+class WriterNotConfigured(LakehouseError):
+    """The function's environment lacks where to write."""
 
 
 class StreamRecordError(LakehouseError):
@@ -216,7 +221,7 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """Lambda entry point (with ``FunctionResponseTypes: [ReportBatchItemFailures]``)."""
     destination = os.environ.get("LAKEHOUSE_STREAM_URI")
     if not destination:
-        raise RuntimeError("LAKEHOUSE_STREAM_URI is not set (s3://BUCKET/PREFIX)")
+        raise WriterNotConfigured("LAKEHOUSE_STREAM_URI is not set (s3://BUCKET/PREFIX)")
     if "://" in destination:
         parse_s3_uri(destination)  # a malformed location fails the invocation, naming it
     records = event.get("Records") or []

@@ -19,6 +19,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ingestion.config.errors import LakehouseError
+
 log = logging.getLogger(__name__)
 
 ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
@@ -59,10 +61,14 @@ def required_jars() -> list[Jar]:
     ]
 
 
+class JarsError(LakehouseError):
+    """A jar Spark needs cannot be found or linked."""
+
+
 def pyspark_jars_dir() -> Path:
     pyspark = _package_dir("pyspark")
     if pyspark is None:
-        raise RuntimeError("pyspark is not installed: run `make setup`")
+        raise JarsError("pyspark is not installed: run `make setup`")
     return pyspark / "jars"
 
 

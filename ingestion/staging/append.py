@@ -10,7 +10,7 @@ import logging
 import re
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -147,7 +147,7 @@ def stage_export(
     """Append a (verified) export to the staging table, unless the ledger already has it."""
     if export.export_arn in applied_sources(spark, table.name):
         return StagedBatch(table.name, export.export_arn, "", 0, skipped=True)
-    ingested_at = datetime.now(UTC).replace(tzinfo=None)
+    ingested_at = clock.utc_now()
     batch_id = new_batch_id(ingested_at)
     rows = read_export(spark, export, schema, batch_id, ingested_at)
     return append_batch(

@@ -31,6 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion import fault_points
+from ingestion.config import clock
 from ingestion.dynamodb import decode
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.schema import detect
@@ -91,7 +92,7 @@ def ingest_stream(
     current, changes = exports.schema_for(
         table, label, lambda: detect.stream_images(good), store.location
     )
-    ingested_at = datetime.now(UTC).replace(tzinfo=None)
+    ingested_at = clock.utc_now()
     batch_id = append.new_batch_id(ingested_at)
     if rejects is not None:
         record_rejects(spark, table.name, rejects, batch_id)

@@ -42,14 +42,14 @@
   {%- set batches = dynamodb_new_batches(table) if table in var('dynamodb_tables', {}) else [] -%}
   {%- set baseline = dynamodb_baseline_version(table, dynamodb_staging_relation(table), batches) if batches else none -%}
   {%- if baseline is none -%}
-    {%- set predicates = predicates + dynamodb_bucket_predicates(table, source, keys[0]) -%}
+    {%- set predicates = predicates + _dynamodb_bucket_predicates(table, source, keys[0]) -%}
   {%- endif -%}
   {%- set floor = dynamodb_baseline_version(table, dynamodb_staging_relation(table)) if table in var('dynamodb_tables', {}) else none -%}
   {%- set removes = dynamodb_removes_the_row(table, floor, 'change') %}
 merge into {{ target }} as target
 using {{ source }} as change
-on {% for key in keys -%}
-  target.{{ lakehouse_quote(key) }} = change.{{ lakehouse_quote(key) }}{{ " and " if not loop.last }}
+on {% for key in lakehouse_quote_list(keys) -%}
+  target.{{ key }} = change.{{ key }}{{ " and " if not loop.last }}
 {%- endfor %}
 {%- for predicate in predicates %} and {{ predicate }}{% endfor %}
 when matched and {{ removes }} and {{ dynamodb_is_newer('change', 'target', or_equal=true) }} then delete
@@ -65,7 +65,7 @@ when not matched by source and target.`_version` < {{ baseline }} then delete
 {% endmacro %}
 
 {#- The bucket filter of a merge into a bucketed table (see above): a list of 0 or 1 predicates. -#}
-{% macro dynamodb_bucket_predicates(table, source, key) -%}
+{% macro _dynamodb_bucket_predicates(table, source, key) -%}
   {%- set buckets = dynamodb_buckets(table) if table in var('dynamodb_tables', {}) else none -%}
   {%- if not buckets or not execute -%}{{ return([]) }}{%- endif -%}
   {%- do run_query('cache table ' ~ source) -%}

@@ -1,5 +1,5 @@
 {#- Fails with one row per combination of `columns` that occurs more than once. On the final
-    table of a DynamoDB table, scoped to the touched keys after a merge (dynamodb_unique_key.sql says why). -#}
+    table of a DynamoDB table, scoped to the touched keys after a merge (dynamodb_unique.sql says why). -#}
 {% test unique_combination_of_columns(model, combination_of_columns) %}
   {%- if not combination_of_columns -%}
     {{ exceptions.raise_compiler_error("unique_combination_of_columns needs combination_of_columns") }}

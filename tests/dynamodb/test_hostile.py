@@ -54,7 +54,7 @@ def books_schema(spark) -> Iterator[Path]:
     reset_lakehouse(spark)
 
 
-def book(i: int, **extra: dict) -> dict:
+def full_book(i: int, **extra: dict) -> dict:
     return {
         "id": {"S": f"b{i}"},
         "title": {"S": f"Title {i}"},
@@ -80,7 +80,7 @@ def test_hostile_attribute_names_become_ordinary_columns(
     values = {name: {"S": f"value of {name}"} for name in HOSTILE if name != "order"}
     values["order"] = {"N": "3"}
     nested = {"M": {EVIL: {"S": "inner"}, "it's": {"N": "1"}}}
-    items = [book(1, **values, evil_map=nested), book(2, **{EVIL: {"S": "second"}})]
+    items = [full_book(1, **values, evil_map=nested), full_book(2, **{EVIL: {"S": "second"}})]
     export = sample_exports.write_items_export(tmp_path, "books", items)
     books = get_table("books")
     result = ingest_export(spark, books, str(export))
@@ -116,9 +116,9 @@ def test_empty_and_extreme_items(spark, books_schema: Path, tmp_path: Path) -> N
     for level in range(32):
         deep = {"M": {f"l{level}": deep}}
     items = [
-        book(1, blob={"S": "x" * (400 * 1024 - 200)}),
-        book(2, tags={"SS": ["a", "b"]}),
-        book(3, deep=deep),
+        full_book(1, blob={"S": "x" * (400 * 1024 - 200)}),
+        full_book(2, tags={"SS": ["a", "b"]}),
+        full_book(3, deep=deep),
     ]
     assert len(json.dumps(items[0]).encode()) <= 400 * 1024
     export = sample_exports.write_items_export(tmp_path / "extreme", "books", items, seed=1)
@@ -154,7 +154,9 @@ def test_item_with_a_thousand_attributes(tmp_path: Path) -> None:
         lambda i: {"N": f"{i}E+2"},
     ]
     attributes = {f"attr_{i:04d}": kinds[i % 4](i) for i in range(1000)}
-    export = sample_exports.write_items_export(tmp_path / "x", "books", [book(1, **attributes)])
+    export = sample_exports.write_items_export(
+        tmp_path / "x", "books", [full_book(1, **attributes)]
+    )
     home = tmp_path / "home"
     shutil.copytree(ROOT / "schemas", home / "schemas")
     env = {
@@ -166,8 +168,11 @@ def test_item_with_a_thousand_attributes(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "ingestion.cli", "sync", "--table", "books", str(export)]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    con = readers.connect()
+    staged = readers.metadata_location(home, "staging", "books")
+    assert con.execute(f"select count(*) from iceberg_scan('{staged}')").fetchone() == (1,)
     location = readers.metadata_location(home, "lakehouse", "books")
-    result = readers.connect().execute(f"select * from iceberg_scan('{location}')")
+    result = con.execute(f"select * from iceberg_scan('{location}')")
     names = [d[0] for d in result.description]
     (values,) = result.fetchall()
     row = dict(zip(names, values, strict=True))

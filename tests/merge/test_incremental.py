@@ -20,6 +20,7 @@ from reference import expected, same
 from support import ROOT
 
 from ingestion.cli import main
+from ingestion.config import clock
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import merge_counts, runner
 from ingestion.samples import exports as sample_exports
@@ -303,7 +304,7 @@ def test_the_first_incremental_may_overlap_the_full_export(
     newer = {**changed, "status": {"S": "changed after the export"}}
 
     def line(old: dict, new: dict, written) -> dict:
-        micros = int(written.timestamp()) * 1_000_000 + written.microsecond
+        micros = clock.epoch_micros(written)
         keys = {k: new[k] for k in ("customer_id", "order_id")}
         return {"Metadata": {"WriteTimestampMicros": {"N": str(micros)}}, "Keys": keys,
                 "OldImage": old, "NewImage": new}  # fmt: skip

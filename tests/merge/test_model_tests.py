@@ -10,9 +10,11 @@ import pytest
 import yaml
 from support import ROOT
 
+from ingestion import cli
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge.model_tests import ModelTestError, check_model_tests
+from ingestion.staging.exports import ingest_export
 
 
 def _project_with(tmp_path: Path, tests: list[str]) -> Path:
@@ -43,6 +45,24 @@ def test_a_model_with_dbts_own_key_test_is_refused_naming_the_new_one(
     assert isinstance(refused.value, LakehouseError)
     assert "\n" not in message
     assert f"models/marts/books.yml: column id tests `{old}`: write `{new}`" in message
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_merge_stops_on_such_a_model_with_one_line_before_any_work(
+    spark, clean_lakehouse, samples, project_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    books = get_table("books")
+    ingest_export(spark, books, str(samples["books"]))
+    path = project_copy / "models" / "marts" / "books.yml"
+    path.write_text(path.read_text().replace("[dynamodb_unique, dynamodb_not_null]", "[unique]"))
+    assert cli.main(["merge", "--table", "books"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "error: models/marts/books.yml: column id tests `unique`: write `dynamodb_unique` (the "
+        "same test at the cost of the merge; `add-table` writes it since the tests were renamed)\n"
+    )
+    assert not spark.catalog.tableExists("lake.lakehouse.books")  # nothing was merged
 
 
 def test_the_scoped_tests_and_tests_with_arguments_pass(tmp_path: Path) -> None:

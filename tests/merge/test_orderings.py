@@ -5,13 +5,14 @@ incremental exports together, and chains of exports with gaps, fillings and over
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support import book
 
+from ingestion.config import clock
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import runner
 from ingestion.project import onboarding
@@ -22,10 +23,6 @@ from ingestion.sources.stream_writer import write_batch
 from ingestion.staging import exports, streams
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
-
-
-def micros(moment: datetime) -> int:
-    return int(moment.timestamp()) * 1_000_000 + moment.microsecond
 
 
 def update_line(key: str, old: str, new: str, written: int) -> dict[str, Any]:
@@ -72,7 +69,7 @@ def test_a_stream_change_and_an_incremental_export_of_the_same_second_order_by_t
         "books",
         [
             update_line("a", "stream", "export", second * 1_000_000 + 500_000),
-            update_line("b", "B", "export", micros(start) + 5_000_000),
+            update_line("b", "B", "export", clock.epoch_micros(start) + 5_000_000),
         ],
         (start, end),
     )

@@ -2,7 +2,7 @@
 
 Real Spark, Iceberg and dbt. Change files are written by the Lambda module's writer
 (ingestion.sources.stream_writer) into a local folder; the expected final state is computed in plain
-Python from the same files before they are ingested (ingestion.samples.exports.live_items).
+Python from the same files before they are ingested (ingestion.samples.live.live_items).
 """
 
 from __future__ import annotations
