@@ -72,3 +72,11 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def project_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the project the test may change (``support.copy_project``)."""
     return copy_project(tmp_path, monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """A full export of ``orders`` and its incrementals (``orders_reference``), per module."""
+    from orders_reference import write_chain
+
+    return write_chain(tmp_path_factory.mktemp("chain"))

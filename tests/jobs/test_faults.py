@@ -16,8 +16,8 @@ import subprocess
 import sys
 
 import pytest
+from orders_reference import ITEMS, assert_final_equals
 from support import ROOT
-from test_incremental import ITEMS, assert_final_equals, chain  # noqa: F401  (chain: a fixture)
 
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import merge_log, runner

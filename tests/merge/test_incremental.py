@@ -16,7 +16,14 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from reference import expected, same
+from orders_reference import (
+    ITEMS,
+    assert_final_equals,
+    expected_items,
+    expected_state,
+    final_rows,
+    key_of,
+)
 from support import ROOT
 
 from ingestion.cli import main
@@ -24,73 +31,11 @@ from ingestion.config import clock
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import merge_counts, runner
 from ingestion.samples import exports as sample_exports
-from ingestion.samples import orders_chain
-from ingestion.schema import schema_file
 from ingestion.sources import manifest
 from ingestion.staging import exports, ledger
 from ingestion.staging.chain import ChainError
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
-ITEMS, SEED = 120, 5
-
-
-@pytest.fixture(scope="module")
-def chain(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    out = tmp_path_factory.mktemp("chain")
-    full = sample_exports.write_samples(out, ITEMS, SEED, ["orders"])["orders"]
-    return [full, *orders_chain.write_orders_chain(out, ITEMS, SEED)]
-
-
-def _key(image: dict) -> tuple[str, str]:
-    return image["customer_id"]["S"], image["order_id"]["S"]
-
-
-def expected_items(exports: list[Path]) -> dict[tuple[str, str], dict]:
-    """The table after the exports, computed in plain Python from the files."""
-    return {k: image for k, (_, image) in expected_state(exports).items()}
-
-
-def expected_state(exports: list[Path]) -> dict[tuple[str, str], tuple[int, dict]]:
-    """Key -> (version, image) of every item the exports leave, in plain Python."""
-    state: dict[tuple[str, str], tuple[int, dict | None]] = {}
-    for folder in exports:
-        export = manifest.read_export(folder, verify=False)
-        changes = []
-        for data_file in export.files:
-            for text in gzip.decompress(data_file.path.read_bytes()).decode().splitlines():
-                line = json.loads(text)
-                if "Item" in line:
-                    changes.append((export.version_micros, _key(line["Item"]), line["Item"]))
-                else:
-                    version = export.version_micros  # the end of its window
-                    changes.append((version, _key(line["Keys"]), line.get("NewImage")))
-        if export.export_type == manifest.FULL:  # a full export is the whole table
-            state = {}
-        for version, key, image in sorted(changes, key=lambda c: c[0]):
-            if key not in state or state[key][0] <= version:
-                state[key] = (version, image)
-    return {k: (v, image) for k, (v, image) in state.items() if image is not None}
-
-
-def final_rows(spark) -> dict[tuple[str, str], dict]:
-    return {
-        (r["customer_id"], r["order_id"]): r.asDict()
-        for r in spark.table("lake.lakehouse.orders").collect()
-    }
-
-
-def assert_final_equals(spark, exports: list[Path]) -> None:
-    want = expected_items(exports)
-    got = final_rows(spark)
-    assert set(got) == set(want)
-    orders = get_table("orders")
-    columns = schema_file.from_file(schema_file.table_schema_file(orders))
-    for key, image in want.items():
-        row = got[key]
-        assert json.loads(row["_image"]) == image
-        for attribute in columns.attributes:
-            value = expected(image.get(attribute.name), attribute.type)
-            assert same(value, row[attribute.column]), (key, attribute.name, value)
 
 
 def sync(spark, folders: list[Path]) -> list[merge_counts.MergeCounts]:
@@ -323,7 +268,7 @@ def test_the_first_incremental_may_overlap_the_full_export(
     out = capsys.readouterr().out
     assert "overlaps the full export" in out and "change nothing" in out
     assert_final_equals(spark, [chain[0], inc])
-    assert final_rows(spark)[_key(newer)]["status"] == "changed after the export"
+    assert final_rows(spark)[key_of(newer)]["status"] == "changed after the export"
 
 
 def test_an_export_fills_a_gap_left_with_allow_gap(
