@@ -7,7 +7,7 @@ import argparse
 from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, selected_tables
 from ingestion.config import names
-from ingestion.jobs.inspect import query, statuses
+from ingestion.jobs.inspection import query, statuses
 from ingestion.staging import ledger
 from ingestion.upkeep.status import TableStatus
 

@@ -7,7 +7,7 @@ import argparse
 from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, selected_tables
 from ingestion.dynamodb.tables import get_table
-from ingestion.jobs import apply, inspect
+from ingestion.jobs import apply, inspection
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,7 +44,7 @@ def run_rebuild(args: argparse.Namespace) -> int:
 
 def run_drift(args: argparse.Namespace) -> int:
     table = get_table(args.table)
-    found = inspect.drift(table)
+    found = inspection.drift(table)
     if not found:
         print(f"{table.name}: no schema drift: every staged value fits its column")
         return 0

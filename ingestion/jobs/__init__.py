@@ -9,7 +9,8 @@ rebuild, maintain, watch, and looking (status, query). They report as they go th
 - ``sync``: ``sync`` and ``export``: exports run in DynamoDB when asked, staged, merged;
 - ``apply``: ``merge`` and ``rebuild``: the final tables built from the change logs;
 - ``maintain``: ``maintain`` over several tables, then whole tables tested;
-- ``inspect``: ``status`` and ``query`` (Spark's analysis errors as one-line ``QueryError``);
+- ``inspection``: ``status``, ``drift`` and ``query`` (Spark's analysis errors as one-line
+  ``QueryError``);
 - ``watch``: ``watch``: one session, a tick every interval: ingest, merge, tests, compaction;
 - ``guard``: the table lock and the lease, always taken together here;
 - ``table_lock``: one process of a kind per table on this machine (``flock``);
