@@ -19,6 +19,7 @@ import pytest
 from orders_reference import ITEMS, assert_final_equals
 from support import ROOT
 
+from ingestion.config import names
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import merge_log, runner
 from ingestion.sources import manifest
@@ -42,7 +43,10 @@ def cli(*args: str, fault: str | None = None) -> subprocess.CompletedProcess:
 
 
 def refresh(spark) -> None:
-    for name in ("lake.staging.orders", "lake.lakehouse.orders"):
+    """What the other process committed, seen by this session: Iceberg's catalog caches a table
+    it loaded for 30 s, so a re-run faster than that left the merge log as this session last
+    read it (the batches looked unmerged; seen once after `during-merge`)."""
+    for name in ("lake.staging.orders", "lake.lakehouse.orders", names.merge_log_table()):
         if spark.catalog.tableExists(name):
             spark.sql(f"refresh table {name}")
 
