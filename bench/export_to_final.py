@@ -250,7 +250,9 @@ def main(argv: list[str] | None = None) -> int:
             scratch = Path(tempfile.mkdtemp(prefix=f"lakehouse-bench-e2f-{table}-{items}-"))
             log = scratch.parent / f"{scratch.name}.log"
             try:
-                runs.append(run(scratch, table, items, log))
+                runs.append(
+                    {**run(scratch, table, items, log), "measured": results_file.measured()}
+                )
             finally:
                 os.environ.pop("LAKEHOUSE_PROJECT_DIR", None)  # the copy goes with the scratch
                 shutil.rmtree(scratch, ignore_errors=True)

@@ -401,7 +401,7 @@ def table() -> str:
         commands.append(
             f"- {name}: `{doc.get('command', '?')}` ({machine.get('cores')} cores, "
             f"{machine.get('memory_gb')} GB; chart `bench/results/{name}.png`); measured "
-            f"{measured(name)}"
+            f"{measured(name, doc.get('measured'))}"
         )
     lines = [
         "| benchmark | data | figure | target | |",
@@ -421,19 +421,24 @@ def _git(*args: str) -> str:
     ).stdout.strip()
 
 
-def measured(name: str) -> str:
-    """When the result ``name`` was committed (date, commit), and "stale" when a later commit
-    changed the code it measures (a figure is re-measured, or said to be old)."""
+def measured(name: str, stamp: dict | None = None) -> str:
+    """When a figure was measured (date, commit) and "stale" when a later commit changed the code
+    it measures. ``stamp``: what the run recorded (``results_file.measured``); without it, the
+    last commit of the result file (results written before runs were stamped)."""
     try:
-        found = _git("log", "-1", "--format=%h %cs", "--", f"bench/results/{name}.json")
-        if not found:
-            return "not committed yet"
-        commit, day = found.split()
+        if stamp:
+            commit, day = stamp["commit"].rstrip("+"), stamp["date"]
+        else:
+            found = _git("log", "-1", "--format=%h %cs", "--", f"bench/results/{name}.json")
+            if not found:
+                return "not committed yet"
+            commit, day = found.split()
         later = int(_git("rev-list", "--count", f"{commit}..HEAD", "--", *MEASURED))
-    except (OSError, ValueError, subprocess.SubprocessError):
+    except (OSError, ValueError, KeyError, subprocess.SubprocessError):
         return "date unknown (no git history)"
+    uncommitted = " on uncommitted changes" if stamp and stamp["commit"].endswith("+") else ""
     stale = f"; **stale**: {later} later commit(s) changed the code it measures" if later else ""
-    return f"{day} ({commit}){stale}"
+    return f"{day} ({commit}{uncommitted}){stale}"
 
 
 def _load(name: str) -> dict | None:
@@ -441,7 +446,7 @@ def _load(name: str) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def _load_rows(doc: dict) -> list[list[str]]:
+def _load_rows(doc: dict) -> list[list[Any]]:
     rows = []
     for r in doc["runs"]:
         if r["table"] != "orders":
@@ -454,14 +459,15 @@ def _load_rows(doc: dict) -> list[list[str]]:
                 f"{s['sync']:.0f} s = **{ratio}x** the floor ({s['floor']:.0f} s: a typed read "
                 f"of the export)" + (f"; target {target}x" if target else ""),
                 "export_to_final",
+                r.get("measured"),
             ]
         )
     return rows
 
 
-def _headline_rows() -> list[list[str]]:
-    """[question, figure, result name] for each question a user asks, from the result files."""
-    rows: list[list[str]] = []
+def _headline_rows() -> list[list[Any]]:
+    """[question, figure, result name, its run's stamp] for each question a user asks."""
+    rows: list[list[Any]] = []
     final = _load("export_to_final")
     if final:
         rows += _load_rows(final)
@@ -477,6 +483,7 @@ def _headline_rows() -> list[list[str]]:
                         f"{c['apply_seconds']} s = **{c['ratio_to_floor']}x** a plain MERGE INTO "
                         f"({c['floor_merge_seconds']} s)",
                         "apply_cost",
+                        cost.get("measured"),
                     ]
                 )
     daily = _load("daily_sync")
@@ -487,6 +494,7 @@ def _headline_rows() -> list[list[str]]:
                 f"a daily incremental export into {_label(daily['items'])} `orders` rows",
                 f"at most {max(each):.0f} s each with its tests ({len(each)} incrementals)",
                 "daily_sync",
+                daily.get("measured"),
             ]
         )
     fresh = _load("freshness")
@@ -496,6 +504,7 @@ def _headline_rows() -> list[list[str]]:
                 "a stream change visible in the final table (`watch`)",
                 f"p95 {fresh['latency_s']['p95']} s at {fresh['rate_changes_per_s']} changes/s",
                 "freshness",
+                fresh.get("measured"),
             ]
         )
     upkeep = _load("maintenance")
@@ -505,27 +514,30 @@ def _headline_rows() -> list[list[str]]:
                 "reads that fail while `maintain` compacts and expires",
                 f"{upkeep['reader_failures']} of {upkeep['reader_reads']:,} reads",
                 "maintenance",
+                upkeep.get("measured"),
             ]
         )
-    if final:
-        for r in final["runs"]:
-            if r["table"] == "orders" and "peak_driver_rss_mb" in r:
-                step, rss = max(r["peak_driver_rss_mb"].items(), key=lambda kv: kv[1])
-                rows.append(
-                    [
-                        f"driver memory for {_label(r['items'])} items",
-                        f"every step within a {final['driver_memory']} heap; largest JVM "
-                        f"resident set {rss:.0f} MB ({step})",
-                        "export_to_final",
-                    ]
-                )
+    measured_memory = [r for r in (final or {}).get("runs", []) if "peak_driver_rss_mb" in r]
+    if final and measured_memory:
+        r = max(measured_memory, key=lambda r: r["items"])
+        step, rss = max(r["peak_driver_rss_mb"].items(), key=lambda kv: kv[1])
+        rows.append(
+            [
+                f"driver memory, a full export of {_label(r['items'])} items",
+                f"every step within a {final['driver_memory']} heap; largest JVM resident set "
+                f"{rss:.0f} MB ({step})",
+                "export_to_final",
+                r.get("measured"),
+            ]
+        )
     return rows[:HEADLINE_ROWS]
 
 
 def headline() -> str:
     """The README's table: one figure per question, with when it was measured."""
     lines = ["| question | figure | measured |", "|---|---|---|"]
-    lines += [f"| {q} | {figure} | {measured(name)} |" for q, figure, name in _headline_rows()]
+    rows = _headline_rows()
+    lines += [f"| {q} | {figure} | {measured(name, stamp)} |" for q, figure, name, stamp in rows]
     return "\n".join(lines) + "\n"
 
 

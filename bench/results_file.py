@@ -1,14 +1,35 @@
-"""What every benchmark records with its figures: the machine, the Spark settings, the command."""
+"""What every benchmark records with its figures: the machine, the Spark settings, the command,
+and the code it measured (``measured``: the commit checked out and the date)."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import platform
+import subprocess
 from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def measured() -> dict[str, str]:
+    """The commit the benchmark ran on (``+`` when the work tree had changes) and today's date;
+    ``bench/report.py`` says a figure is stale when a later commit changed the code it measures."""
+    root = RESULTS.parent.parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", "ingestion", "macros")
+    except (OSError, subprocess.SubprocessError):
+        commit, changed = "unknown", ""
+    return {"commit": commit + ("+" if changed else ""), "date": datetime.date.today().isoformat()}
 
 
 def write(name: str, figures: dict[str, Any], command: str) -> dict[str, Any]:
@@ -29,6 +50,7 @@ def write(name: str, figures: dict[str, Any], command: str) -> dict[str, Any]:
             for k in ("spark.master", "spark.driver.memory", "spark.sql.shuffle.partitions")
         },
         "command": command,
+        "measured": measured(),
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")

@@ -223,3 +223,26 @@ def test_a_figure_whose_code_changed_since_it_was_measured_is_marked_stale(
     assert report.measured("daily_sync") == "2026-11-20 (abc1234)"
     answers["log"] = ""
     assert report.measured("daily_sync") == "not committed yet"
+
+
+def test_a_run_is_dated_by_its_own_stamp_not_by_its_result_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A result file re-written with --add keeps older runs: each run says when it was measured
+    (results_file.measured), and the file's last commit dates only runs without a stamp."""
+    asked = []
+
+    def git(*args: str) -> str:
+        asked.append(args)
+        return {"rev-list": "2", "log": "fff0000 2026-11-30"}[args[0]]
+
+    monkeypatch.setattr(report, "_git", git)
+    stamp = {"commit": "abc1234", "date": "2026-11-20"}
+    assert report.measured("export_to_final", stamp) == (
+        "2026-11-20 (abc1234); **stale**: 2 later commit(s) changed the code it measures"
+    )
+    assert asked[0][:3] == ("rev-list", "--count", "abc1234..HEAD")
+    assert report.measured(
+        "export_to_final", {"commit": "abc1234+", "date": "2026-11-20"}
+    ).startswith("2026-11-20 (abc1234 on uncommitted changes)")
+    assert report.measured("export_to_final").startswith("2026-11-30 (fff0000)")
