@@ -38,6 +38,10 @@ def quote(identifier: str) -> str:
     return "`" + identifier.replace("`", "``") + "`"
 
 
+# The staging table's property that holds the table's column types (``staging.table_types``).
+SCHEMA_PROPERTY = SUMMARY_PREFIX + "schema"
+
+
 def quote_table(*parts: str) -> str:
     return ".".join(quote(p) for p in parts)
 

@@ -10,6 +10,7 @@ from ingestion.jobs.reporter import Reporter
 from ingestion.merge.merge_counts import MergeCounts
 from ingestion.merge.runner import run_merge
 from ingestion.spark import progress, spark_config
+from ingestion.upkeep.adopt import adopt_before_merge
 from ingestion.upkeep.rebuild import rebuild_staging
 
 
@@ -26,6 +27,9 @@ def merge_tables(
             reporter.line(f"{table.name}: nothing staged yet, skipped")
     if not staged:
         return []
+    for table in staged:
+        for line in adopt_before_merge(spark, table):
+            reporter.line(line)
     with progress.progress(spark, "merge " + ", ".join(t.name for t in staged)):
         counts, seconds = run_merge(spark, staged, full_check=full_check)
     reporter.merged(counts, seconds)

@@ -28,8 +28,7 @@ from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs import table_lock
 from ingestion.jobs.guard import held_table
 from ingestion.merge import merge_counts, merge_log, runner
-from ingestion.schema import schema_file
-from ingestion.staging import append, exports, streams
+from ingestion.staging import append, exports, streams, table_types
 from ingestion.upkeep import adopt, maintenance
 
 log = logging.getLogger(__name__)
@@ -117,6 +116,8 @@ def tick(
         or merge_counts.current_snapshot(spark, table.name) is None
         or merge_log.new_batches(spark, table.name)
     ):
+        for line in adopt.adopt_before_merge(spark, table):
+            log.info(line)
         test = options.test_every > 0 and (merged + 1) % options.test_every == 0
         also = {table.name: list(untested)}
         results, merge_seconds = runner.run_merge(spark, [table], test=test, also_test=also)
@@ -162,8 +163,8 @@ def warm_up(spark: SparkSession, table: TableConfig) -> float:
     (Spark's code generation for the table's columns, written nowhere) and dbt's project parse.
     Without it the first tick that has data takes several times a warm one."""
     started = time.monotonic()
-    current = schema_file.table_schema_file(table)
-    if current is not None and current.complete:
+    current = table_types.current_schema(spark, table)
+    if current is not None:
         sample_values = {"S": {"S": "warm-up"}, "N": {"N": "0"}, "B": {"B": ""}}
         keys = {k.name: sample_values[k.descriptor] for k in table.keys}
         line = {
@@ -176,7 +177,7 @@ def warm_up(spark: SparkSession, table: TableConfig) -> float:
         rows = append.staging_rows(
             spark.createDataFrame([(json.dumps(line),)], "value string"),
             decode.stream_change_columns(),
-            exports.with_keys(table, schema_file.from_file(current)),
+            exports.with_keys(table, current),
             "warm-up",
             "warm-up",
             clock.utc_now(),

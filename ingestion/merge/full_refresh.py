@@ -1,37 +1,39 @@
-"""The full-refresh decision: a final table whose column types differ from the table's schema
-(drift adopted since its last build, ``upkeep.adopt``) cannot be changed by an incremental merge;
-the merge rebuilds it from the change log instead."""
+"""The full-refresh decision: a final table whose column types differ from its staging table's
+(drift adopted since its last build, ``upkeep.adopt``) cannot be changed by an incremental
+merge; the merge rebuilds it from the change log instead.
+
+The comparison is with the staging table's actual column types, the types its rows were
+written with (kept in the same commit as those rows: ``staging.table_types``), never with a
+file: an incremental merge into a narrower column would let Spark's store assignment cast a
+wider value down (``1.5`` into a ``bigint`` column as ``1``) with every data test passing.
+"""
 
 from __future__ import annotations
 
 import logging
 
 from pyspark.sql import SparkSession
-from pyspark.sql import types as T
 
 from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.schema import schema_file
 
 log = logging.getLogger(__name__)
 
 
 def needs_full_refresh(spark: SparkSession, table: TableConfig) -> bool:
-    """The final table's column types differ from the schema file's (drift adopted since its
-    last build): an incremental merge cannot change them, a full refresh must."""
-    final = names.final_table(table.name)
-    current = schema_file.table_schema_file(table)
-    if current is None or not spark.catalog.tableExists(final):
+    """A column of the final table has another type than the same column in staging."""
+    final, staging = names.final_table(table.name), names.staging_table(table.name)
+    if not spark.catalog.tableExists(final) or not spark.catalog.tableExists(staging):
         return False
-    columns = {f.name: f.dataType.simpleString() for f in spark.table(final).schema.fields}
-    for attribute in schema_file.from_file(current).attributes:
-        built = columns.get(attribute.column)
-        wanted = T._parse_datatype_string(attribute.type.sql()).simpleString()
-        if built is not None and built != wanted:
+    staged = {f.name: f.dataType.simpleString() for f in spark.table(staging).schema.fields}
+    for field in spark.table(final).schema.fields:
+        wanted = staged.get(field.name)
+        built = field.dataType.simpleString()
+        if wanted is not None and built != wanted:
             log.info(
-                "%s: column %s is %s in the final table, %s in the schema: full refresh",
+                "%s: column %s is %s in the final table, %s in staging: full refresh",
                 table.name,
-                attribute.column,
+                field.name,
                 built,
                 wanted,
             )

@@ -86,12 +86,48 @@ def commit_counts(
 
     def state(snapshot: int, side: str) -> DataFrame:
         rows = spark.sql(f"select * from {name} version as of {int(snapshot)}")
-        return rows.join(F.broadcast(touched), on=keys, how="left_semi").select(
-            *keys,
-            F.struct("_version", F.coalesce("_sequence", F.lit(""))).alias(side),
-        )
+        return versions(rows.join(F.broadcast(touched), on=keys, how="left_semi"), table, side)
 
-    joined = state(int(before), "old").join(state(int(after), "new"), on=keys, how="full_outer")
+    inserted, deleted, updated = _diff(state(int(before), "old"), state(int(after), "new"), keys)
+    if rebaselined:
+        commits = _merge_commits(spark, name, int(before), int(after))
+        removed = sum(int(c.get("added-position-deletes", 0)) for c in commits)
+        deleted = max(deleted, removed - updated)
+    return MergeCounts(table.name, rows, inserted, updated, deleted)
+
+
+def versions(rows: DataFrame, table: TableConfig, side: str) -> DataFrame:
+    """Each key of ``rows`` with the version of its row (``side``: old or new)."""
+    keys = [k.column for k in table.keys]
+    return rows.select(*keys, F.struct("_version", F.coalesce("_sequence", F.lit(""))).alias(side))
+
+
+def before_refresh(spark: SparkSession, table: TableConfig) -> DataFrame | None:
+    """The final table's keys and versions before a full refresh re-creates it (kept in this
+    process: the refresh drops the table's history), or None when there is no final table."""
+    name = names.final_table(table.name)
+    if not spark.catalog.tableExists(name):
+        return None
+    return versions(spark.table(name), table, "old").localCheckpoint()
+
+
+def refresh_counts(
+    spark: SparkSession, table: TableConfig, old: DataFrame, after: int | None
+) -> MergeCounts:
+    """What a full refresh changed: the keys and versions before it against after it (a drift
+    adopted rewrites every row, but changes only the rows the new batches touched)."""
+    name = names.final_table(table.name)
+    if after is None:
+        return MergeCounts(table.name, 0, 0, 0, 0)
+    rows = spark.sql(f"select * from {name} version as of {int(after)}")
+    keys = [k.column for k in table.keys]
+    inserted, deleted, updated = _diff(old, versions(rows, table, "new"), keys)
+    return MergeCounts(table.name, rows.count(), inserted, updated, deleted)
+
+
+def _diff(old: DataFrame, new: DataFrame, keys: list[str]) -> tuple[int, int, int]:
+    """Inserted, deleted and updated keys between two (key, version) states."""
+    joined = old.join(new, on=keys, how="full_outer")
     counts = joined.agg(
         F.count_if(F.col("old").isNull()).alias("inserted"),
         F.count_if(F.col("new").isNull()).alias("deleted"),
@@ -101,8 +137,4 @@ def commit_counts(
     ).first()
     assert counts is not None
     inserted, deleted, updated = (int(counts[c] or 0) for c in ("inserted", "deleted", "updated"))
-    if rebaselined:
-        commits = _merge_commits(spark, name, int(before), int(after))
-        removed = sum(int(c.get("added-position-deletes", 0)) for c in commits)
-        deleted = max(deleted, removed - updated)
-    return MergeCounts(table.name, rows, inserted, updated, deleted)
+    return inserted, deleted, updated

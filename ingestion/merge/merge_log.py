@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import names
+from ingestion.dynamodb.values import sql_string
 from ingestion.staging import ledger
 
 MERGE_LOG = names.merge_log_table()
@@ -42,4 +43,16 @@ def record_merged(spark: SparkSession, batches: dict[str, list[str]]) -> None:
             .withColumn("merged_at", F.current_timestamp())
             .writeTo(MERGE_LOG)
             .append()
+        )
+
+
+def forget(spark: SparkSession, table: str, batches: list[str]) -> None:
+    """Take batches out of the merge log, so the next merge applies them (again: a no-op for
+    rows already merged, the latest change per key wins)."""
+    if batches:
+        ensure_merge_log(spark)
+        listed = ", ".join(sql_string(b) for b in batches)
+        spark.sql(
+            f"delete from {MERGE_LOG} where table_name = {sql_string(table)} "
+            f"and batch_id in ({listed})"
         )

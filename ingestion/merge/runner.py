@@ -16,7 +16,13 @@ from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge.full_refresh import needs_full_refresh
-from ingestion.merge.merge_counts import MergeCounts, commit_counts, current_snapshot
+from ingestion.merge.merge_counts import (
+    MergeCounts,
+    before_refresh,
+    commit_counts,
+    current_snapshot,
+    refresh_counts,
+)
 from ingestion.merge.merge_log import ensure_merge_log, new_batches, record_merged
 from ingestion.merge.model_tests import check_model_tests
 from ingestion.sources import manifest
@@ -102,6 +108,12 @@ def run_merge(
     before = {t.name: current_snapshot(spark, t.name) for t in tables}
     # Drift adopted since the last build changed column types: only a full refresh changes them.
     refresh = {t.name for t in tables if full_refresh or needs_full_refresh(spark, t)}
+    # A refresh drops the final table's history: its keys and versions are kept for the counts.
+    refreshed_from = {
+        t.name: before_refresh(spark, t)
+        for t in tables
+        if t.name in refresh and before[t.name] is not None
+    }
     # Nothing new for a table that exists: no dbt run for it (not even an empty commit).
     to_run = [t for t in tables if t.name in refresh or batches[t.name] or before[t.name] is None]
     if to_run:
@@ -128,15 +140,15 @@ def run_merge(
         kinds = {e.batch_id: e.kind for e in ledger.entries(spark, table)}
         return any(kinds.get(b) == manifest.FULL for b in batches[table])
 
-    counts = [
-        replace(
-            commit_counts(
-                spark, t, before[t.name], after[t.name], batches[t.name], rebaselines(t.name)
-            ),
-            batches=tuple(batches[t.name]),
+    def counted(t: TableConfig) -> MergeCounts:
+        old = refreshed_from.get(t.name)
+        if old is not None:
+            return refresh_counts(spark, t, old, after[t.name])
+        return commit_counts(
+            spark, t, before[t.name], after[t.name], batches[t.name], rebaselines(t.name)
         )
-        for t in tables
-    ]
+
+    counts = [replace(counted(t), batches=tuple(batches[t.name])) for t in tables]
     return counts, time.monotonic() - started
 
 

@@ -59,16 +59,25 @@ def read_schema_file(path: Path, table: str, keys: dict[str, ColumnType]) -> Sch
         raw = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise SchemaError(f"{path}: not a readable JSON schema file: {exc}") from exc
+    return parse_document(raw, str(path), table, keys)
+
+
+def parse_document(
+    raw: Any, where_from: str, table: str, keys: dict[str, ColumnType]
+) -> SchemaFile:
+    """A schema document (a schema file's JSON, or the one stored with the staging table)."""
     if not isinstance(raw, dict):
-        raise SchemaError(f"{path}: a schema file is a JSON object")
+        raise SchemaError(f"{where_from}: a schema file is a JSON object")
     simple = "attributes" not in raw and all(isinstance(v, str) for v in raw.values())
     entries: dict[str, Any] = raw if simple else raw.get("attributes")  # type: ignore[assignment]
     if not isinstance(entries, dict):
-        raise SchemaError(f'{path}: "attributes" must be an object of attribute name -> entry')
+        raise SchemaError(
+            f'{where_from}: "attributes" must be an object of attribute name -> entry'
+        )
     typed: dict[str, Attribute] = {}
     overrides: dict[str, dict[str, Any]] = {}
     for name, entry in entries.items():
-        where = f"{path}: attribute {name!r}"
+        where = f"{where_from}: attribute {name!r}"
         if isinstance(entry, str):
             entry = {"type": simple_type(entry, where).sql(), "simple": entry}
         if not isinstance(entry, dict):
@@ -87,8 +96,39 @@ def read_schema_file(path: Path, table: str, keys: dict[str, ColumnType]) -> Sch
         elif "type" in entry:
             column_type = parse_type(str(entry["type"]), entry, where)
             typed[name] = Attribute(name, column, column_type, info=_info(entry))
-    check_unique([(a.name, a.column) for a in typed.values()], str(path), set(METADATA_COLUMNS))
+    check_unique([(a.name, a.column) for a in typed.values()], where_from, set(METADATA_COLUMNS))
     return SchemaFile(table, typed, overrides, raw)
+
+
+# Decision: an entry a person wrote is told from one detection wrote by ``dynamodb_types``
+# (``type_rules.DETECTED_MARK``): detection records the DynamoDB types it saw on every entry it
+# types; a person's entry does not carry them. Only a person's type is a declaration, which
+# adoption never changes; every other entry (detected, or written by an earlier version's
+# detection, such as the shipped ``books``/``orders`` files) keeps adopting drift.
+DETECTED_MARK = type_rules.DETECTED_MARK
+
+
+def is_declared(entry: Any) -> bool:
+    """A type a person declared (not one detection wrote)."""
+    return isinstance(entry, dict) and "type" in entry and DETECTED_MARK not in entry
+
+
+def declared_entries(schema_file: SchemaFile | None) -> dict[str, dict[str, Any]]:
+    """What re-detection must keep of a schema file: a person's entries whole (their types,
+    names, nested fields), and of detected entries only the column names chosen."""
+    entries = schema_file.overrides if schema_file else {}
+    return {name: _kept(entry) for name, entry in entries.items() if isinstance(entry, dict)}
+
+
+def _kept(entry: dict[str, Any]) -> dict[str, Any]:
+    if is_declared(entry):
+        return entry
+    kept: dict[str, Any] = {"column": entry["column"]} if "column" in entry else {}
+    if isinstance(entry.get("fields"), dict):
+        kept["fields"] = {n: _kept(e) for n, e in entry["fields"].items() if isinstance(e, dict)}
+    if isinstance(entry.get("element"), dict):
+        kept["element"] = _kept(entry["element"])
+    return kept
 
 
 def _info(entry: dict[str, Any]) -> dict[str, Any]:

@@ -64,6 +64,12 @@ def number_type(stats: NodeStats) -> ColumnType:
     return STRING
 
 
+# Detection records the DynamoDB types it saw on every entry it types; an entry a person wrote
+# does not carry them: that is how a declared type is told from a detected one
+# (``schema_file.is_declared``).
+DETECTED_MARK = "dynamodb_types"
+
+
 def _seen(types: dict[str, NodeStats]) -> dict[str, int]:
     return {t: s.count for t, s in sorted(types.items())}
 
@@ -93,10 +99,15 @@ class _Resolver:
 
     def resolve(self, path: Path_, where: str) -> tuple[ColumnType, dict[str, Any]]:
         types = self.stats.by_path.get(path, {})
-        info: dict[str, Any] = {"dynamodb_types": _seen(types)}
+        info: dict[str, Any] = {DETECTED_MARK: _seen(types)}
         override = self._override(path)
         if "type" in override:
-            return parse_type(str(override["type"]), override, where), info
+            column_type = parse_type(str(override["type"]), override, where)
+            if DETECTED_MARK in override:  # a detected entry kept as it was
+                return column_type, info
+            return column_type, {  # a person's declaration, kept as written
+                k: v for k, v in override.items() if k not in ("column", "type")
+            }
         real = {t: s for t, s in types.items() if t != "NULL"}
         if not real:
             info["note"] = "only NULL seen: text"
@@ -142,7 +153,9 @@ class _Resolver:
         for child in sorted(children, key=lambda p: (column_name(str(p[-1])), str(p[-1]))):
             name = str(child[-1])
             column_type, sub = self.resolve(child, f"{where}.{name}")
-            present = sum(n for t, n in sub["dynamodb_types"].items() if t != "NULL")
+            present = sum(
+                s.count for t, s in self.stats.by_path.get(child, {}).items() if t != "NULL"
+            )
             sub["nullable"] = present < parent
             column = self._override(child).get("column") or column_name(name)
             fields.append(StructField(name, column, column_type))

@@ -25,7 +25,7 @@ from ingestion.dynamodb.values import sql_string
 from ingestion.schema import typed_columns
 from ingestion.schema.types import METADATA_COLUMNS, Schema
 from ingestion.sources.manifest import FULL, Export
-from ingestion.staging import ledger
+from ingestion.staging import ledger, table_types
 from ingestion.staging.drift import Drift, drift_report
 
 log = logging.getLogger(__name__)
@@ -100,10 +100,16 @@ def read_export(
     return staging_rows(lines, columns, schema, export.export_arn, batch_id, ingested_at)
 
 
-def _ensure_table(spark: SparkSession, name: str, rows: DataFrame) -> None:
+def _ensure_table(spark: SparkSession, name: str, rows: DataFrame, schema: Schema) -> None:
+    """The staging table, created with its column types kept in it (``table_types``), or the
+    existing one, its kept types brought up to ``schema`` before the append adds columns."""
     if spark.catalog.tableExists(names.staging_table(name)):
+        table_types.store(spark, name, schema)
         return
-    properties = ", ".join(f"'{k}'='{v}'" for k, v in TABLE_PROPERTIES.items())
+    properties = ", ".join(
+        f"{sql_string(k)}={sql_string(v)}"
+        for k, v in {**TABLE_PROPERTIES, table_types.PROPERTY: table_types.document(schema)}.items()
+    )
     columns = ", ".join(
         f"{quote_table(f.name)} {f.dataType.simpleString()}" for f in rows.schema.fields
     )
@@ -151,7 +157,7 @@ def stage_export(
     batch_id = new_batch_id(ingested_at)
     rows = read_export(spark, export, schema, batch_id, ingested_at)
     return append_batch(
-        spark, table, rows, ledger.entry_for(export, batch_id), export.folder, ingested_at
+        spark, table, rows, ledger.entry_for(export, batch_id), export.folder, ingested_at, schema
     )
 
 
@@ -162,9 +168,11 @@ def append_batch(
     entry: ledger.Entry,
     where: object,
     ingested_at: datetime,
+    schema: Schema,
 ) -> StagedBatch:
-    """Append ``rows`` to the staging table in ONE commit whose snapshot summary is ``entry``."""
-    _ensure_table(spark, table.name, rows)
+    """Append ``rows`` (typed by ``schema``) to the staging table in ONE commit whose snapshot
+    summary is ``entry``."""
+    _ensure_table(spark, table.name, rows, schema)
     rows = _in_table_order(spark, table.name, rows)
     observation = Observation(f"batch {entry.batch_id}")
     observed = rows.observe(

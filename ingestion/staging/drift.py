@@ -24,16 +24,21 @@ class Drift:
     example: str
 
 
-def drift_report(spark: SparkSession, table: str, batch_id: str | None = None) -> list[Drift]:
+def drift_report(
+    spark: SparkSession, table: str, batches: str | list[str] | None = None
+) -> list[Drift]:
     """Per attribute and source: rows whose value did not fit the column, with one example value
-    (its DynamoDB JSON). Reads only the rows that have drift."""
+    (its DynamoDB JSON); of one batch or a list of batches, or of the whole table. Reads only
+    the rows that have drift."""
     if not spark.catalog.tableExists(names.staging_table(table)):
         return []
     staged = spark.table(names.staging_table(table))
     if "_drift" not in staged.columns:
         return []
-    if batch_id:
-        staged = staged.where(F.col("_batch_id") == batch_id)
+    if isinstance(batches, str):
+        staged = staged.where(F.col("_batch_id") == batches)
+    elif batches is not None:
+        staged = staged.where(F.col("_batch_id").isin(batches))
     rows = (
         staged.where(F.col("_drift").isNotNull())
         .select("_source", "_image", F.explode("_drift").alias("attribute"))

@@ -1,9 +1,10 @@
 """Ingest DynamoDB exports into a table's staging change log (the `ingest` command's library).
 
-The table's schema file decides the columns. With no schema file (or one with entries still to
-detect) the first export is scanned once to write it. When a later export holds attributes the
+The table's types decide the columns: those kept with its staging table (``table_types``), or
+before its first commit a complete schema file; with neither, the first export is scanned once
+to detect them (a person's declared entries kept). When a later export holds attributes the
 schema does not know, the write stops before its commit; the new attributes are detected from
-that export, added to the schema file, and the export is staged again: they become new columns.
+that export, added to the types, and the export is staged again: they become new columns.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ingestion.dynamodb.tables import TableConfig
 from ingestion.schema import detect, schema_file, typed_columns, types
 from ingestion.sources import manifest
 from ingestion.spark import spark_config
-from ingestion.staging import append, chain, ledger
+from ingestion.staging import append, chain, ledger, table_types
 from ingestion.staging.drift import Drift
 
 log = logging.getLogger(__name__)
@@ -59,26 +60,30 @@ Images = Callable[[], DataFrame]
 def table_schema(
     spark: SparkSession, table: TableConfig, export: manifest.Export
 ) -> tuple[types.Schema, list[str]]:
-    """The schema to stage ``export`` with; detected (and written) when the file is missing or
-    incomplete. Returns it and what changed, for the run summary."""
+    """The schema to stage ``export`` with; detected when the table has none yet. Returns it
+    and what changed, for the run summary."""
     return schema_for(
-        table, export.export_id, lambda: detect.export_images(spark, export), export.export_arn
+        spark,
+        table,
+        export.export_id,
+        lambda: detect.export_images(spark, export),
+        export.export_arn,
     )
 
 
 def schema_for(
-    table: TableConfig, label: str, images: Images, source: str
+    spark: SparkSession, table: TableConfig, label: str, images: Images, source: str
 ) -> tuple[types.Schema, list[str]]:
-    """The table's schema from its file; detected from ``images`` (and written) when the file is
-    missing or incomplete. Returns it and what changed, for the run summary."""
-    existing = schema_file.table_schema_file(table)
-    if existing is not None and existing.complete:
-        return with_keys(table, schema_file.from_file(existing)), []
-    detected = detect.detect_images(
-        images(), table, existing.overrides if existing else None, source
-    )
-    path = schema_file.write_schema(detected)
-    changes = [f"schema detected from {label} ({detected.items} items): {path}"]
+    """The table's types (``table_types.current_schema``: kept with its staging table, or a
+    complete schema file before the first commit); detected from ``images`` when there are none
+    yet, a person's declared entries kept. They are kept with the staging table by the commit
+    that stages the batch. Returns the schema and what changed, for the run summary."""
+    current = table_types.current_schema(spark, table)
+    if current is not None:
+        return with_keys(table, current), []
+    declared = schema_file.declared_entries(schema_file.table_schema_file(table))
+    detected = detect.detect_images(images(), table, declared or None, source)
+    changes = [f"schema detected from {label} ({detected.items} items)"]
     changes += [f"conflict: {c}" for c in detected.conflicts]
     return with_keys(table, detected), changes
 
@@ -86,16 +91,15 @@ def schema_for(
 def add_new_attributes(
     table: TableConfig, label: str, images: Images, source: str, current: types.Schema
 ) -> tuple[types.Schema, list[str]]:
-    """Detect the attributes of ``images`` the schema lacks and append them to the schema file."""
-    existing = schema_file.table_schema_file(table)
-    overrides = existing.overrides if existing else {}
-    detected = detect.detect_images(images(), table, overrides, source)
+    """Detect the attributes of ``images`` the schema lacks and add them to it (kept with the
+    staging table by the append that stages them)."""
+    declared = schema_file.declared_entries(schema_file.table_schema_file(table))
+    detected = detect.detect_images(images(), table, declared, source)
     added = [a for a in detected.attributes if current.get(a.name) is None]
     updated = current.with_attributes(added)
     types.check_columns(updated)
-    path = schema_file.write_schema(updated)
     names = ", ".join(f"{a.name!r} ({a.column} {a.type.sql()})" for a in added)
-    log.info("%s: new attributes in %s: %s; added to %s", table.name, label, names, path)
+    log.info("%s: new attributes in %s: %s", table.name, label, names)
     conflicts = [c for c in detected.conflicts if any(f"attribute {a.name!r}" in c for a in added)]
     return updated, [f"new columns: {names}"] + [f"conflict: {c}" for c in conflicts]
 
@@ -206,8 +210,8 @@ def detect_table_schema(
 ) -> types.Schema:
     """A configured table's schema from every item of a full export, keeping what its schema
     file already says (names, types a person chose)."""
-    existing = schema_file.table_schema_file(table)
-    return detect.detect_export(spark, export, table, existing.overrides if existing else None)
+    declared = schema_file.declared_entries(schema_file.table_schema_file(table))
+    return detect.detect_export(spark, export, table, declared or None)
 
 
 def in_time_order(sources: list[str]) -> list[str]:

@@ -12,18 +12,17 @@ from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import parse_item, sql_string
 from ingestion.schema import schema_file
 from ingestion.schema.typed_columns import typed
-from ingestion.schema.types import ColumnType
+from ingestion.schema.types import ColumnType, Schema
 
 
-def key_types(table: TableConfig) -> dict[str, ColumnType]:
-    """Each key's column type: the schema file's, else the declared one."""
+def key_types(table: TableConfig, current: Schema | None) -> dict[str, ColumnType]:
+    """Each key's column type: the table's current types', else the declared one."""
     declared = schema_file.declared_keys(table)
-    existing = schema_file.table_schema_file(table)
-    typed_keys = existing.typed if existing else {}
+    typed_keys = {a.name: a for a in current.attributes} if current else {}
     return {n: typed_keys[n].type if n in typed_keys else t for n, t in declared.items()}
 
 
-def reject_reason(table: TableConfig) -> F.Column:
+def reject_reason(table: TableConfig, current: Schema | None) -> F.Column:
     """Why a change-file line (``value``) cannot be staged, or null when it can: a key that its
     column cannot hold (a number beyond a bigint key column an older schema file set) included,
     so ``--max-rejects`` can set such a line aside instead of the whole batch failing."""
@@ -51,7 +50,7 @@ def reject_reason(table: TableConfig) -> F.Column:
                 f"{typed(f'{item_keys}[{sql_string(name)}]', column)} is null",
                 f"Keys' {name!r} is not a value its {column.sql()} column holds",
             )
-            for name, column in key_types(table).items()
+            for name, column in key_types(table, current).items()
         ],
         (
             f"coalesce({line}.eventName, '') not in ('INSERT', 'MODIFY', 'REMOVE')",

@@ -25,7 +25,6 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -34,7 +33,7 @@ from ingestion import fault_points
 from ingestion.config import clock
 from ingestion.dynamodb import decode
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.schema import detect
+from ingestion.schema import detect, types
 from ingestion.sources.stream_files import (
     ChangeFile,
     ChangeFiles,
@@ -42,7 +41,7 @@ from ingestion.sources.stream_files import (
     file_time,
     store_for,
 )
-from ingestion.staging import append, exports, ledger
+from ingestion.staging import append, exports, ledger, table_types
 from ingestion.staging.drift import Drift
 from ingestion.staging.stream_rejects import record_rejects, reject_reason, rejected_lines
 
@@ -90,7 +89,7 @@ def ingest_stream(
     label = f"{len(todo)} change file(s) in {store.location}"
     good, rejects, rejected = _classified(spark, table, [f.uri for f in todo], label, max_rejects)
     current, changes = exports.schema_for(
-        table, label, lambda: detect.stream_images(good), store.location
+        spark, table, label, lambda: detect.stream_images(good), store.location
     )
     ingested_at = clock.utc_now()
     batch_id = append.new_batch_id(ingested_at)
@@ -105,7 +104,7 @@ def ingest_stream(
     entry = _ledger_entry(store.location, todo, batch_id)
     keys = [k.column for k in table.keys]
 
-    def stage(columns_schema: Any) -> append.StagedBatch:
+    def stage(columns_schema: types.Schema) -> append.StagedBatch:
         rows = append.staging_rows(
             good,
             decode.stream_change_columns(),
@@ -114,7 +113,7 @@ def ingest_stream(
             batch_id,
             ingested_at,
         ).dropDuplicates([*keys, "_version", "_sequence", "_operation"])
-        return append.append_batch(spark, table, rows, entry, label, ingested_at)
+        return append.append_batch(spark, table, rows, entry, label, ingested_at, columns_schema)
 
     batch, added = exports.stage_with_evolution(
         spark, stage, table, label, lambda: detect.stream_images(good), store.location, current
@@ -181,7 +180,7 @@ def _classified(
     were rejected; more than ``max_rejects`` fails the run before anything is staged."""
     classified = (
         spark.read.text(paths)
-        .withColumn("_reject", reject_reason(table))
+        .withColumn("_reject", reject_reason(table, table_types.current_schema(spark, table)))
         .withColumn("_file", F.input_file_name())
         .withColumn("_id", F.monotonically_increasing_id())
     )

@@ -15,29 +15,92 @@ rewrite and one full merge are the price of a right answer.
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
+from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.merge import merge_log
+from ingestion.schema import schema_file, types
+from ingestion.staging import drift as staged_drift
+from ingestion.staging import table_types
 from ingestion.staging.drift import Drift
 from ingestion.upkeep import rebuild
 
 log = logging.getLogger(__name__)
 
 
-def adopt_drift(
-    spark: SparkSession, table: TableConfig, drift: list[Drift] | tuple[Drift, ...]
-) -> list[str]:
+class AdoptionError(LakehouseError):
+    """Drift that cannot be adopted as detected: its batch is staged and not merged until a
+    person declares the attribute's type."""
+
+
+def declared_in_force(spark: SparkSession, table: TableConfig) -> set[str]:
+    """The attributes whose type a person declared in ``schemas/<table>.json`` and staging
+    already holds as declared. A declaration staging does not hold yet (written after the
+    attribute was staged, the fix an ``AdoptionError`` asks for) is applied by the rebuild."""
+    found = schema_file.table_schema_file(table)
+    if found is None:
+        return set()
+    current = table_types.current_schema(spark, table)
+    held = {a.name: a.type.sql() for a in current.attributes} if current else {}
+    return {
+        name
+        for name, entry in found.overrides.items()
+        if schema_file.is_declared(entry)
+        and name in found.typed
+        and held.get(name) == found.typed[name].type.sql()
+    }
+
+
+def adopt_drift(spark: SparkSession, table: TableConfig, drift: Sequence[Drift]) -> list[str]:
     """Widen the columns ``drift`` names by rebuilding staging from the images; the summary
-    lines (empty when there is no drift or the table's option is off)."""
+    lines (empty when there is no drift or the table's option is off). A declared type is never
+    changed: its misfits stay null (in ``_drift``, whole in ``_image``) and are reported.
+    Raises ``AdoptionError`` when the wider types cannot be derived (nothing changed then)."""
     if not drift or not table.adopt_drift:
         return []
-    attributes = ", ".join(sorted({d.attribute for d in drift}))
+    declared = declared_in_force(spark, table)
+    lines = [
+        f"{table.name}: {d.rows} value(s) of {d.attribute!r} do not fit the type declared in "
+        f"{schema_file.schema_path(table.name)} (e.g. {d.example}): null in its column, whole "
+        "in _image, listed in _drift; declare a wider type and run rebuild to keep them"
+        for d in drift
+        if d.attribute in declared
+    ]
+    adoptable = sorted({d.attribute for d in drift if d.attribute not in declared})
+    if not adoptable:
+        return lines
+    attributes = ", ".join(adoptable)
     log.info("%s: values that do not fit %s: adopting wider types", table.name, attributes)
-    rebuilt = rebuild.rebuild_staging(spark, table)
+    try:
+        rebuilt = rebuild.rebuild_staging(spark, table)
+    except types.SchemaError as exc:
+        example = json.dumps({adoptable[0]: {"type": "string"}})
+        raise AdoptionError(
+            f"{table.name}: the drift in {attributes} cannot be adopted: {exc}. Its batch is "
+            "staged and is not merged until this is fixed: declare the type in "
+            f"{schema_file.schema_path(table.name)} (e.g. {example[1:-1]} in its "
+            '"attributes" keeps it as JSON text), then run the same command again'
+        ) from exc
     changed = ", ".join(rebuilt.changed) or "no type changed"
-    return [
+    return lines + [
         f"{table.name}: drift adopted ({attributes}): staging rebuilt from the images "
         f"({changed}); the next merge rebuilds the final table"
     ]
+
+
+def adopt_before_merge(spark: SparkSession, table: TableConfig) -> list[str]:
+    """Drift in batches staged and not merged yet is adopted before they are merged (a run that
+    staged them and failed to adopt, or was killed first); the summary lines. A merge never
+    writes such a batch with its values null while the table adopts drift."""
+    if not table.adopt_drift:
+        return []
+    merge_log.ensure_merge_log(spark)
+    pending = merge_log.new_batches(spark, table.name)
+    if not pending:
+        return []
+    return adopt_drift(spark, table, staged_drift.drift_report(spark, table.name, pending))

@@ -1,17 +1,21 @@
 """Adopt new types: re-detect a table's schema from its staging change log and rebuild its columns.
 
 The staging table keeps every item's DynamoDB JSON (``_image``), so its typed columns can always be
-derived again: ``rebuild`` detects the schema from every staged image (column names chosen in the
-schema file are kept, types are detected anew), rewrites the staging table from ``_image`` in one
-commit (Iceberg keeps the previous version; the ledger of applied sources is carried in the new
-commit), then the dbt model is fully refreshed.
+derived again: ``rebuild`` detects the schema from every staged image (column names already
+chosen are kept, and a person's declared types in ``schemas/<table>.json``; every other type is
+detected anew), rewrites the staging table from ``_image`` in one commit that also keeps the new
+types (``staging.table_types``; Iceberg keeps the previous version; the ledger of applied
+sources is carried in the new commit), then the dbt model is fully refreshed.
 
 A replace commits over whatever another process appended meanwhile (a stream ingest on another
 machine: ``rebuild`` holds the table's lock on this one, ``jobs.table_lock``). So ``rebuild``
 reads one pinned snapshot and, after its commit, looks for staging commits made after that
-snapshot: their rows are missing from the rebuilt table, and their change files may already be
-deleted. Each is staged again from its own snapshot (still in the table's history) with its own
-ledger entry, and the run says so; if that fails, it fails loudly naming the snapshots to recover.
+snapshot, by lineage (descendants of the snapshot it read that the replace left off its branch;
+never by commit time, which comes from other machines' clocks): their rows are missing from the
+rebuilt table, and their change files may already be deleted. Each is staged again from its own
+snapshot (still in the table's history) with its own ledger entry and taken out of the merge log
+(a merge between the replace and the restage recorded it while its rows were missing), and the
+run says so; if that fails, it fails loudly naming the snapshots to recover.
 """
 
 from __future__ import annotations
@@ -23,11 +27,13 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from ingestion.config import clock, names
+from ingestion import fault_points
+from ingestion.config import names
 from ingestion.dynamodb import decode
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.merge import merge_log
 from ingestion.schema import detect, schema_file, type_rules, typed_columns, types
-from ingestion.staging import append, exports, ledger
+from ingestion.staging import append, exports, ledger, table_types
 
 log = logging.getLogger(__name__)
 
@@ -40,46 +46,80 @@ class Rebuilt:
     restaged: tuple[str, ...] = ()  # batches committed by others while it ran, staged again
 
 
-def _current_snapshot(spark: SparkSession, name: str) -> tuple[int, object]:
+@dataclass(frozen=True)
+class Commit:
+    """One staging snapshot as the lineage search sees it."""
+
+    snapshot_id: int
+    parent_id: int | None
+    summary: dict[str, str]
+
+
+def _commits(spark: SparkSession, name: str) -> list[Commit]:
+    rows = spark.table(f"{name}.snapshots").select("snapshot_id", "parent_id", "summary")
+    return [
+        Commit(int(r["snapshot_id"]), r["parent_id"], dict(r["summary"] or {}))
+        for r in rows.collect()  # one row per snapshot still in the table's history
+    ]
+
+
+def _main_snapshot(spark: SparkSession, name: str) -> int:
+    """The snapshot the table's ``main`` branch points at (read from the refs, not by time)."""
     spark.sql(f"refresh table {name}")
-    row = (
-        spark.table(f"{name}.snapshots")
-        .orderBy(F.col("committed_at").desc(), F.col("snapshot_id").desc())
-        .select("snapshot_id", "committed_at")
-        .first()
-    )
+    row = spark.table(f"{name}.refs").where("name = 'main'").select("snapshot_id").first()
     assert row is not None  # a staging table exists only with its first commit
-    return int(row["snapshot_id"]), clock.from_spark(row["committed_at"])
+    return int(row["snapshot_id"])
+
+
+def lost_commits(commits: list[Commit], read_id: int, head_id: int) -> list[Commit]:
+    """The staging commits a replace overwrote, by lineage: descendants of ``read_id`` (the
+    snapshot the rebuild read) that are not ancestors of ``head_id`` (the branch after the
+    replace), oldest first. No clock is compared: commit times come from different processes
+    and machines."""
+    by_id = {c.snapshot_id: c for c in commits}
+
+    def ancestry(snapshot: int | None) -> list[int]:
+        chain = []
+        while snapshot is not None and snapshot in by_id and snapshot not in chain:
+            chain.append(snapshot)
+            snapshot = by_id[snapshot].parent_id
+        return chain
+
+    kept = set(ancestry(head_id))
+    lost = []
+    for commit in commits:
+        line = ancestry(commit.snapshot_id)
+        if commit.snapshot_id not in kept and read_id in line[1:]:
+            lost.append((len(line), commit))
+    return [c for _depth, c in sorted(lost, key=lambda x: x[0]) if ledger.SOURCE in c.summary]
 
 
 def rebuild_staging(
-    spark: SparkSession, table: TableConfig, before_commit: Callable[[], None] | None = None
+    spark: SparkSession,
+    table: TableConfig,
+    before_commit: Callable[[], None] | None = None,
+    after_commit: Callable[[], None] | None = None,
 ) -> Rebuilt:
-    """Rebuild ``staging.<table>`` from ``_image`` with freshly detected types.
-    ``before_commit`` runs between the read and the commit (the race test's other writer)."""
+    """Rebuild ``staging.<table>`` from ``_image`` with freshly detected types (a person's
+    declared types and chosen names kept). ``before_commit`` runs between the read and the
+    commit, ``after_commit`` between the replace and the restage (the race tests' other
+    writers)."""
     name = names.staging_table(table.name)
     if not spark.catalog.tableExists(names.staging_table(table.name)):
         raise append.StagingError(f"{table.name}: nothing staged yet, nothing to rebuild")
-    read_id, read_at = _current_snapshot(spark, name)
+    read_id = _main_snapshot(spark, name)
     carried = ledger.carried(spark, table.name)
-    existing = schema_file.table_schema_file(table)
-    columns_only = {
-        n: {"column": e["column"]}
-        for n, e in (existing.overrides if existing else {}).items()
-        if "column" in e
-    }
+    previous = table_types.current_schema(spark, table)
+    kept = schema_file.declared_entries(schema_file.table_schema_file(table))
+    for attribute in previous.attributes if previous else ():
+        kept.setdefault(attribute.name, {"column": attribute.column})
     staged = spark.read.option("snapshot-id", read_id).table(name)
     stats = detect.statistics(staged.select("_image"))
     detected = exports.with_keys(
         table,
-        type_rules.resolve(
-            table.name, stats, table.key_descriptors, columns_only, source="staging"
-        ),
+        type_rules.resolve(table.name, stats, table.key_descriptors, kept, source="staging"),
     )
-    before = {
-        a.name: a.type.sql()
-        for a in (schema_file.from_file(existing).attributes if existing else ())
-    }
+    before = {a.name: a.type.sql() for a in (previous.attributes if previous else ())}
     changed = tuple(
         f"{a.name}: {before[a.name]} -> {a.type.sql()}"
         for a in detected.attributes
@@ -93,10 +133,14 @@ def rebuild_staging(
         .select(*[a.column for a in detected.attributes], *types.METADATA_COLUMNS)
     )
     writer = rows.writeTo(name)
-    for key, value in append.TABLE_PROPERTIES.items():
+    for key, value in {
+        **append.TABLE_PROPERTIES,
+        table_types.PROPERTY: table_types.document(detected),  # the types, in the same commit
+    }.items():
         writer = writer.tableProperty(key, value)
     if before_commit is not None:
         before_commit()
+    fault_points.point("before-rebuild-commit")
     try:
         (
             writer.partitionedBy(F.days("_ingested_at"))
@@ -107,8 +151,10 @@ def rebuild_staging(
         raise append.StagingError(
             f"{table.name}: staging not rebuilt (unchanged): {append.spark_reason(exc)}"
         ) from exc
-    schema_file.write_schema(detected)
-    restaged = restage_lost_commits(spark, table, detected, read_at)
+    fault_points.point("after-rebuild-commit")
+    if after_commit is not None:
+        after_commit()
+    restaged = restage_lost_commits(spark, table, detected, read_id)
     count = spark.table(name).count()
     log.info(
         "%s: staging rebuilt with %d rows; %d column types changed", table.name, count, len(changed)
@@ -117,29 +163,21 @@ def rebuild_staging(
 
 
 def restage_lost_commits(
-    spark: SparkSession, table: TableConfig, schema: types.Schema, read_at: object
+    spark: SparkSession, table: TableConfig, schema: types.Schema, read_id: int
 ) -> tuple[str, ...]:
-    """Stage again, each from its own snapshot, the staging commits made after ``read_at``
-    (by another process while the rebuild ran): the replace committed over them."""
+    """Stage again, each from its own snapshot, the staging commits the replace overwrote (made
+    by another process after the rebuild read ``read_id``, found by lineage), then take them out
+    of the merge log: a merge that ran between the replace and the restage recorded them as
+    merged while their rows were missing."""
     name = names.staging_table(table.name)
-    lost = (
-        spark.table(f"{name}.snapshots")
-        .where(
-            (F.col("committed_at") > F.lit(read_at)) & F.col("summary")[ledger.SOURCE].isNotNull()
-        )
-        .orderBy("committed_at", "snapshot_id")
-        .select("snapshot_id", "summary")
-        .collect()  # one row per commit made during the rebuild: few
-    )
+    lost = lost_commits(_commits(spark, name), read_id, _main_snapshot(spark, name))
     restaged = []
     for commit in lost:
-        batch = commit["summary"][ledger.BATCH]
-        properties = {
-            k: v for k, v in commit["summary"].items() if k.startswith(names.SUMMARY_PREFIX)
-        }
+        batch = commit.summary[ledger.BATCH]
+        properties = {k: v for k, v in commit.summary.items() if k.startswith(names.SUMMARY_PREFIX)}
         try:
             rows = (
-                spark.read.option("snapshot-id", commit["snapshot_id"])
+                spark.read.option("snapshot-id", commit.snapshot_id)
                 .table(name)
                 .where(F.col("_batch_id") == batch)
                 .select(*[c for c in types.METADATA_COLUMNS if c != "_drift"])
@@ -156,10 +194,11 @@ def restage_lost_commits(
         except Exception as exc:
             raise append.StagingError(
                 f"{table.name}: batch {batch} was committed while rebuild ran (snapshot "
-                f"{commit['snapshot_id']}) and could not be staged again: "
+                f"{commit.snapshot_id}) and could not be staged again: "
                 f"{append.spark_reason(exc)}. Its rows are in that snapshot: do not expire "
                 "snapshots (maintain) before it is restored"
             ) from exc
         log.warning("%s: batch %s was committed while rebuild ran: staged again", table.name, batch)
         restaged.append(batch)
+    merge_log.forget(spark, table.name, restaged)
     return tuple(restaged)

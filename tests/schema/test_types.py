@@ -21,7 +21,7 @@ from ingestion.samples import items as sample_items
 from ingestion.samples.items import BASE_TIME
 from ingestion.schema import schema_file, types
 from ingestion.schema.types import parse_type
-from ingestion.staging import append, drift, exports
+from ingestion.staging import append, drift, exports, table_types
 from ingestion.upkeep import rebuild
 
 pytestmark = pytest.mark.slow
@@ -160,10 +160,11 @@ def test_every_value_reaches_the_final_table_under_the_rules(
     table = get_table("books")
     result = exports.ingest_export(spark, table, str(export))  # detects: no schema file yet
     assert result.rows == 12 and not result.drift
-    assert schema_file.schema_path("books").exists()
+    assert not schema_file.schema_path("books").exists()  # types live with the staging table
     runner.run_merge(spark, [table])
 
-    detected = schema_file.from_file(schema_file.table_schema_file(table))
+    detected = table_types.stored_schema(spark, table)
+    assert detected is not None
     rows = _final_rows(spark)
     assert len(rows) == 12
     compared = 0
@@ -252,7 +253,11 @@ def test_colliding_attribute_names_fail_until_mapped(
     exports.ingest_export(spark, table, str(export))
     row = spark.table("lake.staging.books").first()
     assert (row["title_upper"], row["title"]) == ("upper", "lower")
-    assert schema_file.table_schema_file(table).complete
+    stored = table_types.stored_schema(spark, table)
+    assert stored is not None and stored.get("Title").column == "title_upper"
+    assert json.loads(schema_file.schema_path("books").read_text()) == {
+        "attributes": {"Title": {"column": "title_upper"}}
+    }  # the person's file is never rewritten
 
 
 def test_simple_schema_file_is_used_without_detection(

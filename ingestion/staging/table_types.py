@@ -1,0 +1,89 @@
+"""A table's column types, kept with its staging table: the one truth every job reads.
+
+The detected and adopted types are a schema document (the schema file's format, written by
+``schema_file.to_json``) in the staging table's property ``dynamodb-lakehouse.schema``. It is
+set in the commit that creates the table, in the commit of a ``rebuild`` that changes types
+(``createOrReplace`` with the property: a replace and its types never disagree), and before an
+append that adds columns (a crash in between leaves a document that names a column the table
+does not have yet: the next append adds it). A job in a fresh folder or container reads it,
+with Spark or without (it is in the table's metadata, for pyiceberg too).
+
+``schemas/<table>.json`` stays what a person writes: their declared types and names are applied
+on top (``schema_file.declared_entries``) whenever types are detected, never replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from pyspark.sql import SparkSession
+
+from ingestion.config import names
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.dynamodb.values import sql_string
+from ingestion.schema import schema_file, types
+
+log = logging.getLogger(__name__)
+
+PROPERTY = names.SCHEMA_PROPERTY
+
+
+def document(schema: types.Schema) -> str:
+    """The schema as the property's value: compact JSON, keys in a stable order."""
+    return json.dumps(schema_file.to_json(schema), ensure_ascii=False, separators=(",", ":"))
+
+
+def stored_document(spark: SparkSession, table: str) -> str | None:
+    """The property's text, or None (no staging table yet, or one staged by an earlier version
+    that kept types only in the schema file)."""
+    name = names.staging_table(table)
+    if not spark.catalog.tableExists(name):
+        return None
+    spark.sql(f"refresh table {name}")  # another process may have rebuilt it
+    rows = spark.sql(f"show tblproperties {name}").where(f"key = {sql_string(PROPERTY)}")
+    row = rows.first()
+    return str(row["value"]) if row else None
+
+
+def parse(text: str, table: TableConfig) -> types.Schema:
+    """A stored document as a schema, its keys typed as the table declares them."""
+    where = f"{names.staging_table(table.name)} property {PROPERTY}"
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise types.SchemaError(f"{where}: not JSON: {exc}") from exc
+    parsed = schema_file.parse_document(raw, where, table.name, schema_file.declared_keys(table))
+    return schema_file.from_file(parsed)
+
+
+def stored_schema(spark: SparkSession, table: TableConfig) -> types.Schema | None:
+    """The types kept with the staging table, or None when none are kept yet."""
+    text = stored_document(spark, table.name)
+    return parse(text, table) if text else None
+
+
+def current_schema(spark: SparkSession, table: TableConfig) -> types.Schema | None:
+    """The table's types: those kept with its staging table; before its first commit (or for a
+    table staged by an earlier version), a complete schema file; else None (detect them)."""
+    stored = stored_schema(spark, table)
+    if stored is not None:
+        return stored
+    existing = schema_file.table_schema_file(table)
+    if existing is not None and existing.complete:
+        return schema_file.from_file(existing)
+    return None
+
+
+def store(spark: SparkSession, table: str, schema: types.Schema) -> bool:
+    """Keep ``schema`` as the staging table's types (the table exists); False when it already
+    was. Called before an append that may add columns."""
+    text = document(schema)
+    if stored_document(spark, table) == text:
+        return False
+    spark.sql(
+        f"alter table {names.staging_table(table)} set tblproperties "
+        f"({sql_string(PROPERTY)} = {sql_string(text)})"
+    )
+    log.info("%s: column types kept with the staging table", table)
+    return True
