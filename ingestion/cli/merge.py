@@ -1,13 +1,17 @@
-"""Commands that build the final tables: ``merge``, ``rebuild`` and ``drift``."""
+"""Commands that build the final tables and show their types: ``merge``, ``rebuild``,
+``drift`` and ``schema``."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
 from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, selected_tables
 from ingestion.dynamodb.tables import get_table
 from ingestion.jobs import apply, inspection
+from ingestion.schema import schema_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +35,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--table", required=True)
     p.set_defaults(run=run_drift)
 
+    p = sub.add_parser(
+        "schema",
+        help="print the table's types as the jobs read them (kept with its staging table), "
+        "as JSON in the schema file's format, for a person to read and diff",
+    )
+    p.add_argument("--table", required=True, help="a configured table's name")
+    p.set_defaults(run=run_schema)
+
 
 def run_merge_command(args: argparse.Namespace) -> int:
     apply.merge_tables(selected_tables(args), output.Console(), full_check=args.full_check)
@@ -50,4 +62,13 @@ def run_drift(args: argparse.Namespace) -> int:
         return 0
     output.print_drift(found)
     print(f"to adopt the new types: ddb-lakehouse rebuild --table {table.name}")
+    return 0
+
+
+def run_schema(args: argparse.Namespace) -> int:
+    table = get_table(args.table)
+    schema, where = inspection.table_schema(table)
+    print(f"{table.name}: types {where}", file=sys.stderr)
+    if schema is not None:
+        print(json.dumps(schema_file.to_json(schema), indent=2, ensure_ascii=False))
     return 0

@@ -1,5 +1,5 @@
-"""Looking without changing anything: each table's status, its drift, and SQL against the
-lakehouse.
+"""Looking without changing anything: each table's status, its types, its drift, and SQL
+against the lakehouse.
 
 Spark's analysis and parse errors (a table or column that does not exist, a typo in the SQL)
 are the user's to fix: ``query`` turns them into a ``QueryError`` of one line, without Spark's
@@ -12,10 +12,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.schema import schema_file, types
 from ingestion.spark import spark_config
+from ingestion.staging import table_types
 from ingestion.staging.drift import Drift, drift_report
+from ingestion.staging.exports import with_keys
 from ingestion.upkeep.status import TableStatus, table_status
 
 
@@ -26,6 +30,21 @@ class QueryError(LakehouseError):
 def drift(table: TableConfig) -> list[Drift]:
     """Values staged that did not fit their column, per attribute and source."""
     return drift_report(spark_config.build_spark("drift"), table.name)
+
+
+def table_schema(table: TableConfig) -> tuple[types.Schema | None, str]:
+    """The table's types as every job reads them, and where they come from: kept with its
+    staging table, or (before its first commit) a complete schema file; (None, why) when its
+    types are still to be detected from its first export."""
+    spark = spark_config.build_spark("schema")
+    stored = table_types.stored_schema(spark, table)
+    if stored is not None:
+        return with_keys(table, stored), f"kept with {names.staging_table(table.name)}"
+    current = table_types.current_schema(spark, table)
+    path = schema_file.schema_path(table.name)
+    if current is not None:
+        return with_keys(table, current), f"{path} (nothing staged with them yet)"
+    return None, f"not known yet: detected from the first export staged ({path} declares none)"
 
 
 def statuses(tables: list[TableConfig]) -> Iterator[TableStatus]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import boto3
@@ -23,8 +24,10 @@ import pytest
 from support import ROOT
 
 from ingestion.aws import emr, job_python, packaging
+from ingestion.project import onboarding
 from ingestion.samples import exports as sample_exports
 from ingestion.samples import orders_chain
+from ingestion.samples.items import BASE_TIME
 from ingestion.sources import manifest
 from ingestion.spark import spark_config
 
@@ -79,7 +82,7 @@ def expected_orders(folders: list[Path]) -> dict[str, dict]:
     return rows
 
 
-def final_orders(catalog_file: Path, endpoint: str) -> dict[str, dict]:
+def iceberg_table(catalog_file: Path, endpoint: str, name: str):
     from pyiceberg.catalog.sql import SqlCatalog
 
     catalog = SqlCatalog(
@@ -88,7 +91,12 @@ def final_orders(catalog_file: Path, endpoint: str) -> dict[str, dict]:
         **{"s3.endpoint": endpoint, "s3.region": "us-east-1",
            "s3.access-key-id": "testing", "s3.secret-access-key": "testing"},
     )  # fmt: skip
-    table = catalog.load_table("lakehouse.orders").scan(selected_fields=("_image",)).to_arrow()
+    return catalog.load_table(name)
+
+
+def final_orders(catalog_file: Path, endpoint: str) -> dict[str, dict]:
+    orders = iceberg_table(catalog_file, endpoint, "lakehouse.orders")
+    table = orders.scan(selected_fields=("_image",)).to_arrow()
     images = [json.loads(text) for text in table.column("_image").to_pylist()]
     return {_key(image): image for image in images}
 
@@ -96,12 +104,12 @@ def final_orders(catalog_file: Path, endpoint: str) -> dict[str, dict]:
 class Rehearsal:
     """The uploaded job and the local stand-ins; ``submit`` runs one job run."""
 
-    def __init__(self, root: Path, endpoint: str) -> None:
+    def __init__(self, root: Path, endpoint: str, project: Path = ROOT) -> None:
         self.root, self.endpoint = root, endpoint
         self.s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
         self.s3.create_bucket(Bucket=BUCKET)
         dist = root / "dist"
-        built = packaging.package(dist, ROOT)
+        built = packaging.package(dist, project)
         arch = job_python.local_architecture()
         deps, key = packaging.dependencies(dist, arch, ROOT)
         entry, self.archive = packaging.upload(self.s3, built, BUCKET, "code")
@@ -141,12 +149,17 @@ def upload_exports(s3, out: Path, folders: list[Path]) -> list[str]:
     return [f"s3://{BUCKET}/exports/{f.relative_to(out).as_posix()}" for f in folders]
 
 
-def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path) -> None:
+def t_items(qty: list[tuple[str, str]]) -> list[dict]:
+    return [{"id": {"S": key}, "qty": {"N": value}} for key, value in qty]
+
+
+def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> None:
     out = tmp_path / "exports"
     full = sample_exports.write_samples(out, 300, 4, ["orders"])["orders"]
     chain = orders_chain.write_orders_chain(out, 300, 4, increments=2)
+    onboarding.add_table("t", "id:S", None)  # a table with no schema file: its types detected
     with local_s3.server() as endpoint:
-        rehearsal = Rehearsal(tmp_path / "emr", endpoint)
+        rehearsal = Rehearsal(tmp_path / "emr", endpoint, project_copy)
         full_uri, *chain_uris = upload_exports(rehearsal.s3, out, [full, *chain])
 
         rehearsal.ok("ingest", "--table", "orders", full_uri)
@@ -157,6 +170,35 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path) -> None:
         assert "orders" in status
 
         assert final_orders(rehearsal.catalog, endpoint) == expected_orders([full, *chain])
+
+        # Types live in the lakehouse, not on a job's disk: one run detects qty as bigint from a
+        # first export and adopts decimal(38,1) from a second; a later run, in a fresh folder,
+        # on an export whose items alone are bigint, keeps decimal(38,1) and detects nothing.
+        hour = timedelta(hours=1)
+        t_exports = [
+            sample_exports.write_items_export(
+                tmp_path / f"t{n}", "t", t_items(qty), BASE_TIME + n * hour, n
+            )  # fmt: skip
+            for n, qty in enumerate(
+                ([("a", "1"), ("b", "2")], [("a", "1.5"), ("b", "2")], [("a", "3"), ("c", "4")])
+            )  # fmt: skip
+        ]
+        t_uris = [upload_exports(rehearsal.s3, e.parents[2], [e])[0] for e in t_exports]
+        first = rehearsal.ok("sync", "--table", "t", *t_uris[:2])
+        assert "schema detected" in first and "drift adopted (qty)" in first, first
+        second = rehearsal.ok("sync", "--table", "t", t_uris[2])
+        assert "schema detected" not in second and "drift" not in second, second
+        staged = iceberg_table(rehearsal.catalog, endpoint, "staging.t")
+        assert str(staged.schema().find_field("qty").field_type) == "decimal(38, 1)"
+        kept = json.loads(staged.properties["dynamodb-lakehouse.schema"])  # no Spark needed
+        assert kept["attributes"]["qty"]["type"] == "decimal(38,1)"
+        final_t = iceberg_table(rehearsal.catalog, endpoint, "lakehouse.t").scan().to_arrow()
+        assert sorted(
+            zip(final_t["id"].to_pylist(), map(str, final_t["qty"].to_pylist()), strict=True)
+        ) == [
+            ("a", "3.0"),
+            ("c", "4.0"),
+        ]
 
         # What failed on EMR fails here too. The catalog holds no views, as Glue's:
         code, output = rehearsal.submit(

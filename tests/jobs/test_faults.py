@@ -101,3 +101,43 @@ def test_two_ingests_of_one_export_at_once_stage_it_once(spark, clean_lakehouse,
     assert [e.source for e in ledger.entries(spark, "orders")] == [source]
     runner.run_merge(spark, [get_table("orders")])
     assert_final_equals(spark, chain[:1])
+
+
+@pytest.mark.parametrize("fault", ["before-rebuild-commit", "after-rebuild-commit"])
+def test_kill_9_during_drift_adoption_then_the_same_command_again(
+    spark, clean_lakehouse, project_copy, tmp_path, fault: str
+) -> None:
+    """A stream change that does not fit its column (``qty`` 1 -> 1.5): ``sync --stream`` stages
+    it and adopts the wider type (a rebuild of staging), killed before or after the rebuild's
+    replace. The same command again merges the exact value: never ``1`` cast into a ``bigint``
+    column, never a null."""
+    from ingestion.project import onboarding
+    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import stream as sample_stream
+    from ingestion.samples.items import BASE_TIME
+    from ingestion.sources.stream_writer import write_batch
+
+    onboarding.add_table("t", "id:S", None)
+    a = {"id": {"S": "a"}, "qty": {"N": "1"}}
+    b = {"id": {"S": "b"}, "qty": {"N": "2"}}
+    full = sample_exports.write_items_export(tmp_path / "full", "t", [a, b])
+    assert cli("sync", "--table", "t", str(full)).returncode == 0
+    location = tmp_path / "streams"
+    changed = {**a, "qty": {"N": "1.5"}}
+    later = int(BASE_TIME.timestamp()) + 3600
+    record = sample_stream.stream_record("t", "MODIFY", {"id": a["id"]}, a, changed, later, 1)
+    assert write_batch([record], str(location))[1] is None
+    command = ["sync", "--table", "t", "--stream", str(location), "--settle", "0"]
+
+    killed = cli(*command, fault=fault)
+    assert killed.returncode == -9, killed.stdout[-2000:] + killed.stderr[-2000:]
+    done = cli(*command)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for name in ("lake.staging.t", "lake.lakehouse.t"):
+        spark.sql(f"refresh table {name}")
+    rows = {r["id"]: r["qty"] for r in spark.table("lake.lakehouse.t").collect()}
+    assert {k: str(v) for k, v in rows.items()} == {"a": "1.5", "b": "2.0"}
+    types = {f.name: f.dataType.simpleString() for f in spark.table("lake.lakehouse.t").schema}
+    assert types["qty"] == "decimal(38,1)"
+    for name in ("lake.staging.t", "lake.lakehouse.t"):
+        spark.sql(f"drop table if exists {name}")

@@ -70,7 +70,9 @@ def table_t(spark, clean_lakehouse, project_copy: Path, tmp_path: Path):
         spark.sql(f"drop table if exists {name}")
 
 
-def test_a_declared_type_is_kept_when_drift_is_adopted(spark, table_t, tmp_path: Path) -> None:
+def test_a_declared_type_is_kept_when_drift_is_adopted(
+    spark, table_t, tmp_path: Path, capsys
+) -> None:
     declared = {"attributes": {"attrs": {"column": "attrs", "type": "string"}}}
     path = schema_file.schema_path("t")
     path.write_text(json.dumps(declared))
@@ -90,6 +92,14 @@ def test_a_declared_type_is_kept_when_drift_is_adopted(spark, table_t, tmp_path:
     stored = table_types.stored_schema(spark, get_table("t"))
     assert stored is not None and stored.get("qty").type.sql() == "decimal(38,1)"
     assert stored.get("attrs").type.sql() == "string"
+    capsys.readouterr()
+    assert main(["schema", "--table", "t"]) == 0  # the types as the jobs read them
+    shown = capsys.readouterr()
+    assert "kept with lake.staging.t" in shown.err
+    attributes = json.loads(shown.out)["attributes"]
+    assert attributes["qty"]["type"] == "decimal(38,1)" and "dynamodb_types" in attributes["qty"]
+    assert attributes["attrs"]["type"] == "string"
+    assert "dynamodb_types" not in attributes["attrs"]  # declared, not detected
 
     # A new dictionary key is no drift for a declared string: no rewrite, no full refresh.
     snapshots = spark.table("lake.staging.t.snapshots").count()
