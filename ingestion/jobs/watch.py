@@ -107,25 +107,7 @@ def tick(
     )
     for line in adopt.adopt_drift(spark, table, ingested.drift):
         log.info(line)  # the merge below rebuilds the final table with the wider types
-    counts = None
-    merge_seconds = 0.0
-    # Also batches staged earlier and never merged (a kill after the staging commit, a tick
-    # whose merge failed): the ledger holds them, the merge log does not.
-    if (
-        ingested.files
-        or merge_counts.current_snapshot(spark, table.name) is None
-        or merge_log.new_batches(spark, table.name)
-    ):
-        for line in adopt.adopt_before_merge(spark, table):
-            log.info(line)
-        test = options.test_every > 0 and (merged + 1) % options.test_every == 0
-        also = {table.name: list(untested)}
-        results, merge_seconds = runner.run_merge(spark, [table], test=test, also_test=also)
-        counts = results[0]
-        if test:
-            untested.clear()
-        else:
-            untested.extend(counts.batches)
+    counts, merge_seconds = _merge(spark, table, options, ingested.files, merged, untested)
     maintain_seconds, maintain_error = 0.0, None
     if options.maintain_every and number % options.maintain_every == 0:
         # A failed compaction leaves the table as it was: report it, keep the data flowing.
@@ -156,6 +138,36 @@ def tick(
         maintain_error,
         ingested.rejected,
     )
+
+
+def _merge(
+    spark: SparkSession,
+    table: TableConfig,
+    options: WatchOptions,
+    staged_files: int,
+    merged: int,
+    untested: list[str],
+) -> tuple[merge_counts.MergeCounts | None, float]:
+    """A tick's merge, when this tick staged files or batches wait (a kill after the staging
+    commit, a tick whose merge failed: the ledger holds them, the merge log does not); its
+    drift adopted first. Every ``test_every``-th merge runs the data tests."""
+    if not (
+        staged_files
+        or merge_counts.current_snapshot(spark, table.name) is None
+        or merge_log.new_batches(spark, table.name)
+    ):
+        return None, 0.0
+    for line in adopt.adopt_before_merge(spark, table):
+        log.info(line)
+    test = options.test_every > 0 and (merged + 1) % options.test_every == 0
+    also = {table.name: list(untested)}
+    results, merge_seconds = runner.run_merge(spark, [table], test=test, also_test=also)
+    counts = results[0]
+    if test:
+        untested.clear()
+    else:
+        untested.extend(counts.batches)
+    return counts, merge_seconds
 
 
 def warm_up(spark: SparkSession, table: TableConfig) -> float:

@@ -10,7 +10,9 @@
   checked;
 - ``streams``: the stream's settled change files staged in one commit, then deleted;
 - ``stream_rejects``: damaged change-file lines set aside in ``staging.<table>_rejects``;
-- ``drift``: values staged that did not fit their column, per attribute and source.
+- ``drift``: values staged that did not fit their column, per attribute and source;
+- ``table_types``: the table's column types, kept in a property of its staging table (the one
+  truth every job reads).
 
 May import: ``ingestion.spark``, ``ingestion.schema``, ``ingestion.dynamodb``,
 ``ingestion.sources``, ``ingestion.config``, ``ingestion.fault_points``.
