@@ -29,6 +29,7 @@ SUMMARY_KEYS = {
         ("ledger", "ledger"),  # JSON list of every entry, written by a rebuild or a maintain
         ("maintained", "maintained"),  # on the ledger checkpoint `maintain` commits
         ("files", "files"),  # a stream batch: its change files, one name per line
+        ("rebuilt_from", "rebuilt-from"),  # a rebuild's replace: the snapshot it read
     )
 }
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
@@ -28,7 +30,8 @@ def merge_tables(
     if not staged:
         return []
     for table in staged:
-        for line in adopt_before_merge(spark, table):
+        guard = functools.partial(held_table, table.name, "adopt")
+        for line in adopt_before_merge(spark, table, guard):
             reporter.line(line)
     with progress.progress(spark, "merge " + ", ".join(t.name for t in staged)):
         counts, seconds = run_merge(spark, staged, full_check=full_check)

@@ -12,6 +12,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.jobs.guard import held_table
 from ingestion.jobs.reporter import Reporter
 from ingestion.schema import detect, schema_file, types
 from ingestion.sources import manifest
@@ -44,7 +45,7 @@ def adopt_or_explain(
     if not drift:
         return
     reporter.drift(drift)
-    adopted = adopt_drift(spark, table, list(drift))
+    adopted = adopt_drift(spark, table, list(drift), guard=lambda: held_table(table.name, "adopt"))
     for line in adopted:
         reporter.line(line)
     if not adopted:

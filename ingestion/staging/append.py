@@ -100,11 +100,12 @@ def read_export(
     return staging_rows(lines, columns, schema, export.export_arn, batch_id, ingested_at)
 
 
-def _ensure_table(spark: SparkSession, name: str, rows: DataFrame, schema: Schema) -> None:
+def _ensure_table(spark: SparkSession, table: TableConfig, rows: DataFrame, schema: Schema) -> None:
     """The staging table, created with its column types kept in it (``table_types``), or the
     existing one, its kept types brought up to ``schema`` before the append adds columns."""
+    name = table.name
     if spark.catalog.tableExists(names.staging_table(name)):
-        table_types.store(spark, name, schema)
+        table_types.store(spark, table, schema)
         return
     properties = ", ".join(
         f"{sql_string(k)}={sql_string(v)}"
@@ -172,7 +173,7 @@ def append_batch(
 ) -> StagedBatch:
     """Append ``rows`` (typed by ``schema``) to the staging table in ONE commit whose snapshot
     summary is ``entry``."""
-    _ensure_table(spark, table.name, rows, schema)
+    _ensure_table(spark, table, rows, schema)
     rows = _in_table_order(spark, table.name, rows)
     observation = Observation(f"batch {entry.batch_id}")
     observed = rows.observe(

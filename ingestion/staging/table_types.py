@@ -75,15 +75,23 @@ def current_schema(spark: SparkSession, table: TableConfig) -> types.Schema | No
     return None
 
 
-def store(spark: SparkSession, table: str, schema: types.Schema) -> bool:
-    """Keep ``schema`` as the staging table's types (the table exists); False when it already
-    was. Called before an append that may add columns."""
+def store(spark: SparkSession, table: TableConfig, schema: types.Schema) -> bool:
+    """Add the attributes of ``schema`` that the kept types lack (the table exists), before an
+    append that adds their columns; False when there are none. Only adds: a process that read
+    the types before another one rebuilt them can never write its older types back."""
+    current = stored_document(spark, table.name)
+    kept = parse(current, table) if current else None
+    if kept is not None:
+        added = [a for a in schema.attributes if kept.get(a.name) is None]
+        if not added:
+            return False
+        schema = kept.with_attributes(added)
     text = document(schema)
-    if stored_document(spark, table) == text:
+    if current == text:
         return False
     spark.sql(
-        f"alter table {names.staging_table(table)} set tblproperties "
+        f"alter table {names.staging_table(table.name)} set tblproperties "
         f"({sql_string(PROPERTY)} = {sql_string(text)})"
     )
-    log.info("%s: column types kept with the staging table", table)
+    log.info("%s: column types kept with the staging table", table.name)
     return True

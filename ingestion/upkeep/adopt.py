@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 from pyspark.sql import SparkSession
 
@@ -56,11 +58,19 @@ def declared_in_force(spark: SparkSession, table: TableConfig) -> set[str]:
     }
 
 
-def adopt_drift(spark: SparkSession, table: TableConfig, drift: Sequence[Drift]) -> list[str]:
+Guard = Callable[[], AbstractContextManager[object]]
+
+
+def adopt_drift(
+    spark: SparkSession, table: TableConfig, drift: Sequence[Drift], guard: Guard = nullcontext
+) -> list[str]:
     """Widen the columns ``drift`` names by rebuilding staging from the images; the summary
     lines (empty when there is no drift or the table's option is off). A declared type is never
     changed: its misfits stay null (in ``_drift``, whole in ``_image``) and are reported.
-    Raises ``AdoptionError`` when the wider types cannot be derived (nothing changed then)."""
+    Raises ``AdoptionError`` when the wider types cannot be derived (nothing changed then).
+    The rebuild runs inside ``guard()``: the table's lock and lease (``jobs.guard``), so no
+    other rebuild, adoption or ``watch`` changes staging meanwhile; a ``watch``, which holds
+    them for its life, passes none."""
     if not drift or not table.adopt_drift:
         return []
     declared = declared_in_force(spark, table)
@@ -77,9 +87,12 @@ def adopt_drift(spark: SparkSession, table: TableConfig, drift: Sequence[Drift])
     attributes = ", ".join(adoptable)
     log.info("%s: values that do not fit %s: adopting wider types", table.name, attributes)
     try:
-        rebuilt = rebuild.rebuild_staging(spark, table)
+        with guard():
+            rebuilt = rebuild.rebuild_staging(spark, table)
     except types.SchemaError as exc:
-        example = json.dumps({adoptable[0]: {"type": "string"}})
+        named = re.findall(r"attribute '([^']+)'", str(exc))
+        culprit = next((a for a in named if a in adoptable), adoptable[0])
+        example = json.dumps({culprit: {"type": "string"}})
         raise AdoptionError(
             f"{table.name}: the drift in {attributes} cannot be adopted: {exc}. Its batch is "
             "staged and is not merged until this is fixed: declare the type in "
@@ -93,14 +106,23 @@ def adopt_drift(spark: SparkSession, table: TableConfig, drift: Sequence[Drift])
     ]
 
 
-def adopt_before_merge(spark: SparkSession, table: TableConfig) -> list[str]:
-    """Drift in batches staged and not merged yet is adopted before they are merged (a run that
-    staged them and failed to adopt, or was killed first); the summary lines. A merge never
-    writes such a batch with its values null while the table adopts drift."""
+def adopt_before_merge(
+    spark: SparkSession, table: TableConfig, guard: Guard = nullcontext
+) -> list[str]:
+    """Before a merge: the restage of a rebuild killed after its replace done
+    (``rebuild.recover_lost_commits``), and drift in batches staged and not merged yet adopted
+    (a run that staged them and failed to adopt, or was killed first); the summary lines. A
+    merge never writes such a batch with its values null while the table adopts drift."""
+    lines = [
+        f"{table.name}: batch {batch} was overwritten by a rebuild that stopped before staging "
+        "it again: staged again"
+        for batch in rebuild.recover_lost_commits(spark, table)
+    ]
     if not table.adopt_drift:
-        return []
+        return lines
     merge_log.ensure_merge_log(spark)
     pending = merge_log.new_batches(spark, table.name)
     if not pending:
-        return []
-    return adopt_drift(spark, table, staged_drift.drift_report(spark, table.name, pending))
+        return lines
+    found = staged_drift.drift_report(spark, table.name, pending)
+    return lines + adopt_drift(spark, table, found, guard)

@@ -37,6 +37,8 @@ from ingestion.staging import append, exports, ledger, table_types
 
 log = logging.getLogger(__name__)
 
+REBUILT_FROM = names.SUMMARY_KEYS["rebuilt_from"]  # on a rebuild's replace: the snapshot it read
+
 
 @dataclass(frozen=True)
 class Rebuilt:
@@ -145,6 +147,7 @@ def rebuild_staging(
         (
             writer.partitionedBy(F.days("_ingested_at"))
             .option(f"snapshot-property.{ledger.LEDGER}", carried)
+            .option(f"snapshot-property.{REBUILT_FROM}", str(read_id))
             .createOrReplace()
         )
     except Exception as exc:
@@ -154,7 +157,8 @@ def rebuild_staging(
     fault_points.point("after-rebuild-commit")
     if after_commit is not None:
         after_commit()
-    restaged = restage_lost_commits(spark, table, detected, read_id)
+    name_lost = lost_commits(_commits(spark, name), read_id, _main_snapshot(spark, name))
+    restaged = restage_lost_commits(spark, table, detected, name_lost)
     count = spark.table(name).count()
     log.info(
         "%s: staging rebuilt with %d rows; %d column types changed", table.name, count, len(changed)
@@ -162,18 +166,51 @@ def rebuild_staging(
     return Rebuilt(detected, count, changed, restaged)
 
 
-def restage_lost_commits(
-    spark: SparkSession, table: TableConfig, schema: types.Schema, read_id: int
-) -> tuple[str, ...]:
-    """Stage again, each from its own snapshot, the staging commits the replace overwrote (made
-    by another process after the rebuild read ``read_id``, found by lineage), then take them out
-    of the merge log: a merge that ran between the replace and the restage recorded them as
-    merged while their rows were missing."""
+def by_id_get(commits: list[Commit], snapshot_id: int) -> Commit | None:
+    return next((c for c in commits if c.snapshot_id == snapshot_id), None)
+
+
+def recover_lost_commits(spark: SparkSession, table: TableConfig) -> tuple[str, ...]:
+    """The restage of every rebuild on the table's branch done, if a rebuild was killed (or
+    failed) between its replace and its restage: the commits it overwrote are found again from
+    the snapshot it read (kept in its replace's summary), and those whose rows are not in the
+    table are staged again. Run before every merge; nothing to do is the usual answer."""
     name = names.staging_table(table.name)
-    lost = lost_commits(_commits(spark, name), read_id, _main_snapshot(spark, name))
+    if not spark.catalog.tableExists(name):
+        return ()
+    commits = _commits(spark, name)
+    if not any(REBUILT_FROM in c.summary for c in commits):
+        return ()
+    head = _main_snapshot(spark, name)
+    by_id, on_branch, current = {c.snapshot_id: c for c in commits}, [], by_id_get(commits, head)
+    while current is not None and current not in on_branch:
+        on_branch.append(current)
+        current = by_id.get(current.parent_id) if current.parent_id is not None else None
+    replaces = [c for c in on_branch if REBUILT_FROM in c.summary]
+    schema = table_types.current_schema(spark, table)
+    restaged: list[str] = []
+    for replace in replaces:
+        lost = lost_commits(commits, int(replace.summary[REBUILT_FROM]), head)
+        if lost and schema is not None:
+            restaged += restage_lost_commits(spark, table, exports.with_keys(table, schema), lost)
+    return tuple(restaged)
+
+
+def restage_lost_commits(
+    spark: SparkSession, table: TableConfig, schema: types.Schema, lost: list[Commit]
+) -> tuple[str, ...]:
+    """Stage again, each from its own snapshot, the staging commits a replace overwrote (made
+    by another process after the rebuild read its snapshot, found by lineage) whose rows the
+    table does not hold; each taken out of the merge log before and after (a merge that ran
+    between the replace and the restage recorded it as merged while its rows were missing)."""
+    name = names.staging_table(table.name)
     restaged = []
     for commit in lost:
         batch = commit.summary[ledger.BATCH]
+        spark.sql(f"refresh table {name}")
+        if not spark.table(name).where(F.col("_batch_id") == batch).limit(1).isEmpty():
+            continue  # staged again already (by this rebuild, or a recovery before)
+        merge_log.forget(spark, table.name, [batch])
         properties = {k: v for k, v in commit.summary.items() if k.startswith(names.SUMMARY_PREFIX)}
         try:
             rows = (
@@ -200,5 +237,5 @@ def restage_lost_commits(
             ) from exc
         log.warning("%s: batch %s was committed while rebuild ran: staged again", table.name, batch)
         restaged.append(batch)
-    merge_log.forget(spark, table.name, restaged)
+        merge_log.forget(spark, table.name, [batch])
     return tuple(restaged)

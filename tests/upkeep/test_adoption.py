@@ -206,3 +206,51 @@ def test_a_merge_between_the_replace_and_the_restage_still_merges_the_batch(
     assert "race" not in final(spark)  # the watch merged nothing of it: its rows were missing
     runner.run_merge(spark, [t])
     assert final(spark)["race"]["qty"] == 7
+
+
+def test_a_rebuild_stopped_before_its_restage_is_completed_by_the_next_merge(
+    spark, table_t, tmp_path: Path
+) -> None:
+    """Killed between its replace and its restage, a rebuild left another process's batch out of
+    staging (its change files already deleted): the next merge finds it by lineage from the
+    snapshot the rebuild read (kept in the replace's summary), stages it again and merges it."""
+    a = {"id": s("a"), "qty": n("1")}
+    full = sample_exports.write_items_export(tmp_path / "full", "t", [a])
+    assert main(["sync", "--table", "t", str(full)]) == 0
+    t = get_table("t")
+    location = tmp_path / "streams"
+    racing = {"id": s("race"), "qty": n("7")}
+    record = sample_stream.stream_record("t", "INSERT", {"id": s("race")}, None, racing, LATER, 1)
+    assert write_batch([record], str(location))[1] is None
+
+    class Killed(Exception):
+        pass
+
+    def killed() -> None:
+        raise Killed
+
+    def other_writer() -> None:
+        streams.ingest_stream(spark, t, str(location), settle_seconds=0)
+
+    with pytest.raises(Killed):
+        rebuild.rebuild_staging(spark, t, before_commit=other_writer, after_commit=killed)
+    spark.sql("refresh table lake.staging.t")
+    assert spark.table("lake.staging.t").where("id = 'race'").isEmpty()  # overwritten
+    assert main(["merge", "--table", "t"]) == 0
+    assert final(spark)["race"]["qty"] == 7
+    assert main(["merge", "--table", "t"]) == 0  # and once only
+    spark.sql("refresh table lake.staging.t")
+    assert spark.table("lake.staging.t").where("id = 'race'").count() == 1
+
+
+def test_a_writer_with_older_types_never_writes_them_back(spark, table_t, tmp_path: Path) -> None:
+    a = {"id": s("a"), "qty": n("1")}
+    full = sample_exports.write_items_export(tmp_path / "full", "t", [a])
+    assert main(["sync", "--table", "t", str(full)]) == 0
+    t = get_table("t")
+    older = table_types.stored_schema(spark, t)
+    assert older is not None and older.get("qty").type.sql() == "bigint"
+    assert table_t(modify(a, {**a, "qty": n("1.5")}, 1)) == 0  # adopted: decimal(38,1)
+    assert not table_types.store(spark, t, older)  # a writer that read before the rebuild
+    kept = table_types.stored_schema(spark, t)
+    assert kept is not None and kept.get("qty").type.sql() == "decimal(38,1)"
