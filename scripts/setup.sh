@@ -48,7 +48,7 @@ want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup: installing Python packages into $VENV (first run: about a minute)"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[dev]'
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[dev,light]'
   echo "$want" > "$stamp"
 fi
 

@@ -105,3 +105,18 @@ def register_tables(
         location = current_metadata_location(spark, names.FINAL, table.name)
         done.append(register(catalog, database, table.name, location))
     return done
+
+
+def deregister(table: TableConfig, database: str, endpoint: str | None = None) -> bool:
+    """Delete the final table's registration in Glue's ``database`` (the entry only: its files
+    belong to the lakehouse, which drops them); False when it was not registered there."""
+    glue = glue_catalog(endpoint).glue
+    try:
+        current = glue.get_table(DatabaseName=database, Name=table.name)["Table"]
+    except glue.exceptions.EntityNotFoundException:
+        return False
+    if (current.get("Parameters") or {}).get("table_type", "").upper() != "ICEBERG":
+        raise GlueError(f"glue table {database}.{table.name} is not an Iceberg table: left alone")
+    glue.delete_table(DatabaseName=database, Name=table.name)
+    log.info("glue: deleted %s.%s", database, table.name)
+    return True

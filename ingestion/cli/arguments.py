@@ -39,8 +39,16 @@ def add_stream_arguments(p: argparse.ArgumentParser, required: bool) -> None:
 
 
 def add_export_folder_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--table", required=True)
-    p.add_argument("sources", nargs="*", metavar="EXPORT_FOLDER")
+    p.add_argument(
+        "--table", required=True, help="a configured table: its lakehouse name or its DynamoDB name"
+    )
+    p.add_argument(
+        "sources",
+        nargs="*",
+        metavar="EXPORT_FOLDER",
+        help="export folders (.../AWSDynamoDB/<ExportId>, local or s3://), in any order: "
+        "they are staged in time order",
+    )
     p.add_argument(
         "--allow-gap", action="store_true", help="accept an export that leaves a gap in the chain"
     )

@@ -67,7 +67,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print the exact request (StartJobRun, or the cluster step) and send nothing",
     )
-    a.add_argument("arguments", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS")
+    a.add_argument(
+        "arguments",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND ARGS",
+        help="the ddb-lakehouse command the job runs, after --, e.g. -- sync --table books",
+    )
 
 
 def run_register_glue(args: argparse.Namespace) -> int:

@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _size_and_seed(p: argparse.ArgumentParser) -> None:
     p.add_argument("--items", type=int, help="items per table (default: books 500, orders 2000)")
-    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--seed", type=int, default=7, help="the sample data's random seed (default 7)")
 
 
 def run_sample(args: argparse.Namespace) -> int:

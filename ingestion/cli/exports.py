@@ -46,7 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "export", help="ask DynamoDB for an export (ExportTableToPointInTime), wait, ingest, merge"
     )
-    p.add_argument("--table", required=True)
+    p.add_argument(
+        "--table", required=True, help="a configured table: its lakehouse name or its DynamoDB name"
+    )
     kind = p.add_mutually_exclusive_group(required=True)
     kind.add_argument("--full", action="store_true", help="a full export as of now")
     kind.add_argument(
@@ -61,7 +63,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "detect-schema", help="scan every item of a full export and write the schema file"
     )
-    p.add_argument("export", metavar="EXPORT_FOLDER")
+    p.add_argument(
+        "export",
+        metavar="EXPORT_FOLDER",
+        help="a full export's folder (.../AWSDynamoDB/<ExportId>)",
+    )
     p.add_argument("--table", help="a configured table: its keys, and its schema file as output")
     p.add_argument(
         "-o",

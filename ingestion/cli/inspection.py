@@ -7,7 +7,7 @@ import argparse
 from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, selected_tables
 from ingestion.config import names
-from ingestion.jobs.inspection import query, statuses
+from ingestion.jobs.inspection import ENGINES, query, statuses
 from ingestion.staging import ledger
 from ingestion.upkeep.status import TableStatus
 
@@ -22,8 +22,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run_status)
 
     p = sub.add_parser("query", help="run SQL against the lakehouse and print the result")
-    p.add_argument("sql")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument(
+        "sql",
+        help="one SQL statement (Spark SQL, or DuckDB's with --engine duckdb); tables: "
+        "staging.<t>, lakehouse.<t>",
+    )
+    p.add_argument(
+        "--engine",
+        choices=list(ENGINES),
+        default="spark",
+        help="spark (default: any statement, Spark SQL) or duckdb (reads only, DuckDB SQL, "
+        "no JVM: about a second; local and rehearsal targets)",
+    )
+    p.add_argument(
+        "--format",
+        choices=["table", "csv", "json"],
+        default="table",
+        help="table (default), csv or json (one object per line)",
+    )
     p.add_argument("--limit", type=int, default=1000, help="rows printed as a table (default 1000)")
     p.set_defaults(run=run_query)
 
@@ -78,6 +94,6 @@ def print_status(status: TableStatus) -> None:
 
 
 def run_query(args: argparse.Namespace) -> int:
-    result = query(args.sql, args.limit if args.format == "table" else None)
+    result = query(args.sql, args.limit if args.format == "table" else None, args.engine)
     output.write_rows(result.columns, result.rows, args.format)
     return 0

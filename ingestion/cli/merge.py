@@ -28,11 +28,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "rebuild", help="re-detect types from the staged images, rebuild staging and final table"
     )
-    p.add_argument("--table", required=True)
+    p.add_argument(
+        "--table", required=True, help="a configured table: its lakehouse name or its DynamoDB name"
+    )
     p.set_defaults(run=run_rebuild)
 
     p = sub.add_parser("drift", help="values staged that did not fit their column, per attribute")
-    p.add_argument("--table", required=True)
+    p.add_argument(
+        "--table", required=True, help="a configured table: its lakehouse name or its DynamoDB name"
+    )
     p.set_defaults(run=run_drift)
 
     p = sub.add_parser(

@@ -15,7 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "watch",
         help="every --interval seconds: ingest new stream change files and merge (one Spark session)",
     )
-    p.add_argument("--table", required=True)
+    p.add_argument(
+        "--table", required=True, help="a configured table: its lakehouse name or its DynamoDB name"
+    )
     add_stream_arguments(p, required=True)
     p.add_argument(
         "--interval", type=float, default=60.0, help="seconds between ticks (default 60)"

@@ -1,11 +1,15 @@
-"""Commands that set the lakehouse up: ``init`` (the embedded catalog) and ``add-table``."""
+"""Commands that set the lakehouse up: ``init`` (the embedded catalog), ``add-table`` and
+``remove-table``."""
 
 from __future__ import annotations
 
 import argparse
 
+from ingestion.aws import glue
 from ingestion.config import names, settings
-from ingestion.project import onboarding
+from ingestion.dynamodb.tables import get_table
+from ingestion.jobs import remove
+from ingestion.project import onboarding, removal
 from ingestion.spark import spark_config
 
 
@@ -14,9 +18,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run_init)
 
     p = sub.add_parser("add-table", help="register a DynamoDB table (configuration + dbt model)")
-    p.add_argument("name")
-    p.add_argument("--partition-key", required=True, metavar="ATTR:TYPE")
-    p.add_argument("--sort-key", metavar="ATTR:TYPE")
+    p.add_argument(
+        "name",
+        help="the DynamoDB table's name as DynamoDB spells it (3-255 of a-z A-Z 0-9 _ . -); "
+        "its exports and stream files are matched by it",
+    )
+    p.add_argument(
+        "--name",
+        dest="lakehouse",
+        metavar="LAKEHOUSE_NAME",
+        help="the lakehouse name (staging.<name>, lakehouse.<name>, the dbt models; lowercase "
+        "a-z 0-9 _, starting with a letter); default: derived from the DynamoDB name by the "
+        "column-name rule (App.Users -> app_users)",
+    )
+    p.add_argument(
+        "--partition-key",
+        required=True,
+        metavar="ATTR:TYPE",
+        help="the table's partition key: its attribute name and type, S (string), N (number) "
+        "or B (binary), e.g. pk:S",
+    )
+    p.add_argument(
+        "--sort-key",
+        metavar="ATTR:TYPE",
+        help="the table's sort key, if it has one: ATTR:TYPE with TYPE S, N or B, e.g. sk:S",
+    )
     p.add_argument(
         "--buckets",
         type=int,
@@ -27,6 +53,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(run=run_add_table)
 
+    p = sub.add_parser(
+        "remove-table",
+        help="remove a table and everything it owns (or --reset it to empty); nothing is "
+        "deleted without --yes",
+    )
+    p.add_argument("name", help="the table's lakehouse name or its DynamoDB name")
+    p.add_argument(
+        "--reset",
+        action="store_true",
+        help="keep the table's configuration, schema file and dbt models; drop only its data "
+        "(staging, rejects and final tables, merge-log rows, lease): the next sync starts from "
+        "a full export",
+    )
+    p.add_argument(
+        "--glue-database",
+        metavar="DATABASE",
+        help="also delete the final table's registration in this AWS Glue database "
+        "(register-glue's --database)",
+    )
+    p.add_argument("--glue-endpoint", metavar="URL", help="the Glue endpoint (default: AWS's)")
+    p.add_argument("--yes", action="store_true", help="delete: without it, only list what would go")
+    p.set_defaults(run=run_remove_table)
+
 
 def run_init(args: argparse.Namespace) -> int:
     path = spark_config.init_catalog()
@@ -35,9 +84,42 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 def run_add_table(args: argparse.Namespace) -> int:
-    written = onboarding.add_table(args.name, args.partition_key, args.sort_key, args.buckets)
-    print(f"table {args.name} registered; wrote:")
+    name, dynamodb_name = onboarding.names_for(args.name, args.lakehouse)
+    written = onboarding.add_table(
+        dynamodb_name, args.partition_key, args.sort_key, args.buckets, lakehouse=name
+    )
+    shown = f"DynamoDB table {dynamodb_name} -> lakehouse table {names.FINAL}.{name}"
+    print(f"{shown} registered" + ("" if name == dynamodb_name else " (--name to choose)"))
+    print("wrote:")
     for path in written:
         print(f"  {path.relative_to(settings.project_dir())}")
-    print(f"next: ddb-lakehouse sync --table {args.name} <export-folder>")
+    print(f"next: ddb-lakehouse sync --table {name} <export-folder>")
+    return 0
+
+
+def run_remove_table(args: argparse.Namespace) -> int:
+    table = get_table(args.name)
+    files = (
+        []
+        if args.reset
+        else [settings.project_dir() / "dbt_project.yml", *removal.table_files(table)]
+    )
+    what = "reset to empty" if args.reset else "removed"
+    if not args.yes:
+        print(f"{table.name} would be {what}: its staging, rejects and final tables (and their "
+              "files), its merge-log rows and its lease" + (", its Glue table" if args.glue_database else ""))  # fmt: skip
+        for path in files:
+            print(f"  {path.relative_to(settings.project_dir())}")
+        print("nothing deleted: run again with --yes")
+        return 1
+    dropped = remove.drop_table_data(table)
+    for item in dropped:
+        print(f"dropped {item}")
+    if args.glue_database:
+        if glue.deregister(table, args.glue_database, args.glue_endpoint):
+            print(f"deleted Glue table {args.glue_database}.{table.name}")
+    if not args.reset:
+        for path in removal.remove_table_files(table):
+            print(f"  {path.relative_to(settings.project_dir())}")
+    print(f"{table.name} {what}" + ("" if args.reset else f": add-table {table.dynamodb_name} starts clean"))  # fmt: skip
     return 0

@@ -28,6 +28,16 @@ def lakehouse_home() -> Path:
     return home.resolve()
 
 
+def verbose() -> bool:
+    """``-v``: the logs of every part (ours at DEBUG, dbt's on screen, Spark's task failures)."""
+    return os.environ.get("LAKEHOUSE_VERBOSE") == "1"
+
+
+def target() -> str:
+    """The profile target the commands run against (``LAKEHOUSE_TARGET``, default ``local``)."""
+    return os.environ.get("LAKEHOUSE_TARGET", "local")
+
+
 def export_environment() -> dict[str, str]:
     """Pin the variables every child process (spark-submit, dbt) must agree on, and return them.
 

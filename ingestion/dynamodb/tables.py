@@ -22,7 +22,23 @@ from ingestion.sources.s3_uri import LocationError, parse_s3_uri
 KEY_DESCRIPTORS = ("S", "N", "B")
 MAX_BUCKETS = 1024
 TTL_MODES = ("delete", "keep")
-_TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,127}$")
+_TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,127}$")  # a lakehouse (and dbt, Glue) table name
+# A DynamoDB table name: 3 to 255 of a-z A-Z 0-9 _ . - (the DynamoDB API reference).
+_DYNAMODB_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
+# Every key a table entry may hold (docs/tables-and-types.md lists them in one table).
+ENTRY_KEYS = (
+    "partition_key",
+    "sort_key",
+    "dynamodb_table",
+    "table_arn",
+    "export_to",
+    "buckets",
+    "ttl_deletes",
+    "adopt_drift",
+)
+_TABLE_ARN = re.compile(
+    r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/([A-Za-z0-9_.-]{3,255})$"
+)
 
 
 class TableConfigError(LakehouseError):
@@ -43,7 +59,7 @@ class Key:
 class TableConfig:
     """A table's identity and keys. Its other columns live in its schema file (ingestion.schema.types)."""
 
-    name: str
+    name: str  # the lakehouse name: staging.<name>, lakehouse.<name>, the dbt models
     partition_key: Key
     sort_key: Key | None = None
     ttl_deletes: str = "delete"  # what a TTL expiry does to the final row: delete | keep
@@ -51,6 +67,12 @@ class TableConfig:
     export_to: str | None = None  # s3://BUCKET/PREFIX where `export` asks DynamoDB to write
     buckets: int | None = None  # final table partitioned by bucket(N, partition key column)
     adopt_drift: bool = True  # a value that does not fit its column widens it (upkeep.adopt)
+    dynamodb_table: str = ""  # the DynamoDB table's own name (default: ``name``)
+
+    @property
+    def dynamodb_name(self) -> str:
+        """The DynamoDB table's name: what its exports' ARNs and its stream files are under."""
+        return self.dynamodb_table or self.name
 
     @property
     def keys(self) -> tuple[Key, ...]:
@@ -71,16 +93,59 @@ def parse_key(spec: str, table: str) -> Key:
     return Key(name, descriptor)
 
 
+def lakehouse_name(dynamodb_name: str) -> str:
+    """The lakehouse name of a DynamoDB table: the column-name rule (``App.Users`` ->
+    ``app_users``, ``orders-prod`` -> ``orders_prod``), and a leading ``t_`` when the result
+    would not start with a letter."""
+    check_dynamodb_name(dynamodb_name)
+    derived = column_name(dynamodb_name).strip("_") or "t"
+    return derived if derived[0].isalpha() else f"t_{derived}"
+
+
+def check_dynamodb_name(dynamodb_name: str) -> None:
+    if not _DYNAMODB_NAME.match(dynamodb_name):
+        raise TableConfigError(
+            f"{dynamodb_name!r} is no DynamoDB table name: 3 to 255 characters of a-z, A-Z, "
+            "0-9, '_', '.' and '-'"
+        )
+
+
 def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
     if not _TABLE_NAME.match(name):
-        raise TableConfigError(f"table name {name!r} must match {_TABLE_NAME.pattern}")
-    if "partition_key" not in entry:
-        raise TableConfigError(f"table {name}: partition_key is required")
+        raise TableConfigError(
+            f"table name {name!r} must match {_TABLE_NAME.pattern} (the lakehouse name; a "
+            "DynamoDB name such as 'App.Users' goes in the entry's dynamodb_table, which "
+            "`add-table App.Users` writes)"
+        )
     if "attributes" in entry:
         raise TableConfigError(
             f"table {name}: attribute types live in the table's schema file (schemas/{name}.json, "
             "written by `ddb-lakehouse detect-schema`), not in dbt_project.yml"
         )
+    unknown = sorted(set(entry) - set(ENTRY_KEYS))
+    if unknown:
+        raise TableConfigError(
+            f"table {name}: unknown key(s) {', '.join(unknown)}; a table entry may hold "
+            f"{', '.join(ENTRY_KEYS)} (docs/tables-and-types.md)"
+        )
+    if "partition_key" not in entry:
+        raise TableConfigError(f"table {name}: partition_key is required")
+    dynamodb_table = str(entry.get("dynamodb_table") or "")
+    if dynamodb_table:
+        check_dynamodb_name(dynamodb_table)
+    table_arn = entry.get("table_arn")
+    if table_arn is not None:
+        found = _TABLE_ARN.match(str(table_arn))
+        if not found:
+            raise TableConfigError(
+                f"table {name}: table_arn {table_arn!r} is no DynamoDB table ARN "
+                "(arn:aws:dynamodb:REGION:ACCOUNT:table/NAME)"
+            )
+        if found.group(1) != (dynamodb_table or name):
+            raise TableConfigError(
+                f"table {name}: table_arn names table {found.group(1)!r}, but this entry is "
+                f"DynamoDB table {dynamodb_table or name!r}"
+            )
     sort_key = parse_key(entry["sort_key"], name) if entry.get("sort_key") else None
     ttl = entry.get("ttl_deletes", "delete")
     if ttl not in TTL_MODES:
@@ -114,6 +179,7 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         export_to,
         buckets,
         adopt,
+        dynamodb_table if dynamodb_table != name else "",
     )
     if sort_key and sort_key.column == config.partition_key.column:
         raise TableConfigError(
@@ -129,15 +195,33 @@ def project_file() -> Path:
 def load_tables(path: Path | None = None) -> dict[str, TableConfig]:
     raw = yaml.safe_load((path or project_file()).read_text()) or {}
     entries = (raw.get("vars") or {}).get("dynamodb_tables") or {}
-    return {name: table_from_entry(name, entry or {}) for name, entry in entries.items()}
+    tables = {name: table_from_entry(name, entry or {}) for name, entry in entries.items()}
+    check_distinct(tables.values())
+    return tables
+
+
+def check_distinct(tables: Any) -> None:
+    """Two entries for one DynamoDB table would stage its exports twice."""
+    seen: dict[str, str] = {}
+    for table in tables:
+        other = seen.setdefault(table.dynamodb_name, table.name)
+        if other != table.name:
+            raise TableConfigError(
+                f"tables {other} and {table.name} are both DynamoDB table "
+                f"{table.dynamodb_name!r}: keep one entry"
+            )
 
 
 def get_table(name: str) -> TableConfig:
+    """A configured table by its lakehouse name or its DynamoDB name."""
     tables = load_tables()
-    if name not in tables:
-        known = ", ".join(sorted(tables)) or "none"
-        raise TableConfigError(
-            f"unknown table {name!r} (configured: {known}); register it with "
-            f"`ddb-lakehouse add-table {name} --partition-key ATTR:TYPE`"
-        )
-    return tables[name]
+    if name in tables:
+        return tables[name]
+    by_dynamodb = [t for t in tables.values() if t.dynamodb_name == name]
+    if by_dynamodb:
+        return by_dynamodb[0]
+    known = ", ".join(sorted(tables)) or "none"
+    raise TableConfigError(
+        f"unknown table {name!r} (configured: {known}); register it with "
+        f"`ddb-lakehouse add-table {name} --partition-key ATTR:TYPE`"
+    )

@@ -15,12 +15,14 @@ from typing import Any
 from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.light import catalog as light_catalog
+from ingestion.light import duck
 from ingestion.schema import schema_file, types
 from ingestion.spark import spark_config
 from ingestion.staging import table_types
-from ingestion.staging.drift import Drift, drift_report
+from ingestion.staging.drift import Drift, drift_report, light_drift_report
 from ingestion.staging.exports import with_keys
-from ingestion.upkeep.status import TableStatus, table_status
+from ingestion.upkeep.status import TableStatus, light_status, table_status
 
 
 class QueryError(LakehouseError):
@@ -28,7 +30,10 @@ class QueryError(LakehouseError):
 
 
 def drift(table: TableConfig) -> list[Drift]:
-    """Values staged that did not fit their column, per attribute and source."""
+    """Values staged that did not fit their column, per attribute and source (without a JVM
+    where the light path serves: ``light``)."""
+    if light_catalog.available():
+        return light_drift_report(table.name)
     return drift_report(spark_config.build_spark("drift"), table.name)
 
 
@@ -48,6 +53,11 @@ def table_schema(table: TableConfig) -> tuple[types.Schema | None, str]:
 
 
 def statuses(tables: list[TableConfig]) -> Iterator[TableStatus]:
+    """Each table's status; without a JVM where the light path serves (``light``)."""
+    if light_catalog.available():
+        for table in tables:
+            yield light_status(table.name)
+        return
     spark = spark_config.build_spark("status")
     for table in tables:
         yield table_status(spark, table.name)
@@ -59,9 +69,15 @@ class QueryResult:
     rows: Iterator[tuple[Any, ...]]
 
 
-def query(sql: str, limit: int | None) -> QueryResult:
+ENGINES = ("spark", "duckdb")
+
+
+def query(sql: str, limit: int | None, engine: str = "spark") -> QueryResult:
     """Run ``sql``; its rows (the first ``limit`` of them, or all of them streamed to the
-    driver one partition at a time when ``limit`` is None)."""
+    driver one partition at a time when ``limit`` is None). ``engine="duckdb"``: DuckDB's SQL
+    over the tables' current state, no JVM (``light``; reads only)."""
+    if engine == "duckdb":
+        return _duckdb_query(sql, limit)
     from pyspark.errors import AnalysisException, ParseException
 
     spark = spark_config.build_spark("query")
@@ -71,6 +87,23 @@ def query(sql: str, limit: int | None) -> QueryResult:
         raise QueryError(_first_line(exc)) from None
     rows = df.limit(limit).collect() if limit is not None else df.toLocalIterator()
     return QueryResult(df.columns, (tuple(r) for r in rows))
+
+
+def _duckdb_query(sql: str, limit: int | None) -> QueryResult:
+    if not light_catalog.available():
+        raise QueryError(
+            "--engine duckdb reads the local and rehearsal targets' catalogs with the light extra "
+            "installed (pip install -e '.[light]'); use the default engine (Spark) here"
+        )
+    import duckdb
+
+    try:
+        result = duck.with_views((names.STAGING, names.FINAL)).execute(sql)
+    except duckdb.Error as exc:
+        raise QueryError(_first_line(exc)) from None
+    columns = [d[0] for d in result.description or []]
+    rows = result.fetchmany(limit) if limit is not None else result.fetchall()
+    return QueryResult(columns, (tuple(r) for r in rows))
 
 
 def _first_line(exc: Exception) -> str:

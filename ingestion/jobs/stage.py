@@ -14,11 +14,20 @@ from pyspark.sql import SparkSession
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
 from ingestion.jobs.reporter import Reporter
+from ingestion.light import catalog as light_catalog
 from ingestion.schema import detect, schema_file, types
 from ingestion.sources import manifest
+from ingestion.sources.stream_files import store_for
 from ingestion.spark import progress, spark_config
+from ingestion.staging import ledger
+from ingestion.staging.chain import check_source
 from ingestion.staging.drift import Drift
-from ingestion.staging.exports import detect_table_schema, in_time_order, ingest_export
+from ingestion.staging.exports import (
+    IngestResult,
+    detect_table_schema,
+    in_time_order,
+    ingest_export,
+)
 from ingestion.staging.streams import ingest_stream
 from ingestion.upkeep.adopt import adopt_drift
 
@@ -66,6 +75,10 @@ def stage_exports(
     if ordered != sources:
         shown = ", ".join(short_source(s) for s in ordered)
         reporter.line(f"exports given out of order: staged in time order: {shown}")
+    applied = already_applied(table, ordered)
+    if applied is not None:
+        reporter.ingested(applied)
+        return True
     spark = spark_config.build_spark(f"ingest {table.name}")
     results = []
     for number, source in enumerate(ordered, 1):
@@ -83,8 +96,43 @@ def stage_exports(
     return all(r.skipped or r.rows == r.expected for r in results)
 
 
+def already_applied(table: TableConfig, folders: list[str]) -> list[IngestResult] | None:
+    """When the ledger holds every export given, their (skipped) results, found without a JVM
+    (``light``: manifests and the staging table's metadata); else None (staging starts Spark)."""
+    if not light_catalog.available():
+        return None
+    exports = [manifest.read_export(f, verify=False) for f in folders]
+    for export in exports:
+        check_source(table, export)
+    applied = {e.source for e in ledger.light_entries(table.name)}
+    if not all(e.export_arn in applied for e in exports):
+        return None
+    return [IngestResult(table.name, e.export_arn, 0, e.item_count, True, 0.0) for e in exports]
+
+
+def nothing_to_stage(table: TableConfig, stream: StreamSource) -> int | None:
+    """When the stream folder holds no settled change file the ledger lacks, and none the
+    ledger holds (a cleanup left after a crash), how many files wait to settle, found without a
+    JVM (``light``); else None (staging starts Spark)."""
+    if not light_catalog.available():
+        return None
+    store = store_for(stream.location, table.dynamodb_name)
+    listed = store.listing()
+    cutoff = time.time() - stream.settle
+    if any(f.modified <= cutoff for f in listed):
+        return None  # settled files: new, or left by a crash after their commit
+    return len(listed)
+
+
 def stage_stream(table: TableConfig, stream: StreamSource, reporter: Reporter) -> None:
     """Stage the settled change files under ``stream.location`` once."""
+    waiting = nothing_to_stage(table, stream)
+    if waiting is not None:
+        reporter.line(
+            f"{table.name}: 0 change files staged from {stream.location}: nothing settled; "
+            f"{waiting} left"
+        )
+        return
     spark = spark_config.build_spark(f"ingest {table.name} stream")
     r = ingest_stream(
         spark,

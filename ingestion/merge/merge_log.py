@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from ingestion.config import names
 from ingestion.dynamodb.values import sql_string
+from ingestion.light import duck
 from ingestion.staging import ledger
 
 MERGE_LOG = names.merge_log_table()
@@ -26,10 +27,7 @@ def ensure_merge_log(spark: SparkSession) -> None:
 
 def new_batches(spark: SparkSession, table: str) -> list[str]:
     """The ledger's batches (commit order) that the merge log does not hold yet."""
-    merged = {
-        row["batch_id"]
-        for row in spark.table(MERGE_LOG).where(F.col("table_name") == table).collect()
-    }  # one row per merged batch: small (maintenance compacts it with the ledger)
+    merged = merged_batches(spark, table)  # small: maintenance compacts it with the ledger
     return [
         e.batch_id for e in ledger.entries(spark, table) if e.batch_id and e.batch_id not in merged
     ]
@@ -56,3 +54,32 @@ def forget(spark: SparkSession, table: str, batches: list[str]) -> None:
             f"delete from {MERGE_LOG} where table_name = {sql_string(table)} "
             f"and batch_id in ({listed})"
         )
+
+
+def merged_batches(spark: SparkSession, table: str) -> set[str]:
+    """The batches of ``table`` the merge log holds."""
+    rows = spark.table(MERGE_LOG).where(F.col("table_name") == table).select("batch_id")
+    return {r["batch_id"] for r in rows.collect()}  # one row per merged batch
+
+
+def forget_table(spark: SparkSession, table: str) -> None:
+    """Every row of ``table`` out of the merge log (the table is removed or reset)."""
+    if spark.catalog.tableExists(MERGE_LOG):
+        spark.sql(f"delete from {MERGE_LOG} where table_name = {sql_string(table)}")
+
+
+def light_new_batches(table: str) -> list[str]:
+    """``new_batches`` without Spark (``light``): the ledger and the merge log read from their
+    metadata and data files."""
+    merged = {
+        str(row[0])
+        for row in duck.query(
+            names.STAGING,
+            names.MERGE_LOG,
+            "select batch_id from {table} where table_name = ?",
+            [table],
+        )
+    }
+    return [
+        e.batch_id for e in ledger.light_entries(table) if e.batch_id and e.batch_id not in merged
+    ]

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -52,6 +54,7 @@ def dbt_invoke(args: list[str], run_vars: dict[str, Any] | None = None) -> None:
     settings.export_environment()
     project = settings.project_dir()
     full = [*args, "--project-dir", str(project), "--profiles-dir", str(project / "profiles")]
+    full += output_flags()
     log.info("dbt %s", " ".join(args))
     callbacks: list[Any] = []
     if (
@@ -71,7 +74,31 @@ def dbt_invoke(args: list[str], run_vars: dict[str, Any] | None = None) -> None:
         os.environ.pop(RUN_VARIABLE, None)
     if not result.success:
         detail = f": {result.exception}" if result.exception else ""
-        raise DbtError(f"`dbt {' '.join(args)}` failed{detail} (see the dbt output above)")
+        raise DbtError(
+            f"`dbt {' '.join(args)}` failed{detail} (dbt's errors above; its whole log: "
+            f"{dbt_log_file()})"
+        )
+
+
+def dbt_log_file() -> Path:
+    """Where dbt writes its log (``DBT_LOG_PATH``, default ``logs/`` in the project)."""
+    folder = os.environ.get("DBT_LOG_PATH") or str(settings.project_dir() / "logs")
+    return Path(folder) / "dbt.log"
+
+
+def on_screen() -> bool:
+    """dbt's log on screen: with ``-v``, and on ``emr``, where a file dies with the container
+    and the job's output is what stays (EMR Serverless keeps the driver's stdout)."""
+    return settings.verbose() or settings.target() == "emr"
+
+
+def output_flags() -> list[str]:
+    """dbt's own output: its errors only, unless ``on_screen``; no colour codes when standard
+    output is no terminal (a file, a pipe, a CI log)."""
+    flags = [] if on_screen() else ["--quiet"]
+    if not sys.stdout.isatty():
+        flags.append("--no-use-colors")
+    return flags
 
 
 def selector(tables: list[TableConfig]) -> list[str]:

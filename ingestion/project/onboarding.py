@@ -8,13 +8,19 @@ back and checked before anything is written. Nothing is written when any check f
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
 
 from ingestion.config import settings
 from ingestion.config.errors import LakehouseError
-from ingestion.dynamodb.tables import load_tables, table_from_entry
+from ingestion.dynamodb.tables import (
+    check_dynamodb_name,
+    lakehouse_name,
+    load_tables,
+    table_from_entry,
+)
 from ingestion.project import scaffold
 
 
@@ -22,46 +28,79 @@ class OnboardingError(LakehouseError):
     """The table cannot be added (exists already, invalid key...)."""
 
 
-def _sources_path(root: Path) -> Path:
+def sources_path(root: Path) -> Path:
     return root / "models/staging/dynamodb/__sources.yml"
 
 
+def names_for(dynamodb_name: str, lakehouse: str | None = None) -> tuple[str, str]:
+    """(lakehouse name, DynamoDB name) of a table added as ``dynamodb_name``: the lakehouse
+    name derived by the column-name rule unless given."""
+    check_dynamodb_name(dynamodb_name)
+    return lakehouse or lakehouse_name(dynamodb_name), dynamodb_name
+
+
 def add_table(
-    name: str, partition_key: str, sort_key: str | None, buckets: int | None = None
+    dynamodb_name: str,
+    partition_key: str,
+    sort_key: str | None,
+    buckets: int | None = None,
+    lakehouse: str | None = None,
 ) -> list[Path]:
+    """Register DynamoDB table ``dynamodb_name`` as lakehouse table ``lakehouse`` (derived from
+    it by default); the files written."""
     root = settings.project_dir()
     project_path = root / "dbt_project.yml"
-    sources_path = _sources_path(root)
-    if name in load_tables(project_path):
-        raise OnboardingError(f"table {name!r} is already configured in {project_path}")
+    sources_file = sources_path(root)
+    name, dynamodb_name = names_for(dynamodb_name, lakehouse)
+    configured = load_tables(project_path)
+    if name in configured:
+        holder = configured[name].dynamodb_name
+        if holder == dynamodb_name:
+            raise OnboardingError(f"table {name!r} is already configured in {project_path}")
+        raise OnboardingError(
+            f"DynamoDB tables {holder!r} and {dynamodb_name!r} both map to lakehouse table "
+            f"{name!r} ({holder!r} is configured in {project_path}): add {dynamodb_name!r} "
+            "with --name NAME to give it another"
+        )
+    for other in configured.values():
+        if other.dynamodb_name == dynamodb_name:
+            raise OnboardingError(
+                f"DynamoDB table {dynamodb_name!r} is already configured as {other.name!r}"
+            )
     entry: dict[str, object] = {"partition_key": partition_key}
+    if dynamodb_name != name:
+        entry["dynamodb_table"] = dynamodb_name
     if sort_key:
         entry["sort_key"] = sort_key
     if buckets is not None:
         entry["buckets"] = buckets
-    table = table_from_entry(name, entry)  # validates name and keys
+    table = table_from_entry(name, entry)  # validates names and keys
 
     project_text = project_path.read_text().rstrip("\n") + "\n"
-    project_text += f"    {name}:\n      partition_key: {partition_key}\n"
+    project_text += f"    {name}:\n"
+    if dynamodb_name != name:
+        project_text += f"      dynamodb_table: {json.dumps(dynamodb_name)}\n"
+    project_text += f"      partition_key: {json.dumps(partition_key)}\n"
     if sort_key:
-        project_text += f"      sort_key: {sort_key}\n"
+        project_text += f"      sort_key: {json.dumps(sort_key)}\n"
     if buckets is not None:
         project_text += f"      buckets: {buckets}\n"
-    sources_text = sources_path.read_text().rstrip("\n") + "\n"
+    sources_text = sources_file.read_text().rstrip("\n") + "\n"
     sources_text += (
-        f"      - name: {name}\n        description: Change log of the DynamoDB table `{name}`.\n"
+        f"      - name: {name}\n        description: Change log of the DynamoDB table "
+        f"`{dynamodb_name}`.\n"
     )
-    _check_appended(project_text, sources_text, name, project_path, sources_path)
+    _check_appended(project_text, sources_text, name, project_path, sources_file)
 
     files = scaffold.files_for(table, root)
     clashes = [str(p) for p in files if p.exists()]
     if clashes:
         raise OnboardingError(f"table {name!r}: files exist already: {', '.join(clashes)}")
     project_path.write_text(project_text)
-    sources_path.write_text(sources_text)
+    sources_file.write_text(sources_text)
     for path, content in files.items():
         path.write_text(content)
-    return [project_path, sources_path, *files]
+    return [project_path, sources_file, *files]
 
 
 def _check_appended(

@@ -101,26 +101,77 @@ def _read_json(path: Location) -> dict[str, Any]:
     return value
 
 
-def _data_path(folder: Location, key: str, prefix: str) -> Location:
-    """Map a manifest's bucket-relative ``dataFileS3Key`` onto the export's folder.
-
-    The key is ``<s3Prefix>/AWSDynamoDB/...``; the folder is ``.../AWSDynamoDB/<ExportId>``. The
-    key without the summary's ``s3Prefix`` (which may itself hold ``AWSDynamoDB``) is joined to
-    the folder above ``AWSDynamoDB``, so the export can be copied anywhere (a local folder or
-    another prefix) and still be read.
-    """
-    marker = "AWSDynamoDB/"
-    prefix = prefix.strip("/")
-    if prefix and key.startswith(prefix + "/"):
-        relative = key[len(prefix) + 1 :]
-    else:
-        relative = key[key.index(marker) :] if marker in key else key
-    if not relative.startswith(marker):
-        raise ExportError(f"{folder}: dataFileS3Key {key!r} does not contain {marker!r}")
-    return folder.parent.parent / relative
+EXPORT_FOLDER = ".../AWSDynamoDB/<ExportId>"
 
 
-def _read_files(folder: Location, prefix: str) -> list[DataFile]:
+def exports_under(folder: Path) -> list[Path]:
+    """The export folders (those with a manifest-summary.json) in ``folder``, in
+    ``folder/AWSDynamoDB`` or ``folder/<table>/AWSDynamoDB``, sorted by name (the name starts
+    with the export's time)."""
+    found = [
+        summary.parent
+        for pattern in (
+            "*/manifest-summary.json",
+            "AWSDynamoDB/*/manifest-summary.json",
+            "*/AWSDynamoDB/*/manifest-summary.json",
+        )  # fmt: skip
+        for summary in folder.glob(pattern)
+    ]
+    return sorted(set(found), key=lambda p: (p.name, str(p)))
+
+
+def _check_folder(root: Location) -> None:
+    """What was given instead of an export folder, said with what to pass: a manifest file, a
+    path that does not exist, a folder that holds exports (a parent ``AWSDynamoDB``)."""
+    if root.name in ("manifest-summary.json", "manifest-files.json") or str(root).endswith(
+        (".json", ".md5", ".json.gz")
+    ):
+        raise ExportError(
+            f"{root} is a file of an export: give the export folder that holds it "
+            f"({root.parent}), not the file"
+        )
+    if not isinstance(root, Path):
+        return  # s3://: a missing manifest says so when it is read
+    if not root.exists():
+        raise ExportError(f"{root} does not exist: give an export folder ({EXPORT_FOLDER})")
+    if not root.is_dir():
+        raise ExportError(f"{root} is a file: give an export folder ({EXPORT_FOLDER})")
+    if (root / "manifest-summary.json").is_file():
+        return
+    # Decision: a folder holding exports is not taken as "all of them": which exports a table
+    # applies is the person's choice (another table's, or an abandoned one, may sit beside
+    # them), so they are listed to pass; given together they are staged in time order.
+    found = exports_under(root)
+    if found:
+        shown = " ".join(str(f) for f in found[:10]) + (" ..." if len(found) > 10 else "")
+        raise ExportError(
+            f"{root} holds {len(found)} export folder(s), not an export: give the ones to "
+            f"stage (any order: they are staged in time order): {shown}"
+        )
+    raise ExportError(
+        f"{root}/manifest-summary.json is missing: {root} is not a DynamoDB export folder "
+        f"({EXPORT_FOLDER}), or its export has not completed"
+    )
+
+
+def _data_path(folder: Location, key: str) -> Location:
+    """Where a manifest's ``dataFileS3Key`` is, relative to the export folder given, wherever it
+    was copied to: ``.../AWSDynamoDB/<ExportId>/data/<file>`` (a full export) is
+    ``<folder>/data/<file>``; ``.../AWSDynamoDB/data/<file>`` (an incremental one, in the folder
+    every incremental export under one prefix shares) is ``<folder>/../data/<file>``. Only the
+    key's last parts count: the bucket, the prefix and the folder's own name may differ."""
+    parts = key.split("/")
+    if len(parts) >= 3 and parts[-2] == "data" and parts[-3] == "AWSDynamoDB":
+        return folder.parent / "data" / parts[-1]
+    if len(parts) >= 4 and parts[-2] == "data" and parts[-4] == "AWSDynamoDB":
+        return folder / "data" / parts[-1]
+    raise ExportError(
+        f"{folder}: dataFileS3Key {key!r} is not in AWS's layout (.../AWSDynamoDB/<ExportId>/"
+        "data/<file> for a full export, .../AWSDynamoDB/data/<file> for an incremental one)"
+    )
+
+
+def _read_files(folder: Location) -> list[DataFile]:
     path = folder / "manifest-files.json"
     if not path.is_file():
         raise ExportError(f"{path} is missing: the export is incomplete")
@@ -132,7 +183,7 @@ def _read_files(folder: Location, prefix: str) -> list[DataFile]:
             entry = json.loads(line)
             files.append(
                 DataFile(
-                    path=_data_path(folder, entry["dataFileS3Key"], prefix),
+                    path=_data_path(folder, entry["dataFileS3Key"]),
                     item_count=int(entry["itemCount"]),
                     md5=str(entry["md5Checksum"]),
                 )
@@ -171,7 +222,15 @@ def verify_files(export: Export) -> None:
     """Every listed file exists and matches its MD5; raise on the first that does not."""
     for data_file in export.files:
         if not data_file.path.is_file():
-            raise ExportError(f"{data_file.path}: listed in the manifest but missing")
+            where = (
+                f"{export.folder}/data/ (a full export keeps its data files in its own folder)"
+                if export.export_type == FULL
+                else f"{export.folder.parent}/data/ (an incremental export's data files are in "
+                "the AWSDynamoDB/data/ folder beside its export folder: copy that folder too)"
+            )
+            raise ExportError(
+                f"{data_file.path}: listed in the manifest but missing; looked in {where}"
+            )
         actual = md5_base64(data_file.path)
         if actual != data_file.md5:
             raise ExportError(
@@ -192,6 +251,7 @@ def read_export(folder: str | Path, verify: bool = True) -> Export:
         raise ExportError(f"{folder}: an export folder is a local path or s3://BUCKET/PREFIX")
     else:
         root = Path(folder).resolve()
+    _check_folder(root)
     summary_path = root / "manifest-summary.json"
     summary = _read_json(summary_path)
     export_type = summary.get("exportType") or FULL
@@ -214,7 +274,7 @@ def read_export(folder: str | Path, verify: bool = True) -> Export:
         export_from_time=_parse_time(summary.get("exportFromTime"), "exportFromTime", summary_path),
         export_to_time=_parse_time(summary.get("exportToTime"), "exportToTime", summary_path),
         item_count=int(summary["itemCount"]),
-        files=tuple(_read_files(root, str(summary.get("s3Prefix") or ""))),
+        files=tuple(_read_files(root)),
     )
     if export_type == FULL and export.export_time is None:
         raise ExportError(f"{summary_path}: a full export needs exportTime")

@@ -107,6 +107,16 @@ def store_for(uri: str, table: str) -> ChangeFiles:
     return LocalFolder(uri, table)
 
 
+def file_end_time(name: str) -> str | None:
+    """The latest change time a change file's name holds after its earliest (the writer's
+    names since it records both), else its earliest."""
+    try:
+        latest = datetime.strptime(name[17:33], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return file_time(name)
+    return latest.isoformat()
+
+
 def file_time(name: str) -> str | None:
     """The earliest change time a change file's name starts with, as ISO 8601 (as the ledger's
     export times are)."""

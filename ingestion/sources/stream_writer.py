@@ -144,14 +144,15 @@ def change_line(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def object_name(lines: list[dict[str, Any]]) -> str:
-    """``<earliest change time>-<digest of the event ids>.json.gz``: sorts by time, and the same
-    batch always gets the same name."""
-    earliest = min(float(line["ApproximateCreationDateTime"]) for line in lines)
-    moment = datetime.fromtimestamp(earliest, UTC)
+    """``<earliest change time>-<latest change time>-<digest of the event ids>.json.gz``: sorts
+    by time, says the time range its changes span (``status`` shows it), and the same batch
+    always gets the same name. (Files named by earlier versions hold the earliest time only.)"""
+    times = [float(line["ApproximateCreationDateTime"]) for line in lines]
+    earliest, latest = (datetime.fromtimestamp(t, UTC) for t in (min(times), max(times)))
     digest = hashlib.sha256()
     for line in lines:
         digest.update(f"{line.get('eventID')}|{line['SequenceNumber']}\n".encode())
-    return f"{moment:%Y%m%dT%H%M%S}Z-{digest.hexdigest()[:20]}{SUFFIX}"
+    return f"{earliest:%Y%m%dT%H%M%S}Z-{latest:%Y%m%dT%H%M%S}Z-{digest.hexdigest()[:20]}{SUFFIX}"
 
 
 def encode(lines: Iterable[dict[str, Any]]) -> bytes:
@@ -230,3 +231,32 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         log.info("wrote %d changes to %s", item.records, item.uri)
     failures = [] if failed_at is None else [{"itemIdentifier": failed_at}]
     return {"batchItemFailures": failures}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the writer on this machine on a saved Lambda event: ``python -m
+    ingestion.sources.stream_writer EVENT.json DESTINATION`` (a folder or s3://BUCKET/PREFIX),
+    e.g. to see what a batch of your stream becomes before deploying."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(
+        prog="python -m ingestion.sources.stream_writer",
+        description="write the change files of a saved DynamoDB Streams Lambda event",
+    )
+    parser.add_argument("event", help='a JSON file holding the event ({"Records": [...]})')
+    parser.add_argument("destination", help="a local folder or s3://BUCKET/PREFIX")
+    args = parser.parse_args(argv)
+    with open(args.event, encoding="utf-8") as handle:
+        event = json.load(handle)
+    written, failed_at = write_batch(event.get("Records") or [], args.destination)
+    for item in written:
+        print(f"wrote {item.records} change(s) to {item.uri}")
+    if failed_at is not None:
+        print(f"failed at record {failed_at}: the records from it on were not written")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -89,7 +89,18 @@ def build_spark(app_name: str = "dynamodb-lakehouse", target: str | None = None)
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("LAKEHOUSE_SPARK_LOG_LEVEL", "WARN"))
+    if settings.verbose():  # conf/log4j2.properties turns them off: a user's error is one line
+        _set_levels(spark, TASK_FAILURE_LOGGERS, "ERROR")
     return spark
+
+
+def _set_levels(spark: SparkSession, loggers: tuple[str, ...], level: str) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    for name in loggers:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            name, getattr(jvm.org.apache.logging.log4j.Level, level)
+        )
 
 
 # Spark logs every failed task (an ERROR with its Java stack trace) before the job fails, also

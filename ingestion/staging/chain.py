@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from ingestion.dynamodb.tables import TableConfig
 from ingestion.sources.manifest import FULL, INCREMENTAL, Export, ExportError, Window
 from ingestion.staging.ledger import Entry
 
@@ -79,6 +80,20 @@ def last_export_end(ledger: list[Entry]) -> datetime | None:
 
 def open_gaps(ledger: list[Entry]) -> list[Window]:
     return coverage(ledger).gaps()
+
+
+def check_source(table: TableConfig, export: Export) -> None:
+    """The export is of the table's own DynamoDB table (its name, and its ARN when the entry
+    sets one): checked before anything is staged, so another table's export can never become a
+    table's first one."""
+    wanted = table.table_arn or f"table/{table.dynamodb_name}"
+    found = export.table_arn if table.table_arn else f"table/{export.table_name}"
+    if found != wanted:
+        raise ChainError(
+            f"{export.folder}: an export of {export.table_arn}, but table {table.name} is "
+            f"DynamoDB {wanted}: nothing staged. Give {table.name}'s own exports, or register "
+            f"the other table: ddb-lakehouse add-table {export.table_name} --partition-key ..."
+        )
 
 
 def check_chain(ledger: list[Entry], export: Export, allow_gap: bool = False) -> str | None:

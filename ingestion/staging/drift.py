@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import names
+from ingestion.light import duck
 
 
 @dataclass(frozen=True)
@@ -53,3 +54,16 @@ def drift_report(
         .collect()  # one row per attribute and source
     )
     return [Drift(r["attribute"], r["_source"], int(r["rows"]), r["example"] or "") for r in rows]
+
+
+def light_drift_report(table: str) -> list[Drift]:
+    """``drift_report`` of the whole table without Spark (``light``)."""
+    rows = duck.query(
+        names.STAGING,
+        table,
+        "select attribute, _source, count(*), "
+        "first(json_extract(_image::JSON, '$.\"' || replace(attribute, '\"', '\\\"') || '\"')::VARCHAR) "
+        "from (select _source, _image, unnest(_drift) as attribute from {table} "
+        "where _drift is not null) group by attribute, _source order by attribute, _source",
+    )
+    return [Drift(str(a), str(s), int(n), str(e or "")) for a, s, n, e in rows]

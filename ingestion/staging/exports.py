@@ -163,6 +163,7 @@ def ingest_export(
         export.item_count,
         len(export.files),
     )
+    chain.check_source(table, export)
     applied = ledger.entries(spark, table.name)
     if export.export_arn in {e.source for e in applied}:
         log.info("%s: %s is already in the ledger: nothing to do", table.name, export.export_arn)

@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import clock, names
+from ingestion.light import catalog as light_catalog
 from ingestion.sources.manifest import FULL, Export
 
 _KEYS = names.SUMMARY_KEYS  # the snapshot-summary keys, written once in config/names
@@ -84,12 +85,24 @@ def entries(spark: SparkSession, table: str) -> list[Entry]:
             F.col("summary").getItem(SOURCE).isNotNull()
             | F.col("summary").getItem(LEDGER).isNotNull()
         )
-        .orderBy("committed_at", "snapshot_id")
         .collect()  # one row per commit: small by construction
     )
+    return entries_from([(clock.from_spark(r["committed_at"]), r["summary"]) for r in rows])
+
+
+def light_entries(table: str) -> list[Entry]:
+    """The ledger read from the staging table's metadata file, without Spark (``light``)."""
+    metadata = light_catalog.read_metadata(names.STAGING, table)
+    if metadata is None:
+        return []
+    return entries_from([(s.committed_at, s.summary) for s in metadata.snapshots])
+
+
+def entries_from(commits: list[tuple[datetime, dict[str, str]]]) -> list[Entry]:
+    """The ledger from the staging table's commits (time, snapshot summary), whatever read them:
+    in commit order, the first commit of a source counting."""
     found: dict[str, Entry] = {}
-    for row in rows:
-        summary = row["summary"]
+    for committed_at, summary in sorted(commits, key=lambda c: c[0]):
         if summary.get(LEDGER):
             for carried in json.loads(summary[LEDGER]):
                 found.setdefault(carried["source"], Entry(**carried))
@@ -105,7 +118,7 @@ def entries(spark: SparkSession, table: str) -> list[Entry]:
                     summary.get(TABLE_ARN),
                     summary.get(START),
                     summary.get(END),
-                    clock.from_spark(row["committed_at"]).isoformat(),
+                    committed_at.isoformat(),
                     summary.get(FILES, ""),
                 ),
             )

@@ -38,6 +38,7 @@ from ingestion.sources.stream_files import (
     ChangeFile,
     ChangeFiles,
     StreamError,
+    file_end_time,
     file_time,
     store_for,
 )
@@ -79,7 +80,7 @@ def ingest_stream(
 ) -> StreamResult:
     """Stage the table's settled change files in one commit, then delete them."""
     started = time.monotonic()
-    store = store_for(uri, table.name)
+    store = store_for(uri, table.dynamodb_name)
     cutoff = (time.time() if now is None else now) - settle_seconds
     todo, leftover, pending = _files_to_stage(spark, table.name, store, cutoff, max_files)
     if not todo:
@@ -136,14 +137,15 @@ def ingest_stream(
 
 
 def _ledger_entry(location: str, todo: list[ChangeFile], batch_id: str) -> ledger.Entry:
-    """The batch's ledger entry: its files by name, its time span from their names."""
+    """The batch's ledger entry: its files by name, its time span from their names (the
+    earliest change of the first file to the latest change of any)."""
     return ledger.Entry(
         source=ledger.stream_source(location, batch_id),
         batch_id=batch_id,
         kind=ledger.STREAM,
         table_arn=None,
         start=file_time(todo[0].name),
-        end=file_time(todo[-1].name),
+        end=max((t for f in todo if (t := file_end_time(f.name))), default=None),
         files="\n".join(f.name for f in todo),
     )
 

@@ -8,6 +8,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import names
+from ingestion.light import catalog as light_catalog
+from ingestion.light import duck
 from ingestion.merge import merge_log
 from ingestion.staging import chain, ledger
 from ingestion.upkeep import maintenance
@@ -49,4 +51,55 @@ def table_status(spark: SparkSession, table: str) -> TableStatus:
         unmerged_rows=unmerged,
         final_rows=final_rows,
         health=maintenance.health(spark, table),
+    )
+
+
+def light_status(table: str) -> TableStatus:
+    """``table_status`` without Spark (``light``): the ledger from the staging table's metadata,
+    counts from DuckDB scans that honour delete files (equal to Spark's before ``maintain``)."""
+    pending = merge_log.light_new_batches(table)
+    unmerged = 0
+    if pending:
+        marks = ", ".join("?" for _ in pending)
+        rows = duck.query(
+            names.STAGING,
+            table,
+            f"select count(*) from {{table}} where _batch_id in ({marks})",
+            pending,
+        )
+        unmerged = int(rows[0][0]) if rows else 0
+    final = duck.query(names.FINAL, table, "select count(*) from {table}")
+    return TableStatus(
+        table=table,
+        entries=ledger.light_entries(table),
+        pending=pending,
+        unmerged_rows=unmerged,
+        final_rows=int(final[0][0]) if final else 0,
+        health=light_health(table),
+    )
+
+
+def light_health(table: str) -> str | None:
+    """``maintenance.health`` from the final table's metadata: its current snapshot's summary
+    (files, sizes), its snapshots, the metadata file's size, the last ``maintain``."""
+    final = light_catalog.read_metadata(names.FINAL, table)
+    if final is None:
+        return None
+    summary = final.current.summary if final.current else {}
+    data = int(summary.get("total-data-files", 0))
+    deletes = int(summary.get("total-delete-files", 0))
+    size = int(summary.get("total-files-size", 0))
+    staging = light_catalog.read_metadata(names.STAGING, table)
+    maintained = max(
+        (s.committed_at for s in staging.snapshots if ledger.MAINTAINED in s.summary)
+        if staging
+        else (),
+        default=None,
+    )
+    average = size / data / 2**20 if data else 0.0
+    return (
+        f"{data} data files (average {average:.1f} MB), {deletes} delete files, "
+        f"{len(final.snapshots)} snapshots, metadata "
+        f"{light_catalog.size_of(final.location) / 1024:.0f} KB, "
+        f"last maintenance: {maintained.replace(tzinfo=None) if maintained else 'never'}"
     )

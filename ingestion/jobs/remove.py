@@ -1,0 +1,45 @@
+"""``remove-table``'s lakehouse side: everything a table holds in the catalog dropped, the
+table held by this process meanwhile (``guard``: no ``watch`` may run on it), its lease released
+on the way out.
+
+What later work adds to a table (a new kind of table of its own, a registry row), its removal
+must remove too: ``owned`` is the one list, and ``tests/jobs/test_remove.py`` checks that no table
+of the catalog still names the removed one.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from ingestion.config import names
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.jobs.guard import held_table
+from ingestion.merge import merge_log
+
+
+def owned(table: str) -> list[str]:
+    """The catalog tables a lakehouse table owns (quoted names)."""
+    return [
+        names.staging_table(table),
+        names.rejects_table(table),
+        names.final_table(table),
+    ]
+
+
+def present(spark: SparkSession, table: str) -> list[str]:
+    """The owned tables that exist, and the merge log's rows of the table (as one item)."""
+    found = [name for name in owned(table) if spark.catalog.tableExists(name)]
+    if spark.catalog.tableExists(merge_log.MERGE_LOG) and merge_log.merged_batches(spark, table):
+        found.append(f"{merge_log.MERGE_LOG} rows of {table}")
+    return found
+
+
+def drop_table_data(table: TableConfig) -> list[str]:
+    """Drop the table's staging, rejects and final tables (their files too) and its rows of the
+    merge log; what was removed. The table's lease goes with the hold."""
+    with held_table(table.name, "remove") as (spark, _lease):
+        removed = present(spark, table.name)
+        for name in owned(table.name):
+            spark.sql(f"drop table if exists {name} purge")
+        merge_log.forget_table(spark, table.name)
+    return removed

@@ -1,0 +1,117 @@
+"""Small commands without a JVM (``ingestion/light``): after a merge with deletes and before
+``maintain``, the light status, drift and query give Spark's figures; ``status`` and a ``sync``
+or ``merge`` with nothing new run in a process that cannot start Java."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support import ROOT
+
+from ingestion.cli import main
+from ingestion.dynamodb.tables import get_table
+from ingestion.jobs import inspection, stage
+from ingestion.light import catalog as light_catalog
+from ingestion.merge import merge_log
+from ingestion.samples import exports as sample_exports
+from ingestion.samples import stream as sample_stream
+from ingestion.samples.items import BASE_TIME
+from ingestion.sources.stream_writer import write_batch
+from ingestion.staging import drift, ledger
+from ingestion.upkeep import status
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+LATER = int(BASE_TIME.timestamp()) + 600
+
+
+def book(key: str, pages: str = "1") -> dict:
+    return {"id": {"S": key}, "title": {"S": key.upper()}, "pages": {"N": pages}}
+
+
+@pytest.fixture
+def books_with_deletes(spark, clean_lakehouse, tmp_path: Path) -> Path:
+    """books: a full export of 5 items, then a stream batch (two files a minute apart) that
+    deletes two, updates one and inserts one; merged, not maintained."""
+    full = sample_exports.write_items_export(tmp_path / "full", "books", [book(k) for k in "abcde"])
+    assert main(["sync", "--table", "books", str(full)]) == 0
+    location = tmp_path / "streams"
+
+    def record(event: str, key: str, new: dict | None, at: int, n: int) -> dict:
+        return sample_stream.stream_record(
+            "books", event, {"id": {"S": key}}, book(key), new, at, n
+        )
+
+    first = [record("REMOVE", "a", None, LATER, 1), record("REMOVE", "b", None, LATER + 1, 2)]
+    second = [record("MODIFY", "c", book("c", "7"), LATER + 60, 3),
+              record("INSERT", "f", book("f"), LATER + 61, 4)]  # fmt: skip
+    for batch in (first, second):
+        assert write_batch(batch, str(location))[1] is None
+    assert main(["sync", "--table", "books", "--stream", str(location), "--settle", "0"]) == 0
+    return location
+
+
+def test_light_figures_equal_sparks_after_a_merge_with_deletes(
+    spark, books_with_deletes: Path, capsys
+) -> None:
+    assert light_catalog.available()
+    heavy = status.table_status(spark, "books")
+    light = status.light_status("books")
+    assert light.final_rows == heavy.final_rows == 4  # position deletes honoured
+    assert (light.pending, light.unmerged_rows) == (heavy.pending, heavy.unmerged_rows) == ([], 0)
+    assert light.entries == heavy.entries
+    assert ledger.light_entries("books") == ledger.entries(spark, "books")
+    assert merge_log.light_new_batches("books") == merge_log.new_batches(spark, "books") == []
+    assert drift.light_drift_report("books") == drift.drift_report(spark, "books")
+    result = inspection.query("select count(*) as n from lakehouse.books", None, "duckdb")
+    assert list(result.rows) == [(4,)]
+
+    capsys.readouterr()
+    assert main(["status", "--table", "books"]) == 0
+    out = capsys.readouterr().out
+    stream = next(line for line in out.splitlines() if "STREAM" in line)
+    # The batch's time range: its earliest change to its latest, not the earliest alone.
+    assert "2026-01-14T10:28:50+00:00" in stream and "2026-01-14T10:29:51+00:00" in stream
+
+
+def no_java() -> dict[str, str]:
+    """An environment in which a JVM cannot start: no java on PATH, a JAVA_HOME that is none."""
+    python_dir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": f"{python_dir}:/usr/local/bin:/bin", "JAVA_HOME": "/nonexistent"}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ingestion.cli", *args],
+        cwd=ROOT, env=no_java(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_small_commands_need_no_jvm(spark, books_with_deletes: Path) -> None:
+    assert subprocess.run(["which", "java"], env=no_java(), capture_output=True).returncode != 0
+    done = cli("status", "--table", "books")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "final rows: 4" in done.stdout
+    done = cli("sync", "--table", "books", "--stream", str(books_with_deletes), "--settle", "0")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "nothing new to merge" in done.stdout
+    done = cli("merge", "--table", "books")
+    assert done.returncode == 0 and "nothing new to merge" in done.stdout, done.stderr[-2000:]
+    done = cli("drift", "--table", "books")
+    assert done.returncode == 0, done.stderr[-2000:]
+    done = cli("query", "--engine", "duckdb", "select id from lakehouse.books order by id")
+    assert done.returncode == 0 and "| f " in done.stdout.replace("|  f", "| f"), done.stdout
+    done = cli("query", "--engine", "duckdb", "select * from lakehouse.nope")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+    # Something new (a settled change file): the light check hands over to Spark.
+    record = sample_stream.stream_record(
+        "books", "INSERT", {"id": {"S": "g"}}, None, book("g"), LATER + 120, 5
+    )
+    assert write_batch([record], str(books_with_deletes))[1] is None
+    source = stage.StreamSource(str(books_with_deletes), 0.0, 1000, 0)
+    assert stage.nothing_to_stage(get_table("books"), source) is None
