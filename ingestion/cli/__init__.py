@@ -16,7 +16,7 @@ below (``jobs`` mostly) and prints; it holds no logic of its own.
 - ``__main__``: ``python -m ingestion.cli``.
 
 May import: ``ingestion.aws``, ``ingestion.samples``, ``ingestion.jobs``, ``ingestion.project``,
-``ingestion.upkeep``, ``ingestion.merge``, ``ingestion.staging``, ``ingestion.spark``,
+``ingestion.upkeep``, ``ingestion.merge``, ``ingestion.staging``, ``ingestion.light``, ``ingestion.spark``,
 ``ingestion.schema``, ``ingestion.dynamodb``, ``ingestion.sources``, ``ingestion.config``,
 ``ingestion.fault_points``.
 """

@@ -110,6 +110,28 @@ def check_dynamodb_name(dynamodb_name: str) -> None:
         )
 
 
+def _source(name: str, entry: dict[str, Any]) -> str:
+    """The entry's ``dynamodb_table`` ("" for the entry's own name), checked with its
+    ``table_arn``: both name the one DynamoDB table its exports and stream files come from."""
+    dynamodb_table = str(entry.get("dynamodb_table") or "")
+    if dynamodb_table:
+        check_dynamodb_name(dynamodb_table)
+    table_arn = entry.get("table_arn")
+    if table_arn is not None:
+        found = _TABLE_ARN.match(str(table_arn))
+        if not found:
+            raise TableConfigError(
+                f"table {name}: table_arn {table_arn!r} is no DynamoDB table ARN "
+                "(arn:aws:dynamodb:REGION:ACCOUNT:table/NAME)"
+            )
+        if found.group(1) != (dynamodb_table or name):
+            raise TableConfigError(
+                f"table {name}: table_arn names table {found.group(1)!r}, but this entry is "
+                f"DynamoDB table {dynamodb_table or name!r}"
+            )
+    return dynamodb_table
+
+
 def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
     if not _TABLE_NAME.match(name):
         raise TableConfigError(
@@ -130,22 +152,7 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         )
     if "partition_key" not in entry:
         raise TableConfigError(f"table {name}: partition_key is required")
-    dynamodb_table = str(entry.get("dynamodb_table") or "")
-    if dynamodb_table:
-        check_dynamodb_name(dynamodb_table)
-    table_arn = entry.get("table_arn")
-    if table_arn is not None:
-        found = _TABLE_ARN.match(str(table_arn))
-        if not found:
-            raise TableConfigError(
-                f"table {name}: table_arn {table_arn!r} is no DynamoDB table ARN "
-                "(arn:aws:dynamodb:REGION:ACCOUNT:table/NAME)"
-            )
-        if found.group(1) != (dynamodb_table or name):
-            raise TableConfigError(
-                f"table {name}: table_arn names table {found.group(1)!r}, but this entry is "
-                f"DynamoDB table {dynamodb_table or name!r}"
-            )
+    dynamodb_table = _source(name, entry)
     sort_key = parse_key(entry["sort_key"], name) if entry.get("sort_key") else None
     ttl = entry.get("ttl_deletes", "delete")
     if ttl not in TTL_MODES:

@@ -9,6 +9,8 @@ rebuild, maintain, watch, and looking (status, query). They report as they go th
 - ``sync``: ``sync`` and ``export``: exports run in DynamoDB when asked, staged, merged;
 - ``apply``: ``merge`` and ``rebuild``: the final tables built from the change logs;
 - ``maintain``: ``maintain`` over several tables, then whole tables tested;
+- ``remove``: ``remove-table``'s lakehouse side: the table's catalog tables, merge-log rows and
+  lease dropped;
 - ``inspection``: ``status``, ``drift`` and ``query`` (Spark's analysis errors as one-line
   ``QueryError``);
 - ``watch``: ``watch``: one session, a tick every interval: ingest, merge, tests, compaction;
@@ -16,7 +18,7 @@ rebuild, maintain, watch, and looking (status, query). They report as they go th
 - ``table_lock``: one process of a kind per table on this machine (``flock``);
 - ``lease``: one process of a kind per table across machines (a lease in the catalog).
 
-May import: ``ingestion.upkeep``, ``ingestion.merge``, ``ingestion.staging``, ``ingestion.spark``,
+May import: ``ingestion.upkeep``, ``ingestion.merge``, ``ingestion.staging``, ``ingestion.light``, ``ingestion.spark``,
 ``ingestion.schema``, ``ingestion.dynamodb``, ``ingestion.sources``, ``ingestion.config``,
 ``ingestion.fault_points``.
 """

@@ -10,6 +10,6 @@
 - ``model_tests``: a final table's YAML runs the merge's scoped key tests, not dbt's whole-table
   ones.
 
-May import: ``ingestion.staging``, ``ingestion.spark``, ``ingestion.schema``,
+May import: ``ingestion.staging``, ``ingestion.light``, ``ingestion.spark``, ``ingestion.schema``,
 ``ingestion.dynamodb``, ``ingestion.sources``, ``ingestion.config``, ``ingestion.fault_points``.
 """

@@ -2,9 +2,10 @@
 staging source, the model and its tests), rendered from ``templates/``.
 
 - ``onboarding``: ``add-table``: the entry validated with the others, then written with its files;
-- ``scaffold``: the dbt files of a table, rendered from ``templates/*.j2``.
+- ``scaffold``: the dbt files of a table, rendered from ``templates/*.j2``;
+- ``removal``: ``remove-table``'s project side: the entries and files ``add-table`` wrote.
 
-May import: ``ingestion.upkeep``, ``ingestion.merge``, ``ingestion.staging``, ``ingestion.spark``,
+May import: ``ingestion.upkeep``, ``ingestion.merge``, ``ingestion.staging``, ``ingestion.light``, ``ingestion.spark``,
 ``ingestion.schema``, ``ingestion.dynamodb``, ``ingestion.sources``, ``ingestion.config``,
 ``ingestion.fault_points``.
 """

@@ -9,6 +9,6 @@
   ``live``).
 
 May import: ``ingestion.jobs``, ``ingestion.project``, ``ingestion.upkeep``, ``ingestion.merge``,
-``ingestion.staging``, ``ingestion.spark``, ``ingestion.schema``, ``ingestion.dynamodb``,
+``ingestion.staging``, ``ingestion.light``, ``ingestion.spark``, ``ingestion.schema``, ``ingestion.dynamodb``,
 ``ingestion.sources``, ``ingestion.config``, ``ingestion.fault_points``.
 """

@@ -14,6 +14,6 @@
 - ``table_types``: the table's column types, kept in a property of its staging table (the one
   truth every job reads).
 
-May import: ``ingestion.spark``, ``ingestion.schema``, ``ingestion.dynamodb``,
+May import: ``ingestion.light``, ``ingestion.spark``, ``ingestion.schema``, ``ingestion.dynamodb``,
 ``ingestion.sources``, ``ingestion.config``, ``ingestion.fault_points``.
 """

@@ -8,6 +8,6 @@ failing, drift adopted by rebuilding staging from the images, a table's status.
 - ``adopt``: drift adopted: the rebuild when values do not fit (the table's ``adopt_drift``);
 - ``status``: where a table stands: its ledger, what is staged and not merged, the final table.
 
-May import: ``ingestion.merge``, ``ingestion.staging``, ``ingestion.spark``, ``ingestion.schema``,
+May import: ``ingestion.merge``, ``ingestion.staging``, ``ingestion.light``, ``ingestion.spark``, ``ingestion.schema``,
 ``ingestion.dynamodb``, ``ingestion.sources``, ``ingestion.config``, ``ingestion.fault_points``.
 """

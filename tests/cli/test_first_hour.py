@@ -188,9 +188,11 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     )
 
 
-def test_a_failing_batch_ends_in_one_line_without_a_java_stack_trace(tmp_path: Path) -> None:
+def test_a_failing_batch_ends_in_one_line_without_a_java_stack_trace(
+    clean_lakehouse, tmp_path: Path
+) -> None:
     items = [{"id": s("a")}, {"ident": s("b")}]  # a key attribute missing: the batch fails
-    export = sample_exports.write_items_export(tmp_path, "books", items)
+    export = sample_exports.write_items_export(tmp_path, "books", items, seed=99)
     done = cli("ingest", "--table", "books", str(export))
     assert done.returncode == 2, done.stderr[-2000:]
     assert "\tat " not in done.stderr and "Exception in task" not in done.stderr, done.stderr
