@@ -370,6 +370,27 @@ def export_to_final(doc: dict) -> list[Row]:
     return rows
 
 
+def small_commands(doc: dict) -> list[Row]:
+    ratios, medians = doc["ratio_to_help"], doc["median_seconds"]
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    ax.barh(list(medians), list(medians.values()))
+    ax.set_xlabel("seconds (median), each a process")
+    ax.set_title("Small commands against `--help`")
+    _save(fig, "small_commands")
+    shown = ", ".join(
+        f"{name} {medians[name]} s ({ratios[name]}x)" for name in medians if name != "help (floor)"
+    )
+    return [
+        (
+            "small commands (books, no JVM)",
+            f"{doc['items']:,} items, median of {doc['rounds']} runs each",
+            f"`--help` {medians['help (floor)']} s; {shown}",
+            f"status and a sync with nothing new ≤ {doc['target_ratio']}x `--help`",
+            _met(doc["target_met"]),
+        )
+    ]
+
+
 SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("ingest_full_export", ingest),
     ("memory", memory),
@@ -381,6 +402,7 @@ SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("maintenance", maintenance),
     ("detect_schema", detect),
     ("export_to_final", export_to_final),
+    ("small_commands", small_commands),
 ]
 
 

@@ -102,6 +102,10 @@ def lakehouse_name(dynamodb_name: str) -> str:
     return derived if derived[0].isalpha() else f"t_{derived}"
 
 
+def is_lakehouse_name(name: str) -> bool:
+    return bool(_TABLE_NAME.match(name))
+
+
 def check_dynamodb_name(dynamodb_name: str) -> None:
     if not _DYNAMODB_NAME.match(dynamodb_name):
         raise TableConfigError(

@@ -17,6 +17,7 @@ from ingestion.config import settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import (
     check_dynamodb_name,
+    is_lakehouse_name,
     lakehouse_name,
     load_tables,
     table_from_entry,
@@ -35,6 +36,11 @@ def sources_path(root: Path) -> Path:
 def names_for(dynamodb_name: str, lakehouse: str | None = None) -> tuple[str, str]:
     """(lakehouse name, DynamoDB name) of a table added as ``dynamodb_name``: the lakehouse
     name derived by the column-name rule unless given."""
+    if lakehouse is None and is_lakehouse_name(dynamodb_name):
+        # Decision: a name that is already a lakehouse name is taken as it is, also one
+        # DynamoDB would not allow (shorter than 3 characters): exports are matched by it, so a
+        # wrong one stages nothing; refusing it would only stop tests and sketches.
+        return dynamodb_name, dynamodb_name
     check_dynamodb_name(dynamodb_name)
     return lakehouse or lakehouse_name(dynamodb_name), dynamodb_name
 

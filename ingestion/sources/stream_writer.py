@@ -4,10 +4,10 @@ Plain Python and boto3 (no Spark): the function's code is this module with the t
 (``sources.s3_uri`` and ``config.errors``), handler ``ingestion.stream_writer.handler``
 (``aws.packaging.LAMBDA_FILES``). Each invocation writes ONE object,
 
-    <prefix>/<table>/<YYYYMMDDTHHMMSSZ>-<digest>.json.gz
+    <prefix>/<table>/<YYYYMMDDTHHMMSSZ>-<YYYYMMDDTHHMMSSZ>-<digest>.json.gz
 
-where the time is the batch's earliest ``ApproximateCreationDateTime`` (so names sort by time) and
-the digest is a hash of the batch's event ids (so a retried invocation of the same batch
+where the times are the batch's earliest ``ApproximateCreationDateTime`` (so names sort by time)
+and its latest (the range ``status`` shows), and the digest is a hash of the batch's event ids (so a retried invocation of the same batch
 overwrites its object instead of writing a duplicate). Each line has the shape of an incremental
 export line (``Keys``, ``NewImage``, ``OldImage``) plus the stream's own fields
 (``SequenceNumber``, ``ApproximateCreationDateTime``, ``eventName``, ``eventID``, and

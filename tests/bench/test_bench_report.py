@@ -142,6 +142,15 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             }
         ],
     }
+    medians = {"help (floor)": 0.5, "status": 1.5, "sync, nothing new": 2.5}
+    docs["small_commands"] = {
+        "items": 10_000,
+        "rounds": 3,
+        "median_seconds": medians,
+        "ratio_to_help": {k: v / 0.5 for k, v in medians.items()},
+        "target_ratio": 4.0,
+        "target_met": False,  # 2.5 s is 5x the floor
+    }
     for name, doc in docs.items():
         (tmp_path / f"{name}.json").write_text(json.dumps({**doc, "command": f"run {name}"}))
     return tmp_path
@@ -175,6 +184,8 @@ def test_table_states_each_target_and_whether_it_is_met(results: Path) -> None:
     assert "**4.0x**" in steps[2] and "<= 2.0x the floor" in steps[2]
     (memory,) = [r for r in rows if r.startswith("| export to final table, peak driver memory")]
     assert "1210 MB (detect)" in memory and "within a 1g heap" in memory
+    (small,) = [r for r in rows if r.startswith("| small commands")]
+    assert "status 1.5 s (3.0x)" in small and small.endswith("| **not met** |")
     assert "`run ingest_full_export`" in text
     for name in ("ingest_full_export", "incremental_apply", "buckets", "export_to_final"):
         assert (results / f"{name}.png").stat().st_size > 1000

@@ -67,7 +67,7 @@ def test_missing_export_is_a_clear_error(
     spark, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     assert cli.main(["ingest", "--table", "books", str(tmp_path / "AWSDynamoDB" / "x")]) == 2
-    assert "manifest-summary.json is missing" in capsys.readouterr().err
+    assert "does not exist: give an export folder" in capsys.readouterr().err
 
 
 @pytest.mark.slow
