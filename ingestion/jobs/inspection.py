@@ -44,7 +44,7 @@ def table_schema(table: TableConfig) -> tuple[types.Schema | None, str]:
     spark = spark_config.build_spark("schema")
     stored = table_types.stored_schema(spark, table)
     if stored is not None:
-        return with_keys(table, stored), f"kept with {names.staging_table(table.name)}"
+        return with_keys(table, stored), f"kept with {names.CATALOG}.{names.STAGING}.{table.name}"
     current = table_types.current_schema(spark, table)
     path = schema_file.schema_path(table.name)
     if current is not None:

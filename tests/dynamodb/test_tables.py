@@ -74,7 +74,9 @@ def test_add_table_refuses_duplicates_and_bad_keys_without_writing(project_copy:
         onboarding.add_table("books", "id:S", None)
     with pytest.raises(TableConfigError, match="ATTRIBUTE:TYPE"):
         onboarding.add_table("t2", "id:X", None)
-    with pytest.raises(TableConfigError, match="must match"):
-        onboarding.add_table("Bad-Name", "id:S", None)
+    with pytest.raises(TableConfigError, match="is no DynamoDB table name"):
+        onboarding.add_table("bad name!", "id:S", None)
+    with pytest.raises(TableConfigError, match="must match"):  # a lakehouse name chosen badly
+        onboarding.add_table("Good-Name", "id:S", None, lakehouse="Bad-Name")
     assert (project_copy / "dbt_project.yml").read_text() == before
     assert not (project_copy / "models/marts/t2.sql").exists()
