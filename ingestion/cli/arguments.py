@@ -15,7 +15,7 @@ def add_stream_arguments(p: argparse.ArgumentParser, required: bool) -> None:
         required=required,
         metavar="LOCATION",
         help="where the stream's Lambda writes change files (s3://BUCKET/PREFIX or a folder); "
-        "the table's files are under LOCATION/<table>/",
+        "the table's files are under LOCATION/<its DynamoDB name>/",
     )
     p.add_argument(
         "--settle",

@@ -99,27 +99,21 @@ def run_add_table(args: argparse.Namespace) -> int:
 
 def run_remove_table(args: argparse.Namespace) -> int:
     table = get_table(args.name)
-    files = (
-        []
-        if args.reset
-        else [settings.project_dir() / "dbt_project.yml", *removal.table_files(table)]
-    )
+    # The project's files are planned (and checked) before any data is dropped.
+    planned = None if args.reset else removal.plan_removal(table)
     what = "reset to empty" if args.reset else "removed"
     if not args.yes:
         print(f"{table.name} would be {what}: its staging, rejects and final tables (and their "
               "files), its merge-log rows and its lease" + (", its Glue table" if args.glue_database else ""))  # fmt: skip
-        for path in files:
-            print(f"  {path.relative_to(settings.project_dir())}")
+        for path in planned.paths if planned else []:
+            print(f"  {path.relative_to(settings.project_dir()) if path.is_relative_to(settings.project_dir()) else path}")  # fmt: skip
         print("nothing deleted: run again with --yes")
         return 1
-    dropped = remove.drop_table_data(table)
-    for item in dropped:
+    for item in remove.drop_table_data(table):
         print(f"dropped {item}")
-    if args.glue_database:
-        if glue.deregister(table, args.glue_database, args.glue_endpoint):
-            print(f"deleted Glue table {args.glue_database}.{table.name}")
-    if not args.reset:
-        for path in removal.remove_table_files(table):
-            print(f"  {path.relative_to(settings.project_dir())}")
+    if args.glue_database and glue.deregister(table, args.glue_database, args.glue_endpoint):
+        print(f"deleted Glue table {args.glue_database}.{table.name}")
+    for path in removal.apply_removal(planned) if planned else []:
+        print(f"  {path.relative_to(settings.project_dir()) if path.is_relative_to(settings.project_dir()) else path}")  # fmt: skip
     print(f"{table.name} {what}" + ("" if args.reset else f": add-table {table.dynamodb_name} starts clean"))  # fmt: skip
     return 0

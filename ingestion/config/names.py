@@ -11,6 +11,8 @@ CATALOG = "lake"  # Spark's catalog name (profiles/profiles.yml: spark.sql.catal
 STAGING = "staging"  # namespace of the change logs, the rejects and the merge log
 FINAL = "lakehouse"  # namespace of the final tables (the Glue database Athena reads)
 MERGE_LOG = "dynamodb_lakehouse_merges"  # which staged batch was merged when
+LEASES = "dynamodb_lakehouse_leases"  # one watch per table across machines (jobs.lease)
+REJECTS_SUFFIX = "_rejects"  # staging.<table>_rejects: a table's damaged stream lines
 SOURCE = "dynamodb"  # dbt source name of the change logs
 NAMESPACES = (STAGING, FINAL)
 
@@ -59,7 +61,7 @@ def final_table(table: str) -> str:
 
 def rejects_table(table: str) -> str:
     """Damaged stream lines set aside: ``lake.staging.<table>_rejects``."""
-    return quote_table(CATALOG, STAGING, f"{table}_rejects")
+    return quote_table(CATALOG, STAGING, f"{table}{REJECTS_SUFFIX}")
 
 
 def merge_log_table() -> str:

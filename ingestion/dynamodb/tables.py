@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from ingestion.config import settings
+from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.naming import column_name
 from ingestion.sources.s3_uri import LocationError, parse_s3_uri
@@ -148,6 +148,11 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
             f"table {name}: attribute types live in the table's schema file (schemas/{name}.json, "
             "written by `ddb-lakehouse detect-schema`), not in dbt_project.yml"
         )
+    if name in (names.MERGE_LOG, names.LEASES) or name.endswith(names.REJECTS_SUFFIX):
+        raise TableConfigError(
+            f"table name {name!r} is the project's own (the merge log, the leases, or a table's "
+            f"staging.<table>{names.REJECTS_SUFFIX}): choose another lakehouse name (--name)"
+        )
     unknown = sorted(set(entry) - set(ENTRY_KEYS))
     if unknown:
         raise TableConfigError(
@@ -212,7 +217,16 @@ def load_tables(path: Path | None = None) -> dict[str, TableConfig]:
 
 
 def check_distinct(tables: Any) -> None:
-    """Two entries for one DynamoDB table would stage its exports twice."""
+    """Two entries for one DynamoDB table would stage its exports twice; a table's DynamoDB
+    name that is another table's lakehouse name would make ``--table`` ambiguous."""
+    tables = list(tables)
+    lakehouse = {t.name for t in tables}
+    for table in tables:
+        if table.dynamodb_name != table.name and table.dynamodb_name in lakehouse:
+            raise TableConfigError(
+                f"table {table.name} is DynamoDB table {table.dynamodb_name!r}, which is also "
+                "another entry's lakehouse name: --table would be ambiguous; rename one"
+            )
     seen: dict[str, str] = {}
     for table in tables:
         other = seen.setdefault(table.dynamodb_name, table.name)

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HOLDER = names.quote_table(names.CATALOG, names.STAGING, "dynamodb_lakehouse_leases")
+HOLDER = names.quote_table(names.CATALOG, names.STAGING, names.LEASES)
 DEFAULT_TTL = 120.0
 
 

@@ -3,8 +3,8 @@ table held by this process meanwhile (``guard``: no ``watch`` may run on it), it
 on the way out.
 
 What later work adds to a table (a new kind of table of its own, a registry row), its removal
-must remove too: ``owned`` is the one list, and ``tests/jobs/test_remove.py`` checks that no table
-of the catalog still names the removed one.
+must remove too: ``owned`` is the one list (``tests/cli/test_first_hour.py`` checks each of them
+and the merge log after a removal, then adds the table again from scratch).
 """
 
 from __future__ import annotations

@@ -75,6 +75,8 @@ def stage_exports(
     if ordered != sources:
         shown = ", ".join(short_source(s) for s in ordered)
         reporter.line(f"exports given out of order: staged in time order: {shown}")
+    for folder in ordered:  # every export is the table's own, before any is staged
+        check_source(table, manifest.read_export(folder, verify=False))
     applied = already_applied(table, ordered)
     if applied is not None:
         reporter.ingested(applied)
@@ -102,8 +104,6 @@ def already_applied(table: TableConfig, folders: list[str]) -> list[IngestResult
     if not light_catalog.available():
         return None
     exports = [manifest.read_export(f, verify=False) for f in folders]
-    for export in exports:
-        check_source(table, export)
     applied = {e.source for e in ledger.light_entries(table.name)}
     if not all(e.export_arn in applied for e in exports):
         return None

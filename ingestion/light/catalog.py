@@ -106,12 +106,17 @@ def tables(namespaces: tuple[str, ...]) -> list[tuple[str, str, str]]:
     if not path.is_file():
         return []
     marks = ", ".join("?" for _ in namespaces)
+    query = (
+        "select table_namespace, table_name, metadata_location from iceberg_tables "
+        f"where table_namespace in ({marks}) and metadata_location is not null"
+    )
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60) as db:
-        rows = db.execute(
-            "select table_namespace, table_name, metadata_location from iceberg_tables "
-            f"where table_namespace in ({marks}) and metadata_location is not null",
-            namespaces,
-        ).fetchall()
+        try:  # the JDBC catalog's schema V1 keeps views in the same table: tables only
+            rows = db.execute(
+                query + " and coalesce(iceberg_type, 'TABLE') = 'TABLE'", namespaces
+            ).fetchall()
+        except sqlite3.OperationalError:  # schema V0: no views, no iceberg_type
+            rows = db.execute(query, namespaces).fetchall()
     return [(str(n), str(t), str(m)) for n, t, m in rows]
 
 

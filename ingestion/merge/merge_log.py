@@ -28,9 +28,13 @@ def ensure_merge_log(spark: SparkSession) -> None:
 def new_batches(spark: SparkSession, table: str) -> list[str]:
     """The ledger's batches (commit order) that the merge log does not hold yet."""
     merged = merged_batches(spark, table)  # small: maintenance compacts it with the ledger
-    return [
-        e.batch_id for e in ledger.entries(spark, table) if e.batch_id and e.batch_id not in merged
-    ]
+    return unmerged(ledger.entries(spark, table), merged)
+
+
+def unmerged(entries: list[ledger.Entry], merged: set[str]) -> list[str]:
+    """The ledger's batches (commit order) the merge log does not hold, whatever read the two:
+    Spark (``new_batches``) or the metadata and DuckDB (``light_new_batches``)."""
+    return [e.batch_id for e in entries if e.batch_id and e.batch_id not in merged]
 
 
 def record_merged(spark: SparkSession, batches: dict[str, list[str]]) -> None:

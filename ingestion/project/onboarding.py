@@ -42,7 +42,13 @@ def names_for(dynamodb_name: str, lakehouse: str | None = None) -> tuple[str, st
         # wrong one stages nothing; refusing it would only stop tests and sketches.
         return dynamodb_name, dynamodb_name
     check_dynamodb_name(dynamodb_name)
-    return lakehouse or lakehouse_name(dynamodb_name), dynamodb_name
+    name = lakehouse or lakehouse_name(dynamodb_name)
+    if lakehouse is None and not is_lakehouse_name(name):
+        raise OnboardingError(
+            f"DynamoDB table {dynamodb_name!r} gives lakehouse name {name[:40]!r}..., longer "
+            "than the 128 characters a lakehouse name may have: choose one with --name"
+        )
+    return name, dynamodb_name
 
 
 def add_table(

@@ -8,6 +8,7 @@ configuration without that one table before anything is written.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -43,9 +44,22 @@ def table_files(table: TableConfig, root: Path | None = None) -> list[Path]:
     return [p for p in owned if p.exists()]
 
 
-def remove_table_files(table: TableConfig) -> list[Path]:
-    """Take the table out of the project: its entry in ``dbt_project.yml`` and the source's
-    ``__sources.yml``, its dbt model files and its schema file; the paths changed or deleted."""
+@dataclass(frozen=True)
+class Removal:
+    """The project's files as they will be without a table, computed and checked before
+    anything is deleted (the table's data included)."""
+
+    texts: dict[Path, str]  # dbt_project.yml and __sources.yml without the table's entries
+    files: list[Path]  # the table's own files, to delete
+
+    @property
+    def paths(self) -> list[Path]:
+        return [*self.texts, *self.files]
+
+
+def plan_removal(table: TableConfig) -> Removal:
+    """The table taken out of the project, checked, nothing written: its entries in
+    ``dbt_project.yml`` and ``__sources.yml`` cut, its dbt model files and its schema file."""
     root = settings.project_dir()
     project_path = root / "dbt_project.yml"
     sources = sources_path(root)
@@ -58,9 +72,13 @@ def remove_table_files(table: TableConfig) -> list[Path]:
     listed = yaml.safe_load(sources_text)["sources"][-1].get("tables", [])
     if any(t.get("name") == table.name for t in listed):
         raise OnboardingError(f"{sources}: {table.name} is listed more than once")
-    files = table_files(table, root)
-    project_path.write_text(project_text)
-    sources.write_text(sources_text)
-    for path in files:
-        path.unlink()
-    return [project_path, sources, *files]
+    return Removal({project_path: project_text, sources: sources_text}, table_files(table, root))
+
+
+def apply_removal(removal: Removal) -> list[Path]:
+    """Write the planned files and delete the table's own; the paths changed or deleted."""
+    for path, text in removal.texts.items():
+        path.write_text(text)
+    for path in removal.files:
+        path.unlink(missing_ok=True)
+    return removal.paths

@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import names
+from ingestion.light import catalog as light_catalog
 from ingestion.light import duck
 
 
@@ -58,6 +59,9 @@ def drift_report(
 
 def light_drift_report(table: str) -> list[Drift]:
     """``drift_report`` of the whole table without Spark (``light``)."""
+    metadata = light_catalog.read_metadata(names.STAGING, table)
+    if metadata is None or "_drift" not in metadata.columns:
+        return []
     rows = duck.query(
         names.STAGING,
         table,

@@ -78,5 +78,10 @@ def test_add_table_refuses_duplicates_and_bad_keys_without_writing(project_copy:
         onboarding.add_table("bad name!", "id:S", None)
     with pytest.raises(TableConfigError, match="must match"):  # a lakehouse name chosen badly
         onboarding.add_table("Good-Name", "id:S", None, lakehouse="Bad-Name")
+    for reserved in ("dynamodb-lakehouse-merges", "dynamodb_lakehouse_leases", "books_rejects"):
+        with pytest.raises(TableConfigError, match="is the project's own"):
+            onboarding.add_table(reserved, "id:S", None)
+    with pytest.raises(onboarding.OnboardingError, match="choose one with --name"):
+        onboarding.add_table("T" * 200, "id:S", None)
     assert (project_copy / "dbt_project.yml").read_text() == before
     assert not (project_copy / "models/marts/t2.sql").exists()

@@ -71,10 +71,22 @@ def test_light_figures_equal_sparks_after_a_merge_with_deletes(
     result = inspection.query("select count(*) as n from lakehouse.books", None, "duckdb")
     assert list(result.rows) == [(4,)]
 
+    # Staged, not merged yet: the pending batch and its rows, counted alike.
+    record = sample_stream.stream_record(
+        "books", "INSERT", {"id": {"S": "g"}}, None, book("g"), LATER + 120, 5
+    )
+    assert write_batch([record], str(books_with_deletes))[1] is None
+    assert main(["ingest", "--table", "books", "--stream", str(books_with_deletes), "--settle", "0"]) == 0  # fmt: skip
+    spark.sql("refresh table lake.staging.books")
+    heavy, light = status.table_status(spark, "books"), status.light_status("books")
+    assert len(light.pending) == 1 and light.unmerged_rows == 1
+    assert (light.pending, light.unmerged_rows, light.entries) == (heavy.pending, heavy.unmerged_rows, heavy.entries)  # fmt: skip
+    assert main(["merge", "--table", "books"]) == 0
+
     capsys.readouterr()
     assert main(["status", "--table", "books"]) == 0
     out = capsys.readouterr().out
-    stream = next(line for line in out.splitlines() if "STREAM" in line)
+    stream = next(line for line in out.splitlines() if "STREAM" in line and "10:28:50" in line)
     # The batch's time range: its earliest change to its latest, not the earliest alone.
     assert "2026-01-14T10:28:50+00:00" in stream and "2026-01-14T10:29:51+00:00" in stream
 
