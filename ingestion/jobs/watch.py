@@ -114,7 +114,7 @@ def tick(
         started = time.monotonic()
         try:
             for line in maintenance.maintain(spark, table).lines():
-                log.info("maintenance: %s", line)
+                print(f"maintenance: {line}", flush=True)  # the run summary, not a log
         except Exception as exc:
             maintain_error = append.spark_reason(exc)
         maintain_seconds = time.monotonic() - started
