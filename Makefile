@@ -18,7 +18,7 @@ demo: setup ## sample exports -> spark-submit ingest -> dbt run + dbt test -> re
 	$(BIN)/ddb-lakehouse demo
 
 test: setup ## the test suite (real Spark, Iceberg and dbt), without the fault-injection suite
-	$(BIN)/pytest -m "not faults"
+	$(BIN)/pytest -m "not faults" --durations=25
 
 test-faults: setup ## kill -9 at every point of an export's way, and concurrent ingests (about 12 min)
 	$(BIN)/pytest -m faults

