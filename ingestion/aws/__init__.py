@@ -6,7 +6,9 @@ packaging, submission and waiting.
 - ``job_python``: the job's Python on EMR: the dependency archive built for its CPython and
   architecture;
 - ``emr``: EMR Serverless and EMR on EC2 requests: parameters, release check, waiting;
-- ``submit``: ``emr submit``: package, upload, start, wait (or a dry run).
+- ``submit``: ``emr submit``: package, upload, start, wait (or a dry run);
+- ``contracts``: requests checked offline against botocore's service models (the template's
+  Scheduler inputs included).
 
 May import: ``ingestion.jobs``, ``ingestion.project``, ``ingestion.upkeep``, ``ingestion.merge``,
 ``ingestion.staging``, ``ingestion.light``, ``ingestion.spark``, ``ingestion.schema``, ``ingestion.dynamodb``,
