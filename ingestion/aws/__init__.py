@@ -7,6 +7,8 @@ packaging, submission and waiting.
   architecture;
 - ``emr``: EMR Serverless and EMR on EC2 requests: parameters, release check, waiting;
 - ``submit``: ``emr submit``: package, upload, start, wait (or a dry run);
+- ``doctor``: ``doctor --aws``: the account's checks (credentials, application, tables'
+  recovery and streams, Glue databases and Lake Formation);
 - ``contracts``: requests checked offline against botocore's service models (the template's
   Scheduler inputs included).
 

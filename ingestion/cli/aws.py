@@ -1,17 +1,19 @@
-"""AWS commands: ``emr`` (package, submit) and ``register-glue``."""
+"""AWS commands: ``emr`` (package, submit), ``register-glue``, and ``doctor`` (this machine,
+and with ``--aws`` an AWS account)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from ingestion.aws import glue, job_python, packaging, submit
+from ingestion.aws import doctor, glue, job_python, packaging, submit
 from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, options_from, selected_tables
 from ingestion.config import names
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    _register_doctor(sub)
     p = sub.add_parser(
         "register-glue",
         help="register (or move) the final tables in the AWS Glue catalog for Athena",
@@ -103,3 +105,48 @@ def run_package(args: argparse.Namespace) -> int:
     arches = list(job_python.ARCHITECTURES) if args.architecture == "all" else [args.architecture]
     packaging.package_for_deploy(args.out, arches, output.Console().line)
     return 0
+
+
+def _register_doctor(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "doctor",
+        help="check what the project needs: Java, jars, catalog, dbt, disk; --aws: the account",
+    )
+    p.add_argument(
+        "--aws",
+        action="store_true",
+        help="also check the AWS account: credentials, the application, each table's "
+        "point-in-time recovery and stream, the Glue databases (read-only calls)",
+    )
+    p.add_argument("--application-id", help="the EMR Serverless application that runs the jobs")
+    p.add_argument("--region", help="AWS region (default: your AWS configuration's)")
+    p.add_argument(
+        "--glue-database",
+        nargs="+",
+        default=[names.STAGING, names.FINAL],
+        metavar="NAME",
+        help="the Glue databases of the tables (default: staging lakehouse)",
+    )
+    p.set_defaults(run=run_doctor)
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    """One line a check; exit 1 when any fails."""
+    from ingestion.dynamodb.tables import load_tables
+    from ingestion.jobs.doctor import local_checks
+
+    console = output.Console()
+    checks = local_checks()
+    if args.aws:
+        account = doctor.Account(
+            tuple(load_tables().values()),
+            args.application_id,
+            tuple(args.glue_database),
+            args.region,
+        )
+        checks += doctor.aws_checks(account)
+    for check in checks:
+        console.line(check.line())
+    failed = [c for c in checks if not c.ok]
+    console.line(f"{len(checks) - len(failed)} of {len(checks)} checks passed")
+    return 1 if failed else 0

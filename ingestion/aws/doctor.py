@@ -1,0 +1,168 @@
+"""``doctor --aws``: what an AWS account needs before the first job, checked with read-only
+calls made with the caller's own credentials (one line a check, ✓ or ✗ with the fix).
+
+Credentials and region (STS); the EMR Serverless application (release, architecture, state);
+for each configured table with a ``table_arn``: point-in-time recovery and its period (exports
+need it), its stream and view type, and the stream writer's Lambda mapping when there is one;
+each Glue database: found, and not governed by Lake Formation (a database whose
+``CreateTableDefaultPermissions`` is empty is, and refuses the job role until it is granted).
+
+What these calls cannot see (the job's Python on the application, the job role's own reach)
+needs a job run on the account: see docs/on-aws.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ingestion.aws import emr
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.jobs.doctor import Check
+
+USABLE_VIEWS = ("NEW_AND_OLD_IMAGES", "NEW_IMAGE")  # the stream writer needs the new image
+USABLE_STATES = ("CREATED", "STARTED", "STOPPED")  # a stopped application starts on a job
+LAKE_FORMATION_GRANTS = (
+    "CREATE_TABLE, ALTER, DROP and DESCRIBE on the database, and SELECT, INSERT, DELETE, ALTER, "
+    "DROP and DESCRIBE on all its tables"
+)
+
+
+def credentials(sts: Any) -> Check:
+    try:
+        who = sts.get_caller_identity()
+    except Exception as exc:
+        return Check("credentials", False, f"{_reason(exc)}: configure AWS credentials")
+    region = sts.meta.region_name
+    return Check("credentials", True, f"account {who['Account']} as {who['Arn']}, {region}")
+
+
+def application(client: Any, application_id: str) -> Check:
+    name = f"application {application_id}"
+    try:
+        label, arch = emr.check_release(client, application_id)
+        state = client.get_application(applicationId=application_id)["application"]["state"]
+    except emr.EmrError as exc:
+        return Check(name, False, str(exc))
+    except Exception as exc:
+        return Check(name, False, f"{_reason(exc)}: check --application-id and the region")
+    if state not in USABLE_STATES:
+        return Check(name, False, f"{label}, {arch}, {state}: create a new application")
+    return Check(name, True, f"{label}, {arch}, {state}")
+
+
+def point_in_time_recovery(client: Any, table: TableConfig) -> Check:
+    name = f"{table.name}: point-in-time recovery"
+    try:
+        found = client.describe_continuous_backups(TableName=table.table_arn)
+    except Exception as exc:
+        return Check(name, False, _reason(exc))
+    pitr = found["ContinuousBackupsDescription"].get("PointInTimeRecoveryDescription") or {}
+    if pitr.get("PointInTimeRecoveryStatus") != "ENABLED":
+        return Check(
+            name,
+            False,
+            "off: exports need it (aws dynamodb update-continuous-backups --table-name "
+            f"{table.dynamodb_name} --point-in-time-recovery-specification "
+            "PointInTimeRecoveryEnabled=true)",
+        )
+    days = pitr.get("RecoveryPeriodInDays", 35)
+    return Check(name, True, f"on, {days} days: a sync may be at most {days} days late")
+
+
+def stream(client: Any, lambdas: Any, table: TableConfig) -> Check:
+    name = f"{table.name}: stream"
+    try:
+        found = client.describe_table(TableName=table.table_arn)["Table"]
+    except Exception as exc:
+        return Check(name, False, _reason(exc))
+    spec = found.get("StreamSpecification") or {}
+    if not spec.get("StreamEnabled"):
+        return Check(name, True, "off (the table is synced from exports)")
+    view = spec.get("StreamViewType", "")
+    if view not in USABLE_VIEWS:
+        return Check(
+            name,
+            False,
+            f"view type {view}: the stream writer needs NEW_AND_OLD_IMAGES (or NEW_IMAGE); "
+            "a stream's view type cannot change: disable the stream and enable it again",
+        )
+    mappings = lambdas.list_event_source_mappings(EventSourceArn=found["LatestStreamArn"])
+    states = [m.get("State", "") for m in mappings.get("EventSourceMappings", [])]
+    if not states:
+        return Check(name, True, f"{view}, read by no Lambda mapping (synced from exports)")
+    if "Enabled" not in states:
+        return Check(
+            name,
+            False,
+            f"{view}, its Lambda mapping is {states[0]}: enable it (aws lambda "
+            "update-event-source-mapping --enabled) or the change files stop",
+        )
+    return Check(name, True, f"{view}, read by the stream writer")
+
+
+def database(glue: Any, name: str) -> Check:
+    title = f"glue database {name}"
+    try:
+        found = glue.get_database(Name=name)["Database"]
+    except glue.exceptions.EntityNotFoundException:
+        return Check(title, False, "not found: deploy deploy/template.yaml (it creates it)")
+    except Exception as exc:
+        return Check(title, False, _reason(exc))
+    if not found.get("CreateTableDefaultPermissions"):
+        return Check(
+            title,
+            False,
+            "governed by Lake Formation (no default permissions): grant the job role "
+            f"{LAKE_FORMATION_GRANTS}",
+        )
+    return Check(title, True, "found, IAM permissions apply")
+
+
+def _reason(exc: Exception) -> str:
+    response = getattr(exc, "response", None) or {}
+    error = response.get("Error") or {}
+    if error:
+        return f"{error.get('Code')}: {error.get('Message')}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class Account:
+    tables: tuple[TableConfig, ...]
+    application_id: str | None = None
+    databases: tuple[str, ...] = ("staging", "lakehouse")
+    region: str | None = None
+
+
+def aws_checks(account: Account, client: Callable[[str], Any] | None = None) -> list[Check]:
+    """Every check of ``account``; ``client(service)`` makes the clients (boto3's by default)."""
+    make = client or _client(account.region)
+    try:
+        sts = make("sts")
+    except Exception as exc:  # botocore's NoRegionError: the other checks would all fail so
+        return [Check("credentials", False, f"{_reason(exc)}: pass --region or set AWS_REGION")]
+    checks = [credentials(sts)]
+    if not checks[0].ok:
+        return checks
+    if account.application_id:
+        checks.append(application(make("emr-serverless"), account.application_id))
+    for table in account.tables:
+        if not table.table_arn:
+            continue
+        dynamodb = make("dynamodb")
+        checks.append(point_in_time_recovery(dynamodb, table))
+        checks.append(stream(dynamodb, make("lambda"), table))
+    glue = make("glue")
+    checks += [database(glue, name) for name in account.databases]
+    return checks
+
+
+def _client(region: str | None) -> Callable[[str], Any]:
+    def make(service: str) -> Any:
+        import boto3
+
+        return boto3.client(service, region_name=region)
+
+    return make

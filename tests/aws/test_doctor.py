@@ -1,0 +1,175 @@
+"""`doctor`: this machine's checks for real, and each AWS check against botocore's Stubber (a
+test double for AWS's control plane only), failing and passing, with its exact line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from ingestion import cli
+from ingestion.aws import doctor
+from ingestion.dynamodb.tables import get_table
+
+ARN = "arn:aws:dynamodb:eu-west-1:123456789012:table/orders"
+STREAM = ARN + "/stream/2026-11-24T00:00:00.000"
+
+
+def _client(service: str) -> Any:
+    return boto3.client(
+        service, region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+
+
+def _table() -> Any:
+    from dataclasses import replace
+
+    return replace(get_table("orders"), table_arn=ARN)
+
+
+def test_doctor_on_this_machine(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["doctor"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out[:5]] == [
+        "✓ java", "✓ jars", "✓ catalog", "✓ dbt project", "✓ disk",
+    ]  # fmt: skip
+    assert out[-1] == "5 of 5 checks passed"
+
+
+def test_a_broken_dbt_project_fails_its_check(project_copy, capsys) -> None:
+    (project_copy / "models" / "marts" / "books.sql").write_text("{{ config(\n")
+    assert cli.main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "✗ dbt project: `dbt parse` failed" in out and "4 of 5 checks passed" in out
+
+
+def test_credentials() -> None:
+    sts = _client("sts")
+    with Stubber(sts) as stub:
+        stub.add_client_error("get_caller_identity", "ExpiredToken", "The security token expired")
+        assert doctor.credentials(sts).line() == (
+            "✗ credentials: ExpiredToken: The security token expired: configure AWS credentials"
+        )
+        stub.add_response("get_caller_identity", {"Account": "123456789012", "Arn": "arn:aws:iam::123456789012:user/ana", "UserId": "AIDA"})  # fmt: skip
+        assert doctor.credentials(sts).line() == (
+            "✓ credentials: account 123456789012 as arn:aws:iam::123456789012:user/ana, eu-west-1"
+        )
+
+
+def _application(release: str, state: str) -> dict:
+    return {"application": {"applicationId": "app-1", "name": "lake", "arn": "arn:aws:emr-serverless:eu-west-1:123456789012:/applications/app-1", "releaseLabel": release, "type": "Spark", "state": state, "createdAt": 0, "updatedAt": 0, "architecture": "ARM64"}}  # fmt: skip
+
+
+def test_application() -> None:
+    client = _client("emr-serverless")
+    with Stubber(client) as stub:
+        stub.add_response("get_application", _application("emr-7.5.0", "CREATED"))
+        assert doctor.application(client, "app-1").line() == (
+            "✗ application app-1: application app-1 runs emr-7.5.0; this project needs "
+            "emr-7.7.0 or later (Iceberg 1.7 or later, for maintain's remove-dangling-deletes): "
+            "create an application with release emr-7.7.0 or later"
+        )
+        for _ in range(2):
+            stub.add_response("get_application", _application("emr-7.9.0", "TERMINATED"))
+        assert doctor.application(client, "app-1").line() == (
+            "✗ application app-1: emr-7.9.0, arm64, TERMINATED: create a new application"
+        )
+        for _ in range(2):
+            stub.add_response("get_application", _application("emr-7.9.0", "STOPPED"))
+        assert doctor.application(client, "app-1").line() == (
+            "✓ application app-1: emr-7.9.0, arm64, STOPPED"
+        )
+        stub.add_client_error("get_application", "ResourceNotFoundException", "Application not found")  # fmt: skip
+        assert doctor.application(client, "app-1").line() == (
+            "✗ application app-1: ResourceNotFoundException: Application not found: check "
+            "--application-id and the region"
+        )
+
+
+def _backups(status: str) -> dict:
+    return {"ContinuousBackupsDescription": {"ContinuousBackupsStatus": "ENABLED", "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": status, "RecoveryPeriodInDays": 7}}}  # fmt: skip
+
+
+def test_point_in_time_recovery() -> None:
+    client = _client("dynamodb")
+    with Stubber(client) as stub:
+        stub.add_response("describe_continuous_backups", _backups("DISABLED"), {"TableName": ARN})
+        assert doctor.point_in_time_recovery(client, _table()).line() == (
+            "✗ orders: point-in-time recovery: off: exports need it (aws dynamodb "
+            "update-continuous-backups --table-name orders --point-in-time-recovery-specification "
+            "PointInTimeRecoveryEnabled=true)"
+        )
+        stub.add_response("describe_continuous_backups", _backups("ENABLED"), {"TableName": ARN})
+        assert doctor.point_in_time_recovery(client, _table()).line() == (
+            "✓ orders: point-in-time recovery: on, 7 days: a sync may be at most 7 days late"
+        )
+
+
+def _described(view: str | None) -> dict:
+    table: dict[str, Any] = {"TableName": "orders", "TableArn": ARN}
+    if view:
+        table["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": view}
+        table["LatestStreamArn"] = STREAM
+    return {"Table": table}
+
+
+def _mappings(*states: str) -> dict:
+    return {
+        "EventSourceMappings": [{"UUID": f"{i:036d}", "State": s} for i, s in enumerate(states)]
+    }
+
+
+def test_stream() -> None:
+    client, lambdas = _client("dynamodb"), _client("lambda")
+    with Stubber(client) as stub, Stubber(lambdas) as lstub:
+        stub.add_response("describe_table", _described(None), {"TableName": ARN})
+        assert doctor.stream(client, lambdas, _table()).line() == (
+            "✓ orders: stream: off (the table is synced from exports)"
+        )
+        stub.add_response("describe_table", _described("KEYS_ONLY"), {"TableName": ARN})
+        assert doctor.stream(client, lambdas, _table()).line() == (
+            "✗ orders: stream: view type KEYS_ONLY: the stream writer needs NEW_AND_OLD_IMAGES "
+            "(or NEW_IMAGE); a stream's view type cannot change: disable the stream and enable "
+            "it again"
+        )
+        stub.add_response("describe_table", _described("NEW_AND_OLD_IMAGES"), {"TableName": ARN})
+        lstub.add_response("list_event_source_mappings", _mappings("Disabled"), {"EventSourceArn": STREAM})  # fmt: skip
+        assert doctor.stream(client, lambdas, _table()).line() == (
+            "✗ orders: stream: NEW_AND_OLD_IMAGES, its Lambda mapping is Disabled: enable it "
+            "(aws lambda update-event-source-mapping --enabled) or the change files stop"
+        )
+        stub.add_response("describe_table", _described("NEW_AND_OLD_IMAGES"), {"TableName": ARN})
+        lstub.add_response("list_event_source_mappings", _mappings("Enabled"), {"EventSourceArn": STREAM})  # fmt: skip
+        assert doctor.stream(client, lambdas, _table()).line() == (
+            "✓ orders: stream: NEW_AND_OLD_IMAGES, read by the stream writer"
+        )
+
+
+def test_glue_database_and_lake_formation() -> None:
+    glue = _client("glue")
+    with Stubber(glue) as stub:
+        stub.add_client_error("get_database", "EntityNotFoundException", "no such database")
+        assert doctor.database(glue, "staging").line() == (
+            "✗ glue database staging: not found: deploy deploy/template.yaml (it creates it)"
+        )
+        stub.add_response("get_database", {"Database": {"Name": "staging", "CreateTableDefaultPermissions": []}})  # fmt: skip
+        assert doctor.database(glue, "staging").line() == (
+            "✗ glue database staging: governed by Lake Formation (no default permissions): "
+            "grant the job role CREATE_TABLE, ALTER, DROP and DESCRIBE on the database, and "
+            "SELECT, INSERT, DELETE, ALTER, DROP and DESCRIBE on all its tables"
+        )
+        everyone = [{"Principal": {"DataLakePrincipalIdentifier": "IAM_ALLOWED_PRINCIPALS"}, "Permissions": ["ALL"]}]  # fmt: skip
+        stub.add_response("get_database", {"Database": {"Name": "staging", "CreateTableDefaultPermissions": everyone}})  # fmt: skip
+        assert doctor.database(glue, "staging").line() == (
+            "✓ glue database staging: found, IAM permissions apply"
+        )
+
+
+def test_aws_checks_stop_at_missing_credentials() -> None:
+    sts = _client("sts")
+    with Stubber(sts) as stub:
+        stub.add_client_error("get_caller_identity", "InvalidClientTokenId", "bad token")
+        checks = doctor.aws_checks(doctor.Account((_table(),), "app-1"), lambda _: sts)
+    assert [c.name for c in checks] == ["credentials"] and not checks[0].ok
