@@ -1,15 +1,19 @@
-"""Freshness: how long a change takes from its change file landing to being visible in `books`.
+"""Freshness: how long a change takes from its change file landing to being visible in its final
+table, with one `watch` serving 1 stream table and then 10 (`--tables 1,10`), in one run.
 
-Sets up `books` from a full export (not timed), then starts `ddb-lakehouse watch --interval N` as
-its own process (compaction every 6 ticks) and, once it has warmed up, writes change files
-through the Lambda module's writer (ingestion.sources.stream_writer.write_batch, as the deployed
-function does) at a steady rate: one file per second
-holding `--rate` changes (updates of existing books, inserts, 5% deletes). After `--seconds` it
-waits for watch to merge the last file, stops it with SIGTERM and reads, for every file, the
-moment the merge that made it visible was recorded (the merge log's `merged_at`, written right
-after `dbt run` committed). Latency of a change = that moment - the moment its file landed.
+Each run sets up its tables in a project copy (`books` from a full export; `hot_02`... added with
+`add-table --cadence stream` and seeded from a stream file; not timed), then starts one
+`ddb-lakehouse watch --table books [--table hot_02 ...] --interval N` as its own process
+(compaction every 6 ticks) and, once it has warmed up, writes change files through the Lambda
+module's writer (ingestion.sources.stream_writer.write_batch, as the deployed function does):
+each second one file per table, `--rate` changes a second in total (updates, inserts, 5%
+deletes). After `--seconds` it waits for watch to merge the last file, stops it with SIGTERM and
+reads, for every file, the moment the merge that made it visible was recorded (the merge log's
+`merged_at`, written right after `dbt run` committed). Latency of a change = that moment - the
+moment its file landed.
 
 Usage: .venv/bin/python bench/freshness.py [--rate 50] [--seconds 180] [--interval 10]
+       [--tables 1,10]
 Writes bench/results/freshness.json.
 """
 
@@ -29,9 +33,10 @@ from pathlib import Path
 
 import results_file  # bench/ is on sys.path when a benchmark runs as a script
 
+# A tick's line: "tick N: ..." for one table, "tick N TABLE: ..." for several.
 TICK = re.compile(
-    r"tick (\d+): (\d+) files, (\d+) changes, .* ([\d.]+)s \(ingest ([\d.]+), merge ([\d.]+), "
-    r"maintain ([\d.]+)\)"
+    r"tick (\d+)( \w+)?: (\d+) files, (\d+) changes, .* ([\d.]+)s \(ingest ([\d.]+), "
+    r"merge ([\d.]+), maintain ([\d.]+)\)"
 )
 
 
@@ -40,159 +45,219 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rate", type=int, default=50, help="changes per second")
-    parser.add_argument("--seconds", type=int, default=180, help="how long the writer writes")
-    parser.add_argument("--interval", type=float, default=10.0, help="watch --interval")
-    parser.add_argument("--items", type=int, default=500, help="books in the full export")
-    args = parser.parse_args(argv)
-    scratch = Path(tempfile.mkdtemp(prefix="lakehouse-bench-"))
-    os.environ["LAKEHOUSE_HOME"] = str(scratch / "home")
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+def hot_tables(count: int) -> list[str]:
+    """``books`` and ``count - 1`` more stream tables of its shape (``hot_02``...), added to the
+    benchmark's project copy with `add-table --cadence stream`."""
+    names = ["books"] + [f"hot_{i:02d}" for i in range(2, count + 1)]
+    for name in names[1:]:
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "ddb-lakehouse"), "add-table", name,
+             "--partition-key", "id:S", "--cadence", "stream"],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+    return names
 
+
+def set_up(scratch: Path, names: list[str], items_count: int) -> None:
+    """`books` from a full export, each other table from a stream file of as many inserts:
+    their staging and final tables exist before the clock starts (not timed)."""
     from ingestion.dynamodb.tables import get_table
     from ingestion.merge import runner
     from ingestion.samples import exports as sample_exports
-    from ingestion.samples import items
-    from ingestion.samples import stream as sample_stream
     from ingestion.sources.stream_writer import write_batch
     from ingestion.spark.spark_config import build_spark
-    from ingestion.staging import exports
+    from ingestion.staging import exports, streams
 
-    books = get_table("books")
-    full = sample_exports.write_samples(scratch / "exports", args.items, seed=3, tables=["books"])[
-        "books"
-    ]
+    full = sample_exports.write_samples(scratch / "exports", items_count, seed=3, tables=["books"])
     spark = build_spark("bench freshness setup")
-    exports.ingest_export(spark, books, str(full))
-    runner.run_merge(spark, [books])
+    exports.ingest_export(spark, get_table("books"), str(full["books"]))
+    for name in names[1:]:
+        rng = random.Random(name)
+        records = [_record(name, "INSERT", f"book-{i:08d}", i, rng, 10**19 + i)[0] for i in range(items_count)]  # fmt: skip
+        written, failed = write_batch(records, str(scratch / "seed"))
+        assert failed is None and written
+        streams.ingest_stream(spark, get_table(name), str(scratch / "seed"), settle_seconds=0)
+    runner.run_merge(spark, [get_table(n) for n in names])
     spark.stop()
 
-    location = scratch / "streams"
-    log_path = scratch / "watch.log"
-    command = [
-        str(Path(sys.executable).parent / "ddb-lakehouse"),
-        "watch",
-        "--table",
-        "books",
-        "--stream",
-        str(location),
-        "--interval",
-        str(args.interval),
-        "--settle",
-        "1",
-        "--maintain-every",
-        "6",
-    ]
-    with log_path.open("w") as log:
-        watcher = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    rng = random.Random(11)
-    keys = [f"book-{i:08d}" for i in range(args.items)]
-    landed: dict[str, tuple[float, int]] = {}  # file name -> (landing time, changes)
-    sequence = 10**20
-    next_id = args.items
-    try:
-        # Changes start once watch has warmed up (a process start's one-off cost, reported apart).
-        deadline = time.time() + 300
-        while "watching " not in log_path.read_text() and time.time() < deadline:
-            time.sleep(0.5)
-        warm = re.search(r"warmed up in ([\d.]+)s", log_path.read_text())
-        started = time.time()
-        while time.time() - started < args.seconds:
-            second_started = time.time()
-            records = []
-            for _ in range(args.rate):
-                sequence += 1
-                roll = rng.random()
-                if roll < 0.05 and len(keys) > 10:
-                    key = keys.pop(rng.randrange(len(keys)))
-                    event, old, new = "REMOVE", {"id": {"S": key}}, None
-                elif roll < 0.25:
-                    key = f"book-{next_id:08d}"
-                    next_id += 1
-                    keys.append(key)
-                    event, old, new = "INSERT", None, items.book_item(next_id, rng)
-                    new["id"] = {"S": key}
-                else:
-                    key = rng.choice(keys)
-                    item = items.book_item(int(key[5:]), rng)
-                    item["id"] = {"S": key}
-                    event, old, new = "MODIFY", item, dict(item, price={"N": "9.99"})
-                records.append(
-                    sample_stream.stream_record(
-                        "books", event, {"id": {"S": key}}, old, new, int(time.time()), sequence
-                    )
-                )
-            written, failed = write_batch(records, str(location))
-            assert failed is None
-            for item in written:
-                landed[Path(item.uri).name] = (time.time(), item.records)
-            time.sleep(max(0.0, 1.0 - (time.time() - second_started)))
-        deadline = time.time() + 10 * args.interval + 120
-        while any((location / "books").glob("*.json.gz")) and time.time() < deadline:
-            time.sleep(1)
-        time.sleep(args.interval + 5)  # the tick that staged the last files merges them
-    finally:
-        watcher.send_signal(signal.SIGTERM)
-        watcher.wait(timeout=300)
 
-    spark = build_spark("bench freshness results")
+def _record(table: str, event: str, key: str, number: int, rng: random.Random, sequence: int):
+    from ingestion.samples import items
+    from ingestion.samples import stream as sample_stream
+
+    item = items.book_item(number, rng)
+    item["id"] = {"S": key}
+    old, new = {
+        "INSERT": (None, item),
+        "MODIFY": (item, dict(item, price={"N": "9.99"})),
+        "REMOVE": ({"id": {"S": key}}, None),
+    }[event]
+    keys = {"id": {"S": key}}
+    return sample_stream.stream_record(table, event, keys, old, new, int(time.time()), sequence), key  # fmt: skip
+
+
+def write_changes(location: Path, names: list[str], args: argparse.Namespace) -> dict:
+    """``args.rate`` changes a second in total for ``args.seconds``, one file per table a second
+    (updates, inserts, 5% deletes); file name -> (table, landing time, changes)."""
+    from ingestion.sources.stream_writer import write_batch
+
+    rng = random.Random(11)
+    keys = {name: [f"book-{i:08d}" for i in range(args.items)] for name in names}
+    landed: dict[str, tuple[str, float, int]] = {}
+    sequence, next_id = 10**20, args.items
+    started = time.time()
+    while time.time() - started < args.seconds:
+        second_started = time.time()
+        for t, name in enumerate(names):
+            share = args.rate // len(names) + (1 if t < args.rate % len(names) else 0)
+            records = []
+            for _ in range(share):
+                sequence, roll = sequence + 1, rng.random()
+                if roll < 0.05 and len(keys[name]) > 10:
+                    key = keys[name].pop(rng.randrange(len(keys[name])))
+                    records.append(_record(name, "REMOVE", key, 0, rng, sequence)[0])
+                elif roll < 0.25:
+                    next_id += 1
+                    key = f"book-{next_id:08d}"
+                    keys[name].append(key)
+                    records.append(_record(name, "INSERT", key, next_id, rng, sequence)[0])
+                else:
+                    key = rng.choice(keys[name])
+                    records.append(_record(name, "MODIFY", key, int(key[5:]), rng, sequence)[0])
+            if records:
+                written, failed = write_batch(records, str(location))
+                assert failed is None
+                for item in written:
+                    landed[Path(item.uri).name] = (name, time.time(), item.records)
+        time.sleep(max(0.0, 1.0 - (time.time() - second_started)))
+    return landed
+
+
+def latencies(names: list[str], landed: dict) -> tuple[dict[str, list[float]], int]:
+    """Per table, the latency of every change (merge recorded - file landed); changes unmerged."""
     from ingestion.merge import merge_log
+    from ingestion.spark.spark_config import build_spark
     from ingestion.staging import ledger
 
+    spark = build_spark("bench freshness results")
     merged_at = {
         row["batch_id"]: row["micros"] / 1e6
         for row in spark.table(merge_log.MERGE_LOG)
         .selectExpr("batch_id", "unix_micros(merged_at) as micros")
         .collect()
     }
-    latencies: list[float] = []
+    found: dict[str, list[float]] = {name: [] for name in names}
     unmerged = 0
-    for entry in ledger.entries(spark, "books"):
-        if entry.kind != ledger.STREAM:
-            continue
-        for name in entry.file_names:
-            if name not in landed:
-                continue
-            at, changes = landed[name]
-            if entry.batch_id not in merged_at:
-                unmerged += changes
-                continue
-            latencies += [merged_at[entry.batch_id] - at] * changes
+    for name in names:
+        for entry in ledger.entries(spark, name):
+            for file in entry.file_names if entry.kind == ledger.STREAM else []:
+                if file not in landed:
+                    continue
+                _, at, changes = landed[file]
+                if entry.batch_id not in merged_at:
+                    unmerged += changes
+                else:
+                    found[name] += [merged_at[entry.batch_id] - at] * changes
+    spark.stop()
+    return found, unmerged
+
+
+def run(count: int, args: argparse.Namespace) -> dict:
+    """One watch of ``count`` stream tables (``books`` first) at ``args.rate`` changes a
+    second in total, in its own scratch lakehouse and project copy."""
+    import project
+
+    scratch = Path(tempfile.mkdtemp(prefix="lakehouse-bench-"))
+    os.environ["LAKEHOUSE_HOME"] = str(scratch / "home")
+    project.copy(scratch / "project")
+    names = hot_tables(count)
+    set_up(scratch, names, args.items)
+    location, log_path = scratch / "streams", scratch / "watch.log"
+    command = [str(Path(sys.executable).parent / "ddb-lakehouse"), "watch"]
+    for name in names:
+        command += ["--table", name]
+    command += ["--stream", str(location), "--interval", f"{args.interval:g}", "--settle", "1"]
+    command += ["--maintain-every", "6"]
+    with log_path.open("w") as log:
+        watcher = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        # Changes start once watch has warmed up (a process start's one-off cost, reported apart).
+        deadline = time.time() + 600
+        while "watching " not in log_path.read_text() and time.time() < deadline:
+            time.sleep(0.5)
+        warm = re.search(r"warmed up in ([\d.]+)s", log_path.read_text())
+        landed = write_changes(location, names, args)
+        deadline = time.time() + 10 * args.interval + 300
+        while any(location.glob("*/*.json.gz")) and time.time() < deadline:
+            time.sleep(1)
+        time.sleep(args.interval + 5)  # the tick that staged the last files merges them
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        watcher.wait(timeout=300)
+    found, unmerged = latencies(names, landed)
     ticks = [TICK.search(line) for line in log_path.read_text().splitlines()]
-    busy = [m for m in ticks if m and int(m.group(2)) > 0]
+    busy = [m for m in ticks if m and int(m.group(3)) > 0]
 
     def mean(group: int) -> float:
         return round(statistics.mean(float(m.group(group)) for m in busy), 2) if busy else 0.0
 
+    every = [x for values in found.values() for x in values]
+    per_table = {n: round(percentile(v, 0.95), 1) for n, v in found.items() if v}
+    return {
+        "tables": count,
+        "changes_written": sum(c for _, _, c in landed.values()),
+        "changes_measured": len(every),
+        "changes_not_merged": unmerged,
+        "latency_s": {
+            "p50": round(percentile(every, 0.5), 1) if every else None,
+            "p95": round(percentile(every, 0.95), 1) if every else None,
+            "max": round(max(every), 1) if every else None,
+        },
+        "p95_per_table_s": per_table,
+        "worst_table_p95_s": max(per_table.values()) if per_table else None,
+        "warm_up_s": float(warm.group(1)) if warm else None,
+        "ticks_with_changes": len({m.group(1) for m in busy}),
+        "tick_table_mean_s": {
+            "ingest": mean(6),
+            "merge": mean(7),
+            "maintain": mean(8),
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rate", type=int, default=50, help="changes per second, in total")
+    parser.add_argument("--seconds", type=int, default=180, help="how long the writer writes")
+    parser.add_argument("--interval", type=float, default=10.0, help="watch --interval")
+    parser.add_argument("--items", type=int, default=500, help="items of each table at the start")
+    parser.add_argument(
+        "--tables", default="1,10", help="stream tables in the one watch, one run each (1,10)"
+    )
+    args = parser.parse_args(argv)
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    runs = [run(int(n), args) for n in args.tables.split(",")]
+    one = runs[0]
     figures = {
         "rate_changes_per_s": args.rate,
         "writer_seconds": args.seconds,
         "watch_interval_s": args.interval,
-        "changes_written": sum(c for _, c in landed.values()),
-        "changes_measured": len(latencies),
-        "changes_not_merged": unmerged,
-        "latency_s": {
-            "p50": round(percentile(latencies, 0.5), 1) if latencies else None,
-            "p95": round(percentile(latencies, 0.95), 1) if latencies else None,
-            "max": round(max(latencies), 1) if latencies else None,
-        },
-        "target_p95_s": 20,  # issue: apply cost follows the changes (was 60)
-        "warm_up_s": float(warm.group(1)) if warm else None,
-        "ticks_with_changes": len(busy),
-        "tick_mean_s": {
-            "total": mean(4),
-            "ingest": mean(5),
-            "merge": mean(6),
-            "maintain": mean(7),
-        },
+        # The first run's figures, as before (one table, `books`):
+        "changes_written": one["changes_written"],
+        "changes_measured": one["changes_measured"],
+        "changes_not_merged": one["changes_not_merged"],
+        "latency_s": one["latency_s"],
+        "target_p95_s": 20,
+        "warm_up_s": one["warm_up_s"],
+        "runs": runs,
+        "target_p95_per_table_s": 20,  # one watch of 10 stream tables (issue 32)
     }
     results_file.write(
         "freshness",
         figures,
         f".venv/bin/python bench/freshness.py --rate {args.rate} --seconds {args.seconds} "
-        f"--interval {args.interval:g}",
+        f"--interval {args.interval:g} --tables {args.tables}",
     )
     return 0
 

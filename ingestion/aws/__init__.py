@@ -9,6 +9,9 @@ packaging, submission and waiting.
 - ``submit``: ``emr submit``: package, upload, start, wait (or a dry run);
 - ``doctor``: ``doctor --aws``: the account's checks (credentials, application, tables'
   recovery and streams, Glue databases and Lake Formation);
+- ``deployment``: ``deploy render``: the CloudFormation template from the table
+  configuration (each table by its cadence; one watch for every stream table);
+- ``deployment_shared``: the template's shared part: bucket, databases, roles, stream writer;
 - ``contracts``: requests checked offline against botocore's service models (the template's
   Scheduler inputs included).
 

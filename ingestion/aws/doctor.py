@@ -17,9 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ingestion.aws import emr
+from ingestion.aws import emr, submit
+from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.jobs.doctor import Check
+from ingestion.project.doctor import Check
 
 USABLE_VIEWS = ("NEW_AND_OLD_IMAGES", "NEW_IMAGE")  # the stream writer needs the new image
 USABLE_STATES = ("CREATED", "STARTED", "STOPPED")  # a stopped application starts on a job
@@ -166,3 +167,25 @@ def _client(region: str | None) -> Callable[[str], Any]:
         return boto3.client(service, region_name=region)
 
     return make
+
+
+# A probe is one small job run (emr.WATCH_SIZE: a 1-vCPU driver and executor, 4 GB workers) of
+# about two minutes, start-up included, at us-east-1 list prices ($0.052624 per vCPU-hour,
+# $0.0057785 per GB-hour; EMR Serverless bills each worker at least a minute).
+PROBE_COST = (
+    "--probe starts one job run on the application: two 1-vCPU / 4 GB workers for about 2 "
+    "minutes, about $0.01 at us-east-1 list prices"
+)
+
+
+def probe(submission: submit.Submission, report: Callable[[str], Any]) -> Check:
+    """``doctor --in-job`` run on the application through ``emr submit``: what only a job can
+    show (its Python and dbt, Iceberg on the classpath, both databases, the warehouse)."""
+    report(PROBE_COST)
+    try:
+        submit.submit(submission, report, wait=True, poll=15)
+    except LakehouseError as exc:
+        return Check("probe job run", False, f"{exc} (the job's driver log has each check)")
+    return Check(
+        "probe job run", True, "the job's Python, dbt, Iceberg, both databases and a scratch table"
+    )

@@ -137,6 +137,11 @@ def is_watch(arguments: list[str]) -> bool:
     return arguments[:1] == ["watch"]
 
 
+def is_small(arguments: list[str]) -> bool:
+    """Sized small (``WATCH_SIZE``): a ``watch``, and ``doctor``'s probe."""
+    return is_watch(arguments) or arguments[:1] == ["doctor"]
+
+
 def job_run_request(
     application_id: str,
     role_arn: str,

@@ -68,7 +68,7 @@ def _prepare(s: Submission, arch: str) -> _Prepared:
     assert s.warehouse is not None
     if s.application_id:
         parameters = emr.spark_parameters(
-            archive, s.warehouse, deps_uri, s.venv_archive, watch=emr.is_watch(s.arguments)
+            archive, s.warehouse, deps_uri, s.venv_archive, watch=emr.is_small(s.arguments)
         )
         assert s.role_arn is not None
         request = emr.job_run_request(

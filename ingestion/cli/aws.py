@@ -4,16 +4,20 @@ and with ``--aws`` an AWS account)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from ingestion.aws import doctor, glue, job_python, packaging, submit
+from ingestion.aws import deployment, doctor, glue, job_python, packaging, submit
 from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, options_from, selected_tables
 from ingestion.config import names
+from ingestion.project.doctor import Check
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     _register_doctor(sub)
+    _register_deploy(sub)
     p = sub.add_parser(
         "register-glue",
         help="register (or move) the final tables in the AWS Glue catalog for Athena",
@@ -107,6 +111,21 @@ def run_package(args: argparse.Namespace) -> int:
     return 0
 
 
+def _register_deploy(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "deploy", help="render the CloudFormation template from the table configuration"
+    )
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    a = actions.add_parser(
+        "render",
+        help="write deploy/template.yaml: each table's resources by its cadence (stream or daily)",
+    )
+    a.add_argument(
+        "--out", type=Path, help="where to write it (default: deploy/template.yaml; - prints it)"
+    )
+    p.set_defaults(run=run_deploy_render)
+
+
 def _register_doctor(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "doctor",
@@ -127,26 +146,88 @@ def _register_doctor(sub: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="the Glue databases of the tables (default: staging lakehouse)",
     )
+    p.add_argument(
+        "--probe",
+        action="store_true",
+        help="with --aws: run the checks inside one small job run on the application (its "
+        "Python, dbt, Iceberg, both databases, a scratch table); its cost is printed first",
+    )
+    for flag, what in (
+        ("--code", "s3://BUCKET/PREFIX to upload the job's code to (as emr submit)"),
+        ("--role-arn", "the job role (as emr submit)"),
+        ("--warehouse", "s3://BUCKET/PREFIX of the tables (as emr submit)"),
+    ):
+        p.add_argument(flag, help=f"--probe: {what}")
+    p.add_argument("--dry-run", action="store_true", help="--probe: print the request only")
+    p.add_argument("--in-job", action="store_true", help="the checks a --probe job runs")
     p.set_defaults(run=run_doctor)
 
 
 def run_doctor(args: argparse.Namespace) -> int:
     """One line a check; exit 1 when any fails."""
-    from ingestion.dynamodb.tables import load_tables
-    from ingestion.jobs.doctor import local_checks
+    from ingestion.project.doctor import job_checks, local_checks
 
     console = output.Console()
-    checks = local_checks()
+    if args.in_job:
+        from ingestion.spark import spark_config
+
+        checks = job_checks(spark_config.build_spark("doctor"))
+    else:
+        checks = local_checks()
     if args.aws:
-        account = doctor.Account(
-            tuple(load_tables().values()),
-            args.application_id,
-            tuple(args.glue_database),
-            args.region,
-        )
-        checks += doctor.aws_checks(account)
+        checks += _account_checks(args, console.line)
     for check in checks:
         console.line(check.line())
     failed = [c for c in checks if not c.ok]
     console.line(f"{len(checks) - len(failed)} of {len(checks)} checks passed")
     return 1 if failed else 0
+
+
+def _account_checks(args: argparse.Namespace, report: Callable[[str], Any]) -> list[Check]:
+    from ingestion.dynamodb.tables import load_tables
+
+    tables = tuple(load_tables().values())
+    account = doctor.Account(tables, args.application_id, tuple(args.glue_database), args.region)
+    checks = [] if args.dry_run else doctor.aws_checks(account)
+    if not args.probe or not all(c.ok for c in checks):
+        return checks
+    if not (args.application_id and args.code and args.role_arn and args.warehouse):
+        raise submit.emr.EmrError(
+            "--probe needs --application-id, --code, --role-arn and --warehouse (as emr submit)"
+        )
+    probe = submit.Submission(
+        arguments=["doctor", "--in-job"],
+        code=args.code,
+        application_id=args.application_id,
+        role_arn=args.role_arn,
+        warehouse=args.warehouse,
+    )
+    if args.dry_run:
+        report(submit.dry_run(probe))
+        return checks
+    return [*checks, doctor.probe(probe, report)]
+
+
+def run_deploy_render(args: argparse.Namespace) -> int:
+    """Render, check every schedule's input against StartJobRun's shape, write."""
+    from ingestion.config import settings
+    from ingestion.dynamodb.tables import load_tables
+
+    tables = list(load_tables().values())
+    template = deployment.render(tables)
+    deployment.check(template)
+    text = deployment.to_yaml(template)
+    console = output.Console()
+    if str(args.out) == "-":
+        console.line(text.rstrip("\n"))
+        return 0
+    out = args.out or settings.project_dir() / "deploy" / "template.yaml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    streamed = [t.name for t in tables if t.cadence == "stream"]
+    daily = [t.name for t in tables if t.cadence != "stream"]
+    console.line(
+        f"wrote {out}: {len(tables)} tables; one watch for {', '.join(streamed) or 'none'}; "
+        f"daily exports for {', '.join(daily) or 'none'}"
+    )
+    return 0

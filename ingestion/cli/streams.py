@@ -1,4 +1,4 @@
-"""``watch``: a table kept fresh from its stream change files (``jobs.watch``)."""
+"""``watch``: tables kept fresh from their stream change files (``jobs.watch``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from ingestion.cli import output
 from ingestion.cli.arguments import add_stream_arguments, options_from
 from ingestion.dynamodb.tables import get_table
-from ingestion.jobs.watch import WatchOptions, watch_table
+from ingestion.jobs.watch import WatchOptions, watch_tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,7 +16,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="every --interval seconds: ingest new stream change files and merge (one Spark session)",
     )
     p.add_argument(
-        "--table", required=True, help="a configured table: its lakehouse name or its DynamoDB name"
+        "--table",
+        required=True,
+        action="append",
+        help="a configured table: its lakehouse name or its DynamoDB name; repeat it to watch "
+        "several tables in one process (one Spark session, one merge a tick)",
     )
     add_stream_arguments(p, required=True)
     p.add_argument(
@@ -54,5 +58,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_watch(args: argparse.Namespace) -> int:
     options = options_from(WatchOptions, args)
-    watch_table(get_table(args.table), options, output.Console().line, if_free=args.if_free)
+    tables = list({t.name: t for t in map(get_table, args.table)}.values())  # each once
+    watch_tables(tables, options, output.Console().line, if_free=args.if_free)
     return 0

@@ -7,7 +7,7 @@ import argparse
 
 from ingestion.aws import glue
 from ingestion.config import names, settings
-from ingestion.dynamodb.tables import get_table
+from ingestion.dynamodb.tables import CADENCES, get_table
 from ingestion.jobs import remove
 from ingestion.project import onboarding, removal
 from ingestion.spark import spark_config
@@ -51,6 +51,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "buckets their changes hit (only for tables of several GB: at most one bucket per GB; "
         "smaller tables merge faster unbucketed, docs/performance.md)",
     )
+    p.add_argument(
+        "--cadence",
+        choices=list(CADENCES),
+        default="daily",
+        help="how the rendered deployment keeps it fresh: daily (an incremental export a day; "
+        "the default) or stream (its DynamoDB stream, read by the one long-running watch)",
+    )
     p.set_defaults(run=run_add_table)
 
     p = sub.add_parser(
@@ -86,7 +93,12 @@ def run_init(args: argparse.Namespace) -> int:
 def run_add_table(args: argparse.Namespace) -> int:
     name, dynamodb_name = onboarding.names_for(args.name, args.lakehouse)
     written = onboarding.add_table(
-        dynamodb_name, args.partition_key, args.sort_key, args.buckets, lakehouse=name
+        dynamodb_name,
+        args.partition_key,
+        args.sort_key,
+        args.buckets,
+        lakehouse=name,
+        cadence=args.cadence,
     )
     shown = f"DynamoDB table {dynamodb_name} -> lakehouse table {names.FINAL}.{name}"
     print(f"{shown} registered" + ("" if name == dynamodb_name else " (--name to choose)"))

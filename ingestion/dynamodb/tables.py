@@ -35,7 +35,11 @@ ENTRY_KEYS = (
     "buckets",
     "ttl_deletes",
     "adopt_drift",
+    "cadence",
 )
+# How a deployment keeps the table fresh (``ddb-lakehouse deploy render``): from its stream
+# through the one long-running ``watch``, or from a daily incremental export.
+CADENCES = ("daily", "stream")
 _TABLE_ARN = re.compile(
     r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/([A-Za-z0-9_.-]{3,255})$"
 )
@@ -68,6 +72,7 @@ class TableConfig:
     buckets: int | None = None  # final table partitioned by bucket(N, partition key column)
     adopt_drift: bool = True  # a value that does not fit its column widens it (upkeep.adopt)
     dynamodb_table: str = ""  # the DynamoDB table's own name (default: ``name``)
+    cadence: str = "daily"  # how a deployment syncs it: daily | stream (CADENCES)
 
     @property
     def dynamodb_name(self) -> str:
@@ -136,6 +141,17 @@ def _source(name: str, entry: dict[str, Any]) -> str:
     return dynamodb_table
 
 
+def _choice(
+    name: str, entry: dict[str, Any], key: str, allowed: tuple[str, ...], default: str
+) -> str:  # noqa: E501
+    value = entry.get(key, default)
+    if value not in allowed:
+        raise TableConfigError(
+            f"table {name}: {key} is {value!r}; expected one of {', '.join(allowed)}"
+        )
+    return str(value)
+
+
 def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
     if not _TABLE_NAME.match(name):
         raise TableConfigError(
@@ -163,11 +179,7 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         raise TableConfigError(f"table {name}: partition_key is required")
     dynamodb_table = _source(name, entry)
     sort_key = parse_key(entry["sort_key"], name) if entry.get("sort_key") else None
-    ttl = entry.get("ttl_deletes", "delete")
-    if ttl not in TTL_MODES:
-        raise TableConfigError(
-            f"table {name}: ttl_deletes is {ttl!r}; expected one of {', '.join(TTL_MODES)}"
-        )
+    ttl = _choice(name, entry, "ttl_deletes", TTL_MODES, "delete")
     export_to = entry.get("export_to")
     if export_to is not None:
         try:
@@ -186,6 +198,7 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
     adopt = entry.get("adopt_drift", True)
     if not isinstance(adopt, bool):
         raise TableConfigError(f"table {name}: adopt_drift is {adopt!r}; expected true or false")
+    cadence = _choice(name, entry, "cadence", CADENCES, "daily")
     config = TableConfig(
         name,
         parse_key(entry["partition_key"], name),
@@ -196,6 +209,7 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         buckets,
         adopt,
         dynamodb_table if dynamodb_table != name else "",
+        cadence,
     )
     if sort_key and sort_key.column == config.partition_key.column:
         raise TableConfigError(

@@ -16,8 +16,7 @@ rebuild, maintain, watch, and looking (status, query). They report as they go th
 - ``watch``: ``watch``: one session, a tick every interval: ingest, merge, tests, compaction;
 - ``guard``: the table lock and the lease, always taken together here;
 - ``table_lock``: one process of a kind per table on this machine (``flock``);
-- ``lease``: one process of a kind per table across machines (a lease in the catalog);
-- ``doctor``: ``doctor``'s checks of this machine (Java, jars, catalog, dbt, disk).
+- ``lease``: one process of a kind per table across machines (a lease in the catalog).
 
 May import: ``ingestion.upkeep``, ``ingestion.merge``, ``ingestion.staging``, ``ingestion.light``, ``ingestion.spark``,
 ``ingestion.schema``, ``ingestion.dynamodb``, ``ingestion.sources``, ``ingestion.config``,

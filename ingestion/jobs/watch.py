@@ -1,8 +1,10 @@
-"""``ddb-lakehouse watch``: keep a final table fresh from its stream change files.
+"""``ddb-lakehouse watch``: keep final tables fresh from their stream change files.
 
-One process, one SparkSession for its whole life: every tick ingests the settled change files
-(one staging commit, then their cleanup), runs the dbt merge in this same process and session
-(dbt's programmatic runner: no JVM start per tick), and prints one line. ``dbt test`` runs every
+One process, one SparkSession for its whole life, for one table or several (each held by its
+own lock and lease): every tick ingests each table's settled change files (one staging commit
+each, then their cleanup), runs one dbt merge of every table that has something new in this
+same process and session (dbt's programmatic runner: no JVM start per tick), and prints one
+line per table. ``dbt test`` runs every
 ``test_every`` ticks that merged something, compaction every ``maintain_every`` ticks.
 SIGINT / SIGTERM stop it between ticks (a tick under way finishes first).
 """
@@ -15,7 +17,8 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,6 +52,7 @@ class Tick:
     pending: int
     maintain_error: str | None = None
     rejected: int = 0
+    table: str = ""  # set when one watch serves several tables
 
     @property
     def seconds(self) -> float:
@@ -56,8 +60,9 @@ class Tick:
 
     def line(self) -> str:
         lag = f"{self.lag_seconds:.1f}s" if self.lag_seconds is not None else "-"
+        which = f" {self.table}" if self.table else ""
         return (
-            f"tick {self.number}: {self.files} files, {self.changes} changes, "
+            f"tick {self.number}{which}: {self.files} files, {self.changes} changes, "
             f"+{self.inserted} ~{self.updated} -{self.deleted}, lag {lag}, "
             f"{self.seconds:.1f}s (ingest {self.ingest_seconds:.1f}, merge "
             f"{self.merge_seconds:.1f}, maintain {self.maintain_seconds:.1f})"
@@ -84,90 +89,100 @@ class WatchError(LakehouseError):
     """Too many ticks in a row failed."""
 
 
+@dataclass
+class Progress:
+    """What a watch carries from tick to tick: how many ticks merged, and per table the
+    batches merged since its last data test (the next test looks at the keys they touched)."""
+
+    merged: int = 0
+    untested: dict[str, list[str]] = field(default_factory=dict)
+
+
 def tick(
     spark: SparkSession,
-    table: TableConfig,
+    tables: list[TableConfig],
     options: WatchOptions,
     number: int,
-    merged: int,
-    untested: list[str] | None = None,
-) -> Tick:
-    """One tick: ingest, merge when the ledger holds batches the merge log lacks (staged now or
-    earlier) or the final table is missing, maintain every ``maintain_every`` ticks. ``merged``
-    counts earlier ticks that merged; ``untested`` holds the batches merged since the last data
-    test (the next test looks at the keys they touched too) and is kept up to date here."""
-    untested = [] if untested is None else untested
-    ingested = streams.ingest_stream(
-        spark,
-        table,
-        options.stream,
-        options.settle,
-        options.max_files,
-        max_rejects=options.max_rejects,
-    )
-    for line in adopt.adopt_drift(spark, table, ingested.drift):
-        log.info(line)  # the merge below rebuilds the final table with the wider types
-    counts, merge_seconds = _merge(spark, table, options, ingested.files, merged, untested)
-    maintain_seconds, maintain_error = 0.0, None
-    if options.maintain_every and number % options.maintain_every == 0:
-        # A failed compaction leaves the table as it was: report it, keep the data flowing.
-        started = time.monotonic()
-        try:
-            for line in maintenance.maintain(spark, table).lines():
-                print(f"maintenance: {line}", flush=True)  # the run summary, not a log
-        except Exception as exc:
-            maintain_error = append.spark_reason(exc)
-        maintain_seconds = time.monotonic() - started
-    lag = (
-        datetime.now(UTC).timestamp() - ingested.newest_change.timestamp()
-        if ingested.newest_change and counts
-        else None
-    )
-    return Tick(
-        number,
-        ingested.files,
-        ingested.changes,
-        counts.inserted if counts else 0,
-        counts.updated if counts else 0,
-        counts.deleted if counts else 0,
-        lag,
-        ingested.seconds,
-        merge_seconds,
-        maintain_seconds,
-        ingested.pending,
-        maintain_error,
-        ingested.rejected,
-    )
+    progress: Progress | None = None,
+) -> list[Tick]:
+    """One tick: each table's settled change files ingested (one staging commit each), then
+    one merge (one dbt run) of every table whose ledger holds batches the merge log lacks
+    (staged now or earlier) or whose final table is missing; each table maintained every
+    ``maintain_every`` ticks. One ``Tick`` per table."""
+    progress = Progress() if progress is None else progress
+    ingested = {}
+    for table in tables:
+        ingested[table.name] = streams.ingest_stream(
+            spark, table, options.stream, options.settle, options.max_files,
+            max_rejects=options.max_rejects,
+        )  # fmt: skip
+        for line in adopt.adopt_drift(spark, table, ingested[table.name].drift):
+            log.info(line)  # the merge below rebuilds the final table with the wider types
+    merging = [
+        t
+        for t in tables
+        if ingested[t.name].files
+        or merge_counts.current_snapshot(spark, t.name) is None
+        or merge_log.new_batches(spark, t.name)
+    ]
+    counts, merge_seconds = _merge(spark, merging, options, progress)
+    done = []
+    for i, table in enumerate(tables):
+        maintain_seconds, maintain_error = _maintain(spark, table, options, number + i)
+        staged, merged = ingested[table.name], counts.get(table.name)
+        lag = (
+            datetime.now(UTC).timestamp() - staged.newest_change.timestamp()
+            if staged.newest_change and merged
+            else None
+        )
+        # fmt: off
+        done.append(Tick(
+            number, staged.files, staged.changes, merged.inserted if merged else 0,
+            merged.updated if merged else 0, merged.deleted if merged else 0, lag,
+            staged.seconds, merge_seconds if merged else 0.0, maintain_seconds, staged.pending,
+            maintain_error, staged.rejected, table.name if len(tables) > 1 else "",
+        ))
+        # fmt: on
+    return done
+
+
+def _maintain(
+    spark: SparkSession, table: TableConfig, options: WatchOptions, number: int
+) -> tuple[float, str | None]:
+    """Compaction every ``maintain_every`` ticks (tables of one watch take turns). A failed
+    compaction leaves the table as it was: reported, and the data keeps flowing."""
+    if not options.maintain_every or number % options.maintain_every:
+        return 0.0, None
+    started, error = time.monotonic(), None
+    try:
+        for line in maintenance.maintain(spark, table).lines():
+            print(f"maintenance: {line}", flush=True)  # the run summary, not a log
+    except Exception as exc:
+        error = append.spark_reason(exc)
+    return time.monotonic() - started, error
 
 
 def _merge(
-    spark: SparkSession,
-    table: TableConfig,
-    options: WatchOptions,
-    staged_files: int,
-    merged: int,
-    untested: list[str],
-) -> tuple[merge_counts.MergeCounts | None, float]:
-    """A tick's merge, when this tick staged files or batches wait (a kill after the staging
-    commit, a tick whose merge failed: the ledger holds them, the merge log does not); its
-    drift adopted first. Every ``test_every``-th merge runs the data tests."""
-    if not (
-        staged_files
-        or merge_counts.current_snapshot(spark, table.name) is None
-        or merge_log.new_batches(spark, table.name)
-    ):
-        return None, 0.0
-    for line in adopt.adopt_before_merge(spark, table):
-        log.info(line)
-    test = options.test_every > 0 and (merged + 1) % options.test_every == 0
-    also = {table.name: list(untested)}
-    results, merge_seconds = runner.run_merge(spark, [table], test=test, also_test=also)
-    counts = results[0]
-    if test:
-        untested.clear()
-    else:
-        untested.extend(counts.batches)
-    return counts, merge_seconds
+    spark: SparkSession, tables: list[TableConfig], options: WatchOptions, progress: Progress
+) -> tuple[dict[str, merge_counts.MergeCounts], float]:
+    """A tick's one merge of ``tables``, their drift adopted first. Every ``test_every``-th
+    merge runs the data tests, on the keys of every batch merged since the last ones."""
+    if not tables:
+        return {}, 0.0
+    for table in tables:
+        for line in adopt.adopt_before_merge(spark, table):
+            log.info(line)
+    test = options.test_every > 0 and (progress.merged + 1) % options.test_every == 0
+    also = {t.name: list(progress.untested.get(t.name, [])) for t in tables}
+    results, merge_seconds = runner.run_merge(spark, tables, test=test, also_test=also)
+    progress.merged += 1
+    for table, counts in zip(tables, results, strict=True):
+        untested = progress.untested.setdefault(table.name, [])
+        if test:
+            untested.clear()
+        else:
+            untested.extend(counts.batches)
+    return {t.name: c for t, c in zip(tables, results, strict=True)}, merge_seconds
 
 
 def warm_up(spark: SparkSession, table: TableConfig) -> float:
@@ -201,13 +216,13 @@ def warm_up(spark: SparkSession, table: TableConfig) -> float:
 
 def watch(
     spark: SparkSession,
-    table: TableConfig,
+    tables: list[TableConfig],
     options: WatchOptions,
     report: Callable[[str], Any] = print,
     guard: Callable[[], None] = lambda: None,
 ) -> list[Tick]:
-    """Tick until stopped (a signal, or ``options.ticks``); returns the ticks. ``guard()`` runs
-    before every tick and stops the loop by raising (the table's lease was lost)."""
+    """Tick until stopped (a signal, or ``options.ticks``); returns the ticks (one per table a
+    tick). ``guard()`` runs before every tick and stops the loop by raising (a lease was lost)."""
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -216,13 +231,12 @@ def watch(
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     ticks: list[Tick] = []
-    untested: list[str] = []  # batches merged since the last data test
-    failures = 0
-    number = 0
-    report(f"warmed up in {warm_up(spark, table):.1f}s")
+    progress = Progress()
+    failures = number = 0
+    report(f"warmed up in {sum(warm_up(spark, t) for t in tables):.1f}s")
     report(
-        f"watching {options.stream} for {table.name}: a tick every {options.interval:g}s "
-        "(Ctrl-C stops between ticks)"
+        f"watching {options.stream} for {', '.join(t.name for t in tables)}: a tick every "
+        f"{options.interval:g}s (Ctrl-C stops between ticks)"
     )
     try:
         while not stop.is_set() and (options.ticks is None or number < options.ticks):
@@ -230,8 +244,7 @@ def watch(
             number += 1
             started = time.monotonic()
             try:
-                merged = sum(1 for t in ticks if t.files)
-                done = tick(spark, table, options, number, merged, untested)
+                done = tick(spark, tables, options, number, progress)
             except Exception as exc:  # a tick that fails is retried on the next one
                 failures += 1
                 report(f"tick {number}: FAILED ({failures} in a row): {exc}")
@@ -241,8 +254,9 @@ def watch(
                     ) from exc
             else:
                 failures = 0
-                ticks.append(done)
-                report(done.line())
+                ticks += done
+                for one in done:
+                    report(one.line())
             stop.wait(max(0.0, options.interval - (time.monotonic() - started)))
     finally:
         for sig, handler in previous.items():
@@ -252,17 +266,33 @@ def watch(
     return ticks
 
 
-def watch_table(
-    table: TableConfig, options: WatchOptions, report: Callable[[str], Any], if_free: bool = False
+def watch_tables(
+    tables: list[TableConfig],
+    options: WatchOptions,
+    report: Callable[[str], Any],
+    if_free: bool = False,
 ) -> list[Tick]:
-    """``watch`` with the table held by this process (``guard``) for its whole life. With
-    ``if_free``, a table another watch holds is said and left (no ticks), not an error: a schedule
-    that keeps one watch running then never fails, nor gets retried, for that."""
-    try:
-        with held_table(table.name, "watch") as (spark, held):
-            return watch(spark, table, options, report=report, guard=held.check)
-    except table_lock.TableBusy as busy:
-        if not if_free:
-            raise
-        report(f"{table.name}: already watched, nothing to do ({busy})")
-        return []
+    """``watch`` of ``tables`` in one process and one Spark session, each table held (its lock
+    and its lease) for the watch's whole life. With ``if_free``, a table another watch holds is
+    said and left, not an error, and the others are watched: a schedule that keeps one watch
+    running then never fails, nor gets retried, for that."""
+    with ExitStack() as stack:
+        held, free = [], []
+        for table in tables:
+            try:
+                spark, lease = stack.enter_context(held_table(table.name, "watch"))
+            except table_lock.TableBusy as busy:
+                if not if_free:
+                    raise
+                report(f"{table.name}: already watched, nothing to do ({busy})")
+                continue
+            held.append(lease)
+            free.append(table)
+        if not free:
+            return []
+
+        def guard() -> None:
+            for lease in held:
+                lease.check()
+
+        return watch(spark, free, options, report=report, guard=guard)

@@ -57,6 +57,7 @@ def add_table(
     sort_key: str | None,
     buckets: int | None = None,
     lakehouse: str | None = None,
+    cadence: str = "daily",
 ) -> list[Path]:
     """Register DynamoDB table ``dynamodb_name`` as lakehouse table ``lakehouse`` (derived from
     it by default); the files written."""
@@ -86,6 +87,8 @@ def add_table(
         entry["sort_key"] = sort_key
     if buckets is not None:
         entry["buckets"] = buckets
+    if cadence != "daily":
+        entry["cadence"] = cadence
     table = table_from_entry(name, entry)  # validates names and keys
 
     project_text = project_path.read_text().rstrip("\n") + "\n"
@@ -95,8 +98,9 @@ def add_table(
     project_text += f"      partition_key: {json.dumps(partition_key)}\n"
     if sort_key:
         project_text += f"      sort_key: {json.dumps(sort_key)}\n"
-    if buckets is not None:
-        project_text += f"      buckets: {buckets}\n"
+    for key in ("buckets", "cadence"):
+        if key in entry:
+            project_text += f"      {key}: {entry[key]}\n"
     sources_text = sources_file.read_text().rstrip("\n") + "\n"
     sources_text += (
         f"      - name: {name}\n        description: Change log of the DynamoDB table "

@@ -3,6 +3,7 @@ AWS's control plane), the project package, and the CloudFormation template (cfn-
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zipfile
@@ -196,7 +197,7 @@ def test_poison_stream_records_are_reported_and_lag_alarms() -> None:
     """The event source mapping retried 100 times with no on-failure destination: a poison
     record vanished unrecorded, and nothing said the writer was falling behind."""
     resources = _template()["Resources"]
-    mapping = resources["StreamMapping"]["Properties"]
+    mapping = resources["BooksStreamMapping"]["Properties"]
     destination = mapping["DestinationConfig"]["OnFailure"]["Destination"]
     assert destination == {"Fn::GetAtt": ["StreamFailures", "Arn"]}
     assert resources["StreamFailures"]["Type"] == "AWS::SQS::Queue"
@@ -261,7 +262,7 @@ def test_dry_run_prints_the_request_the_schedules_send(
     job = request["jobDriver"]["sparkSubmit"]
     assert job["entryPointArguments"] == ["sync", "--table", "books"]
     archive = job["entryPoint"].rsplit("/", 1)[0] + "/project.zip"
-    schedule = json.loads(_template()["Resources"]["OrdersSchedule"]["Properties"]["Target"]["Input"]["Fn::Sub"])  # fmt: skip
+    schedule = json.loads(_template()["Resources"]["OrdersSync"]["Properties"]["Target"]["Input"]["Fn::Sub"])  # fmt: skip
     filled = schedule["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"]
     filled = filled.replace("s3://${CodeBucket}/${JobArchiveKey}", archive)
     filled = filled.replace("s3://${BucketName}/warehouse", "s3://lake/warehouse")
@@ -285,7 +286,7 @@ def test_the_books_watch_is_one_streaming_run_that_never_overlaps(
     resources = _template()["Resources"]
     rates = [r["Properties"]["ScheduleExpression"] for r in resources.values() if r["Type"] == "AWS::Scheduler::Schedule"]  # fmt: skip
     assert sorted(rates) == ["cron(30 2 * * ? *)", "cron(30 4 ? * SUN *)", "rate(1 hour)"]
-    job = json.loads(resources["BooksWatch"]["Properties"]["Target"]["Input"]["Fn::Sub"])
+    job = json.loads(resources["Watch"]["Properties"]["Target"]["Input"]["Fn::Sub"])
     arguments = job["JobDriver"]["SparkSubmit"]["EntryPointArguments"]
     assert arguments[:3] == ["watch", "--table", "books"] and arguments[-1] == "--if-free"
     command = ["emr", "submit", "--code", "s3://code/p", "--application-id", "app-1"]
@@ -384,7 +385,7 @@ def test_every_schedule_input_is_a_valid_start_job_run() -> None:
 
 
 def test_the_schedule_check_bites() -> None:
-    target = _schedules()["OrdersSchedule"]
+    target = _schedules()["OrdersSync"]
     job = _sample_input(target)
     del job["ClientToken"]
     with pytest.raises(contracts.ContractError, match='Missing required parameter in input: "clientToken"'):  # fmt: skip
@@ -436,3 +437,76 @@ def test_export_requests_are_valid() -> None:
     ):
         contracts.check("dynamodb", "ExportTableToPointInTime", request.parameters())
     contracts.check("dynamodb", "ListExports", {"TableArn": arn})
+
+
+def test_the_template_is_the_rendering_of_the_configuration() -> None:
+    """deploy/template.yaml is what `deploy render` writes for the shipped tables: a hand edit,
+    or a configuration changed without rendering again, fails here."""
+    from ingestion.aws import deployment
+    from ingestion.dynamodb.tables import load_tables
+
+    rendered = deployment.to_yaml(deployment.render(list(load_tables().values())))
+    assert TEMPLATE.read_text() == rendered, "run `ddb-lakehouse deploy render`"
+
+
+def test_three_tables_render_to_a_template_that_passes_every_check(
+    project_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One stream table and two daily ones: each gets its resources from its entry, the stream
+    tables share one watch, and the template passes cfn-lint, the service-contract check and
+    the permission check (tests/aws_calls.py) as the shipped one does."""
+    from ingestion import cli
+    from ingestion.dynamodb.tables import load_tables
+
+    assert cli.main(["add-table", "Invoices", "--partition-key", "invoice_id:S"]) == 0
+    capsys.readouterr()
+    out = project_copy / "deploy" / "three.yaml"
+    assert cli.main(["deploy", "render", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == (
+        f"wrote {out}: 3 tables; one watch for books; daily exports for orders, invoices"
+    )
+    assert [t.cadence for t in load_tables().values()] == ["stream", "daily", "daily"]
+    lint = Path(sys.executable).parent / "cfn-lint"
+    done = subprocess.run([str(lint), str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    from cfnlint.decode import decode
+
+    template, problems = decode(str(out))
+    assert not problems and template is not None
+    resources = template["Resources"]
+    assert {n for n, r in resources.items() if r["Type"] == "AWS::Scheduler::Schedule"} == {
+        "Watch", "OrdersSync", "OrdersMaintain", "InvoicesSync", "InvoicesMaintain",
+    }  # fmt: skip
+    assert "InvoicesTableArn" in template["Parameters"]
+    assert {"Ref": "InvoicesTableArn"} in next(
+        s["Resource"]
+        for s in resources["JobRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+        if s["Sid"] == "Exports"
+    )
+    for target in (r["Properties"]["Target"] for r in resources.values() if r["Type"] == "AWS::Scheduler::Schedule"):  # fmt: skip
+        contracts.check_scheduler_target(target["Arn"], json.loads(aws_calls.sample(aws_calls.resolve(target["Input"], template))))  # fmt: skip
+    needs = aws_calls.needs(aws_calls.RECORDER.calls, aws_calls.scheduled_calls(template))
+    assert [n for n in needs if not aws_calls.allowed(n, aws_calls.grants(template))] == []
+
+
+def test_a_watch_of_two_stream_tables_is_one_schedule(project_copy: Path) -> None:
+    from ingestion.aws import deployment
+    from ingestion.dynamodb.tables import load_tables
+
+    text = (project_copy / "dbt_project.yml").read_text()
+    text = text.replace("      sort_key: order_id:S\n", "      sort_key: order_id:S\n      cadence: stream\n")  # fmt: skip
+    (project_copy / "dbt_project.yml").write_text(text)
+    template = deployment.render(list(load_tables().values()))
+    resources = template["Resources"]
+    watch = json.loads(resources["Watch"]["Properties"]["Target"]["Input"]["Fn::Sub"])
+    arguments = watch["JobDriver"]["SparkSubmit"]["EntryPointArguments"]
+    assert arguments[:5] == ["watch", "--table", "books", "--table", "orders"]
+    assert {"BooksStreamMapping", "OrdersStreamMapping"} <= set(resources)
+    assert not any(name.endswith("Sync") for name in resources)
+
+
+def test_a_cadence_must_be_known() -> None:
+    from ingestion.dynamodb.tables import TableConfigError, table_from_entry
+
+    with pytest.raises(TableConfigError, match="cadence is 'hourly'; expected one of daily, stream"):  # fmt: skip
+        table_from_entry("books", {"partition_key": "id:S", "cadence": "hourly"})

@@ -173,3 +173,39 @@ def test_aws_checks_stop_at_missing_credentials() -> None:
         stub.add_client_error("get_caller_identity", "InvalidClientTokenId", "bad token")
         checks = doctor.aws_checks(doctor.Account((_table(),), "app-1"), lambda _: sts)
     assert [c.name for c in checks] == ["credentials"] and not checks[0].ok
+
+
+def test_the_probe_is_doctor_in_one_small_job(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--probe` submits `doctor --in-job` as `emr submit` would, sized as small as a watch,
+    and says what it costs first; `--dry-run` prints the request and sends nothing."""
+    import json
+
+    from ingestion.aws import contracts
+
+    command = ["doctor", "--aws", "--probe", "--dry-run", "--application-id", "00fabcdefgh12345"]
+    command += ["--code", "s3://code/p", "--role-arn", "arn:aws:iam::123456789012:role/job"]
+    assert cli.main([*command, "--warehouse", "s3://lake/warehouse"]) == 0
+    out = capsys.readouterr().out
+    request = json.loads(out[out.index("StartJobRun ") + 12 : out.index("\n}") + 2])
+    job = request["jobDriver"]["sparkSubmit"]
+    assert job["entryPointArguments"] == ["doctor", "--in-job"]
+    assert "spark.executor.instances=1" in job["sparkSubmitParameters"]
+    contracts.check("emr-serverless", "StartJobRun", request)
+    assert cli.main(command) == 2
+    assert "--probe needs --application-id, --code, --role-arn and --warehouse" in (
+        capsys.readouterr().err
+    )
+
+
+@pytest.mark.slow
+def test_doctor_in_a_job_checks_what_only_a_job_can(spark, capsys) -> None:
+    """What the probe's job prints: here on the local target (the EMR rehearsal runs it as a
+    job, tests/aws/test_emr_rehearsal.py)."""
+    assert cli.main(["doctor", "--in-job"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out[:-1]] == [
+        "✓ python", "✓ dbt", "✓ iceberg", "✓ database staging", "✓ database lakehouse",
+        "✓ warehouse",
+    ]  # fmt: skip
+    assert "1.10.2" in out[2]
+    assert not [t for t in spark.sql("show tables in lake.staging").collect() if "doctor" in t[1]]

@@ -126,9 +126,10 @@ class Rehearsal:
     def submit(self, parameters: str, *arguments: str) -> tuple[int, str]:
         self.runs += 1
         job = emr_rehearsal.prepare(parameters, self.s3, self.root / f"run-{self.runs}", self.python)  # fmt: skip
+        # No region: EMR injects none unless the job parameters set it, and the job must not
+        # depend on one (its DynamoDB client takes the table ARN's).
         stand_ins = {
             **local_s3.CREDENTIALS,
-            "AWS_REGION": "us-east-1",
             "AWS_ENDPOINT_URL_S3": self.endpoint,
             "LAKEHOUSE_REHEARSAL_CATALOG": str(self.catalog),
         }
@@ -168,6 +169,11 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
         rehearsal.ok("maintain", "--table", "orders")
         status = rehearsal.ok("status")
         assert "orders" in status
+        # What `doctor --aws --probe` runs on the application: the job's Python with the
+        # archive's dbt, Iceberg from spark.jars, both databases, a scratch table.
+        probe = rehearsal.ok("doctor", "--in-job")
+        for line in ("✓ dbt: dbt-core", "✓ iceberg: Apache Iceberg 1.10.2", "✓ warehouse: created"):
+            assert line in probe, probe
 
         assert final_orders(rehearsal.catalog, endpoint) == expected_orders([full, *chain])
 

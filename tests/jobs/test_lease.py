@@ -73,7 +73,7 @@ def test_a_lease_not_renewed_is_taken_over_and_its_holder_stops(spark, short_lea
             stalled.check()
         options = WatchOptions(stream="/nowhere", ticks=3)
         with pytest.raises(lease.LeaseLost):
-            watch(spark, get_table("orders"), options, report=lambda _: None, guard=stalled.check)
+            watch(spark, [get_table("orders")], options, report=lambda _: None, guard=stalled.check)
     finally:
         taker.release()
 

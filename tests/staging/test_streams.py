@@ -444,7 +444,7 @@ def test_watch_merges_a_batch_staged_but_never_merged_without_new_files(
         stream=str(location), interval=0, ticks=1, settle=0, test_every=1, maintain_every=0
     )
     lines: list[str] = []
-    ticks = watch(spark, books, options, report=lines.append)
+    ticks = watch(spark, [books], options, report=lines.append)
     assert len(ticks) == 1, lines
     only = ticks[0]
     assert (only.files, only.inserted) == (0, 1)  # no new file, and the batch merged

@@ -1,0 +1,221 @@
+"""The part of the rendered template every deployment has (``deployment`` adds the tables):
+the parameters, the data bucket, the Glue databases, the job role, the Scheduler's role and
+dead-letter queue, and the stream writer (its function, role, failure queue and lag alarm).
+
+IAM statements name their actions and resources; ``"*"`` is a resource only for the actions
+IAM gives no resource type (``dynamodb:ListExports``, ``dynamodb:ListStreams``).
+tests/aws/test_permissions.py checks every statement against every call the code makes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ingestion.config import names
+
+FUNCTION = "dynamodb-lakehouse-stream-writer"
+STREAM_FAILURES = "dynamodb-lakehouse-stream-failures"
+SCHEDULE_FAILURES = "dynamodb-lakehouse-schedule-failures"
+FOURTEEN_DAYS = 1209600
+
+
+def _sub(text: str) -> dict[str, str]:
+    return {"Fn::Sub": text}
+
+
+def _arn(name: str) -> dict[str, list[str]]:
+    return {"Fn::GetAtt": [name, "Arn"]}
+
+
+def _statement(sid: str, actions: list[str], resource: Any) -> dict[str, Any]:
+    return {"Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resource}
+
+
+def _role(service: str, policy: str, statements: list[dict[str, Any]]) -> dict[str, Any]:
+    trust = {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}
+    return {
+        "Type": "AWS::IAM::Role",
+        "Properties": {
+            "AssumeRolePolicyDocument": {"Version": "2012-10-17", "Statement": [trust]},
+            "Policies": [
+                {
+                    "PolicyName": policy,
+                    "PolicyDocument": {"Version": "2012-10-17", "Statement": statements},
+                }
+            ],
+        },
+    }
+
+
+def _queue(name: str) -> dict[str, Any]:
+    props = {"QueueName": name, "MessageRetentionPeriod": FOURTEEN_DAYS}
+    return {"Type": "AWS::SQS::Queue", "Properties": props}
+
+
+def parameters() -> dict[str, Any]:
+    def text(description: str, default: str | None = None) -> dict[str, str]:
+        found = {"Type": "String", "Description": description}
+        return found | ({"Default": default} if default is not None else {})
+
+    return {
+        "BucketName": text("S3 bucket for exports, stream change files and the Iceberg warehouse."),
+        "CodeBucket": text("Bucket holding the Lambda package and the job's code (make package)."),
+        "LambdaCodeKey": text("The stream writer's zip in CodeBucket.", "dynamodb-lakehouse/stream_writer.zip"),  # noqa: E501
+        "JobEntryPointKey": text("The job's entry point (ingestion/main.py) in CodeBucket.", "dynamodb-lakehouse/main.py"),  # noqa: E501
+        "JobArchiveKey": text("The package and the dbt project (ddb-lakehouse emr package) in CodeBucket.", "dynamodb-lakehouse/project.zip"),  # noqa: E501
+        "JobDependenciesKey": text("The job's Python packages for the application's architecture (deps-x86_64.tar.gz or deps-arm64.tar.gz) in CodeBucket.", "dynamodb-lakehouse/deps-x86_64.tar.gz"),  # noqa: E501
+        "EmrApplicationId": text("EMR Serverless application (Spark, emr-7.7.0 or later) that runs the jobs."),  # noqa: E501
+        "StreamPrefix": text("Prefix of the stream change files in BucketName.", "streams"),
+        "ExportPrefix": text("Prefix of the DynamoDB exports in BucketName.", "exports"),
+    }  # fmt: skip
+
+
+def bucket_and_catalog() -> dict[str, Any]:
+    bucket = {
+        "BucketName": {"Ref": "BucketName"},
+        "BucketEncryption": {
+            "ServerSideEncryptionConfiguration": [
+                {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
+            ]
+        },
+        "PublicAccessBlockConfiguration": {
+            "BlockPublicAcls": True,
+            "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True,
+        },
+        "LifecycleConfiguration": {
+            "Rules": [
+                {
+                    "Id": "expire-old-exports",
+                    "Status": "Enabled",
+                    "Prefix": _sub("${ExportPrefix}/"),
+                    "ExpirationInDays": 30,
+                }
+            ]
+        },
+    }
+    found: dict[str, Any] = {"DataBucket": {"Type": "AWS::S3::Bucket", "Properties": bucket}}
+    for logical, name, what in (
+        ("LakehouseDatabase", names.FINAL, "Final Iceberg tables (one row per DynamoDB item), queried by Athena."),  # noqa: E501
+        ("StagingDatabase", names.STAGING, "Staging Iceberg change logs and the merge log."),
+    ):  # fmt: skip
+        database = {"Name": name, "Description": what}
+        props = {"CatalogId": {"Ref": "AWS::AccountId"}, "DatabaseInput": database}
+        found[logical] = {"Type": "AWS::Glue::Database", "Properties": props}
+    return found
+
+
+def job_role(table_arns: list[str]) -> dict[str, Any]:
+    """The job's role: the bucket, the code, the Glue databases, and the tables' exports."""
+    glue = "arn:${AWS::Partition}:glue:${AWS::Region}:${AWS::AccountId}:"
+    databases = [f"database/{names.FINAL}", f"database/{names.STAGING}"]
+    tables = [f"table/{names.FINAL}/*", f"table/{names.STAGING}/*"]
+    bucket = "arn:${AWS::Partition}:s3:::${BucketName}"
+    glue_actions = [
+        "GetDatabase",
+        "GetDatabases",
+        "GetTable",
+        "GetTables",
+        "CreateTable",
+        "UpdateTable",
+        "DeleteTable",
+    ]  # noqa: E501
+    return _role("emr-serverless.amazonaws.com", "lakehouse-job", [
+        _statement("ListTheBucket", ["s3:ListBucket"], _sub(bucket)),
+        _statement("ReadWriteTheLakehouse", ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"], _sub(bucket + "/*")),  # noqa: E501
+        _statement("ReadTheCode", ["s3:GetObject"], _sub("arn:${AWS::Partition}:s3:::${CodeBucket}/dynamodb-lakehouse/*")),  # noqa: E501
+        _statement("GlueCatalog", [f"glue:{a}" for a in glue_actions], [_sub(glue + r) for r in ["catalog", *databases, *tables]]),  # noqa: E501
+        _statement("Exports", ["dynamodb:ExportTableToPointInTime"], [{"Ref": a} for a in table_arns]),  # noqa: E501
+        # ListExports has no resource type in IAM: it is granted on "*" or not at all.
+        _statement("ListExports", ["dynamodb:ListExports"], "*"),
+        # DynamoDB writes an export's files as the caller: these on its prefix, beside
+        # s3:PutObject above.
+        _statement("ExportWrites", ["s3:PutObjectAcl", "s3:AbortMultipartUpload"], _sub(bucket + "/${ExportPrefix}/*")),  # noqa: E501
+        _statement("DescribeExports", ["dynamodb:DescribeExport"], [_sub("${" + a + "}/export/*") for a in table_arns]),  # noqa: E501
+    ])  # fmt: skip
+
+
+def scheduling() -> dict[str, Any]:
+    """The Scheduler's role (start the jobs, pass the job role, report failed starts) and the
+    queue a start that still fails after its retries lands in."""
+    application = "arn:${AWS::Partition}:emr-serverless:${AWS::Region}:${AWS::AccountId}:/applications/${EmrApplicationId}"  # noqa: E501
+    role = _role("scheduler.amazonaws.com", "start-lakehouse-jobs", [
+        _statement("StartJobs", ["emr-serverless:StartJobRun"], _sub(application)),
+        _statement("PassTheJobRole", ["iam:PassRole"], _arn("JobRole")),
+        _statement("ReportFailedStarts", ["sqs:SendMessage"], _arn("ScheduleFailures")),
+    ])  # fmt: skip
+    return {"SchedulerRole": role, "ScheduleFailures": _queue(SCHEDULE_FAILURES)}
+
+
+def stream_writer(stream_arns: list[str]) -> dict[str, Any]:
+    """The Lambda function every stream table's mapping calls (it takes the table from the
+    stream's ARN), its role, logs, failure queue and lag alarm."""
+    logs = {"LogGroupName": f"/aws/lambda/{FUNCTION}", "RetentionInDays": 14}
+    role = _role("lambda.amazonaws.com", "stream-writer", [
+        _statement("ReadTheStreams", ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"], [{"Ref": a} for a in stream_arns]),  # noqa: E501
+        # ListStreams has no resource type in IAM: it is granted on "*" or not at all.
+        _statement("ListStreams", ["dynamodb:ListStreams"], "*"),
+        _statement("WriteChangeFiles", ["s3:PutObject"], _sub("arn:${AWS::Partition}:s3:::${BucketName}/${StreamPrefix}/*")),  # noqa: E501
+        _statement("Logs", ["logs:CreateLogStream", "logs:PutLogEvents"], _arn("StreamWriterLogs")),  # noqa: E501
+        _statement("ReportFailedRecords", ["sqs:SendMessage"], _arn("StreamFailures")),
+    ])  # fmt: skip
+    function = {
+        "FunctionName": FUNCTION,
+        "Runtime": "python3.11",
+        "Handler": "ingestion.stream_writer.handler",
+        "Code": {"S3Bucket": {"Ref": "CodeBucket"}, "S3Key": {"Ref": "LambdaCodeKey"}},
+        "Role": _arn("StreamWriterRole"),
+        "Timeout": 60,
+        "MemorySize": 256,
+        "LoggingConfig": {"LogGroup": {"Ref": "StreamWriterLogs"}},
+        "Environment": {
+            "Variables": {"LAKEHOUSE_STREAM_URI": _sub("s3://${BucketName}/${StreamPrefix}")}
+        },
+    }
+    alarm = {
+        "AlarmDescription": "The stream writer is more than a minute behind a stream (failing, "
+        "or throttled): change files, and so the final tables, are late.",
+        "Namespace": "AWS/Lambda",
+        "MetricName": "IteratorAge",
+        "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": "StreamWriterFunction"}}],
+        "Statistic": "Maximum",
+        "Period": 60,
+        "EvaluationPeriods": 5,
+        "Threshold": 60000,
+        "ComparisonOperator": "GreaterThanThreshold",
+        "TreatMissingData": "notBreaching",
+    }
+    return {
+        "StreamWriterLogs": {"Type": "AWS::Logs::LogGroup", "Properties": logs},
+        "StreamWriterRole": role,
+        "StreamWriterFunction": {"Type": "AWS::Lambda::Function", "Properties": function},
+        "StreamFailures": _queue(STREAM_FAILURES),
+        "StreamBehindAlarm": {"Type": "AWS::CloudWatch::Alarm", "Properties": alarm},
+    }
+
+
+def stream_mapping(stream_arn: str) -> dict[str, Any]:
+    """One stream's event source mapping: fewer, bigger change files (one per shard every few
+    seconds at most); a record that still fails after the retries, bisected down to itself, is
+    reported to the queue (the record itself stays in the stream for 24 hours)."""
+    props = {
+        "EventSourceArn": {"Ref": stream_arn},
+        "FunctionName": {"Ref": "StreamWriterFunction"},
+        "StartingPosition": "TRIM_HORIZON",
+        "BatchSize": 1000,
+        "MaximumBatchingWindowInSeconds": 5,
+        "FunctionResponseTypes": ["ReportBatchItemFailures"],
+        "BisectBatchOnFunctionError": True,
+        "MaximumRetryAttempts": 10,
+        "DestinationConfig": {"OnFailure": {"Destination": _arn("StreamFailures")}},
+    }
+    return {"Type": "AWS::Lambda::EventSourceMapping", "Properties": props}
+
+
+def outputs(streamed: bool) -> dict[str, Any]:
+    found: dict[str, Any] = {"JobRoleArn": {"Value": _arn("JobRole")}}
+    if streamed:
+        found["StreamWriterFunctionArn"] = {"Value": _arn("StreamWriterFunction")}
+        found["StreamLocation"] = {"Value": _sub("s3://${BucketName}/${StreamPrefix}")}
+    return found
