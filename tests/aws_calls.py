@@ -58,6 +58,8 @@ class Call:
 @dataclass
 class Recorder:
     calls: set[Call] = field(default_factory=set)
+    # Each call's parameters as sent (not as JSON): the contract check reads them.
+    requests: list[tuple[str, str, dict[str, Any], str]] = field(default_factory=list)
 
     def record(self, model: Any, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         frames = [f for f in traceback.extract_stack() if f.filename.startswith(INGESTION)]
@@ -76,6 +78,8 @@ class Recorder:
         region = context.get("client_region") or "eu-west-1"
         text = json.dumps(params, sort_keys=True, default=str)
         self.calls.add(Call(service, model.name, text, region, where, role))
+        if len(self.requests) < 10_000:
+            self.requests.append((service, model.name, dict(params), where))
 
 
 RECORDER = Recorder()

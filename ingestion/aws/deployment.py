@@ -19,7 +19,7 @@ from typing import Any
 
 from ingestion.aws import contracts, emr
 from ingestion.aws import deployment_shared as shared
-from ingestion.dynamodb.tables import TableConfig
+from ingestion.dynamodb.tables import TableConfig, TableConfigError
 
 DAILY = "cron(30 2 * * ? *)"
 WEEKLY = "cron(30 4 ? * SUN *)"
@@ -45,6 +45,8 @@ def stream_arn(table: TableConfig) -> str:
 
 def render(tables: list[TableConfig]) -> dict[str, Any]:
     """The template for ``tables`` (each by its ``cadence``)."""
+    if not tables:
+        raise TableConfigError("no table is configured: add one (add-table), then render")
     streamed = [t for t in tables if t.cadence == "stream"]
     daily = [t for t in tables if t.cadence != "stream"]
     parameters = shared.parameters()

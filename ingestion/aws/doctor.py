@@ -2,8 +2,9 @@
 calls made with the caller's own credentials (one line a check, ✓ or ✗ with the fix).
 
 Credentials and region (STS); the EMR Serverless application (release, architecture, state);
-for each configured table with a ``table_arn``: point-in-time recovery and its period (exports
-need it), its stream and view type, and the stream writer's Lambda mapping when there is one;
+for each configured table (its ``table_arn``, else its name in the region): point-in-time
+recovery and its period (exports need it), its stream and view type, and for a ``cadence:
+stream`` table its stream writer's Lambda mapping, enabled and not behind (``IteratorAge``);
 each Glue database: found, and not governed by Lake Formation (a database whose
 ``CreateTableDefaultPermissions`` is empty is, and refuses the job role until it is granted).
 
@@ -15,18 +16,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ingestion.aws import emr, submit
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.jobs.sync import region_of
 from ingestion.project.doctor import Check
 
 USABLE_VIEWS = ("NEW_AND_OLD_IMAGES", "NEW_IMAGE")  # the stream writer needs the new image
 USABLE_STATES = ("CREATED", "STARTED", "STOPPED")  # a stopped application starts on a job
 LAKE_FORMATION_GRANTS = (
-    "CREATE_TABLE, ALTER, DROP and DESCRIBE on the database, and SELECT, INSERT, DELETE, ALTER, "
-    "DROP and DESCRIBE on all its tables"
+    "CREATE_TABLE, ALTER, DROP and DESCRIBE on the database, SELECT, INSERT, DELETE, ALTER, "
+    "DROP and DESCRIBE on all its tables and DATA_LOCATION_ACCESS on the warehouse (Lake "
+    "Formation), and lakeformation:GetDataAccess (IAM)"
 )
 
 
@@ -56,7 +60,7 @@ def application(client: Any, application_id: str) -> Check:
 def point_in_time_recovery(client: Any, table: TableConfig) -> Check:
     name = f"{table.name}: point-in-time recovery"
     try:
-        found = client.describe_continuous_backups(TableName=table.table_arn)
+        found = client.describe_continuous_backups(TableName=_table_id(table))
     except Exception as exc:
         return Check(name, False, _reason(exc))
     pitr = found["ContinuousBackupsDescription"].get("PointInTimeRecoveryDescription") or {}
@@ -72,14 +76,20 @@ def point_in_time_recovery(client: Any, table: TableConfig) -> Check:
     return Check(name, True, f"on, {days} days: a sync may be at most {days} days late")
 
 
-def stream(client: Any, lambdas: Any, table: TableConfig) -> Check:
+def stream(client: Any, lambdas: Any, watch: Any, table: TableConfig) -> Check:
+    """The table's stream, for a ``cadence: stream`` table its stream writer's mapping too:
+    enabled, and no more than ``MAX_ITERATOR_AGE`` behind (CloudWatch's ``IteratorAge``)."""
     name = f"{table.name}: stream"
+    streamed = table.cadence == "stream"
     try:
-        found = client.describe_table(TableName=table.table_arn)["Table"]
+        found = client.describe_table(TableName=_table_id(table))["Table"]
     except Exception as exc:
         return Check(name, False, _reason(exc))
     spec = found.get("StreamSpecification") or {}
     if not spec.get("StreamEnabled"):
+        if streamed:
+            return Check(name, False, "off, but the table's cadence is stream: enable its "
+                         "stream with NEW_AND_OLD_IMAGES and deploy the rendered template")  # fmt: skip
         return Check(name, True, "off (the table is synced from exports)")
     view = spec.get("StreamViewType", "")
     if view not in USABLE_VIEWS:
@@ -90,9 +100,13 @@ def stream(client: Any, lambdas: Any, table: TableConfig) -> Check:
             "a stream's view type cannot change: disable the stream and enable it again",
         )
     mappings = lambdas.list_event_source_mappings(EventSourceArn=found["LatestStreamArn"])
-    states = [m.get("State", "") for m in mappings.get("EventSourceMappings", [])]
-    if not states:
+    mapped = mappings.get("EventSourceMappings", [])
+    if not mapped:
+        if streamed:
+            return Check(name, False, f"{view}, read by no Lambda mapping: deploy the rendered "
+                         "template (its mapping feeds the watch)")  # fmt: skip
         return Check(name, True, f"{view}, read by no Lambda mapping (synced from exports)")
+    states = [m.get("State", "") for m in mapped]
     if "Enabled" not in states:
         return Check(
             name,
@@ -100,7 +114,32 @@ def stream(client: Any, lambdas: Any, table: TableConfig) -> Check:
             f"{view}, its Lambda mapping is {states[0]}: enable it (aws lambda "
             "update-event-source-mapping --enabled) or the change files stop",
         )
-    return Check(name, True, f"{view}, read by the stream writer")
+    return _iterator_age(watch, name, view, mapped[0].get("FunctionArn", ""))
+
+
+MAX_ITERATOR_AGE = 60.0  # seconds: the template's alarm fires beyond it
+
+
+def _iterator_age(watch: Any, name: str, view: str, function_arn: str) -> Check:
+    """The stream writer's largest ``IteratorAge`` of the last 15 minutes."""
+    function = function_arn.rsplit(":", 1)[-1]
+    now = datetime.now(UTC)
+    points = watch.get_metric_statistics(
+        Namespace="AWS/Lambda",
+        MetricName="IteratorAge",
+        Dimensions=[{"Name": "FunctionName", "Value": function}],
+        StartTime=now - timedelta(minutes=15),
+        EndTime=now,
+        Period=60,
+        Statistics=["Maximum"],
+    ).get("Datapoints", [])
+    if not points:
+        return Check(name, True, f"{view}, read by {function} (no records in 15 minutes)")
+    age = max(p["Maximum"] for p in points) / 1000
+    if age > MAX_ITERATOR_AGE:
+        return Check(name, False, f"{view}, {function} is {age:.0f}s behind the stream: see its "
+                     "errors (its log group) and the failure queue")  # fmt: skip
+    return Check(name, True, f"{view}, read by {function}, at most {age:.0f}s behind")
 
 
 def database(glue: Any, name: str) -> Check:
@@ -137,36 +176,44 @@ class Account:
     region: str | None = None
 
 
-def aws_checks(account: Account, client: Callable[[str], Any] | None = None) -> list[Check]:
-    """Every check of ``account``; ``client(service)`` makes the clients (boto3's by default)."""
-    make = client or _client(account.region)
-    try:
-        sts = make("sts")
-    except Exception as exc:  # botocore's NoRegionError: the other checks would all fail so
-        return [Check("credentials", False, f"{_reason(exc)}: pass --region or set AWS_REGION")]
-    checks = [credentials(sts)]
+def aws_checks(account: Account, client: Callable[..., Any] | None = None) -> list[Check]:
+    """Every check of ``account``; ``client(service, region)`` makes the clients (boto3's by
+    default; a table's DynamoDB client is in its ARN's region)."""
+    make = client or _client
+    region = account.region or (None if client else _default_region())
+    if not region and not client:
+        return [Check("credentials", False, "no region: pass --region or set AWS_REGION")]
+    checks = [credentials(make("sts", region))]
     if not checks[0].ok:
         return checks
     if account.application_id:
-        checks.append(application(make("emr-serverless"), account.application_id))
+        checks.append(application(make("emr-serverless", region), account.application_id))
     for table in account.tables:
-        if not table.table_arn:
-            continue
-        dynamodb = make("dynamodb")
+        where = region_of(table.table_arn) if table.table_arn else region
+        dynamodb = make("dynamodb", where)
         checks.append(point_in_time_recovery(dynamodb, table))
-        checks.append(stream(dynamodb, make("lambda"), table))
-    glue = make("glue")
+        checks.append(stream(dynamodb, make("lambda", where), make("cloudwatch", where), table))
+    glue = make("glue", region)
     checks += [database(glue, name) for name in account.databases]
     return checks
 
 
-def _client(region: str | None) -> Callable[[str], Any]:
-    def make(service: str) -> Any:
-        import boto3
+def _table_id(table: TableConfig) -> str:
+    """What DynamoDB's describe calls take: the ARN when configured, else the table's name in
+    the checked region."""
+    return table.table_arn or table.dynamodb_name
 
-        return boto3.client(service, region_name=region)
 
-    return make
+def _default_region() -> str | None:
+    import boto3
+
+    return boto3.session.Session().region_name
+
+
+def _client(service: str, region: str | None) -> Any:
+    import boto3
+
+    return boto3.client(service, region_name=region)
 
 
 # A probe is one small job run (emr.WATCH_SIZE: a 1-vCPU driver and executor, 4 GB workers) of
@@ -181,7 +228,6 @@ PROBE_COST = (
 def probe(submission: submit.Submission, report: Callable[[str], Any]) -> Check:
     """``doctor --in-job`` run on the application through ``emr submit``: what only a job can
     show (its Python and dbt, Iceberg on the classpath, both databases, the warehouse)."""
-    report(PROBE_COST)
     try:
         submit.submit(submission, report, wait=True, poll=15)
     except LakehouseError as exc:

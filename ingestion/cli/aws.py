@@ -168,13 +168,15 @@ def run_doctor(args: argparse.Namespace) -> int:
     from ingestion.project.doctor import job_checks, local_checks
 
     console = output.Console()
+    if args.dry_run and not args.probe:
+        raise submit.emr.EmrError("--dry-run goes with --probe (it prints the probe's request)")
     if args.in_job:
         from ingestion.spark import spark_config
 
         checks = job_checks(spark_config.build_spark("doctor"))
     else:
         checks = local_checks()
-    if args.aws:
+    if args.aws or args.probe:  # the probe needs the account's checks to pass first
         checks += _account_checks(args, console.line)
     for check in checks:
         console.line(check.line())
@@ -202,6 +204,7 @@ def _account_checks(args: argparse.Namespace, report: Callable[[str], Any]) -> l
         role_arn=args.role_arn,
         warehouse=args.warehouse,
     )
+    report(doctor.PROBE_COST)
     if args.dry_run:
         report(submit.dry_run(probe))
         return checks

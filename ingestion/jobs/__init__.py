@@ -13,7 +13,9 @@ rebuild, maintain, watch, and looking (status, query). They report as they go th
   lease dropped;
 - ``inspection``: ``status``, ``drift`` and ``query`` (Spark's analysis errors as one-line
   ``QueryError``);
-- ``watch``: ``watch``: one session, a tick every interval: ingest, merge, tests, compaction;
+- ``watch``: ``watch`` of one table or several: one session, a tick every interval, the leases;
+- ``ticks``: one tick of a watch: each table staged, one merge, compaction in turn; a table's
+  failure held apart from the others;
 - ``guard``: the table lock and the lease, always taken together here;
 - ``table_lock``: one process of a kind per table on this machine (``flock``);
 - ``lease``: one process of a kind per table across machines (a lease in the catalog).

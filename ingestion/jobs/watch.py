@@ -4,8 +4,9 @@ One process, one SparkSession for its whole life, for one table or several (each
 own lock and lease): every tick ingests each table's settled change files (one staging commit
 each, then their cleanup), runs one dbt merge of every table that has something new in this
 same process and session (dbt's programmatic runner: no JVM start per tick), and prints one
-line per table. ``dbt test`` runs every
-``test_every`` ticks that merged something, compaction every ``maintain_every`` ticks.
+line per table (``ticks``). ``dbt test`` runs every ``test_every`` ticks that merged something,
+compaction every ``maintain_every`` ticks. A table whose step fails is retried on the next tick
+while the others go on; ``max_failures`` failures of one table in a row stop the watch.
 SIGINT / SIGTERM stop it between ticks (a tick under way finishes first).
 """
 
@@ -18,8 +19,6 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -30,159 +29,16 @@ from ingestion.dynamodb import decode
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs import table_lock
 from ingestion.jobs.guard import held_table
-from ingestion.merge import merge_counts, merge_log, runner
-from ingestion.staging import append, exports, streams, table_types
-from ingestion.upkeep import adopt, maintenance
+from ingestion.jobs.ticks import Progress, Tick, WatchOptions, tick
+from ingestion.merge import runner
+from ingestion.staging import append, exports, table_types
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Tick:
-    number: int
-    files: int
-    changes: int
-    inserted: int
-    updated: int
-    deleted: int
-    lag_seconds: float | None  # now - change time of the newest change merged by this tick
-    ingest_seconds: float
-    merge_seconds: float
-    maintain_seconds: float
-    pending: int
-    maintain_error: str | None = None
-    rejected: int = 0
-    table: str = ""  # set when one watch serves several tables
-
-    @property
-    def seconds(self) -> float:
-        return self.ingest_seconds + self.merge_seconds + self.maintain_seconds
-
-    def line(self) -> str:
-        lag = f"{self.lag_seconds:.1f}s" if self.lag_seconds is not None else "-"
-        which = f" {self.table}" if self.table else ""
-        return (
-            f"tick {self.number}{which}: {self.files} files, {self.changes} changes, "
-            f"+{self.inserted} ~{self.updated} -{self.deleted}, lag {lag}, "
-            f"{self.seconds:.1f}s (ingest {self.ingest_seconds:.1f}, merge "
-            f"{self.merge_seconds:.1f}, maintain {self.maintain_seconds:.1f})"
-            + (f", {self.pending} files left for next tick" if self.pending else "")
-            + (f", {self.rejected} damaged lines set aside" if self.rejected else "")
-            + (f"; maintenance FAILED: {self.maintain_error}" if self.maintain_error else "")
-        )
-
-
-@dataclass
-class WatchOptions:
-    stream: str
-    interval: float = 60.0
-    ticks: int | None = None
-    settle: float = streams.DEFAULT_SETTLE_SECONDS
-    max_files: int = streams.DEFAULT_MAX_FILES
-    max_rejects: int = streams.DEFAULT_MAX_REJECTS
-    test_every: int = 10
-    maintain_every: int = 60  # compaction and expiry (ingestion.upkeep.maintenance.maintain)
-    max_failures: int = 5
+__all__ = ["Tick", "WatchError", "WatchOptions", "watch", "watch_tables"]
 
 
 class WatchError(LakehouseError):
     """Too many ticks in a row failed."""
-
-
-@dataclass
-class Progress:
-    """What a watch carries from tick to tick: how many ticks merged, and per table the
-    batches merged since its last data test (the next test looks at the keys they touched)."""
-
-    merged: int = 0
-    untested: dict[str, list[str]] = field(default_factory=dict)
-
-
-def tick(
-    spark: SparkSession,
-    tables: list[TableConfig],
-    options: WatchOptions,
-    number: int,
-    progress: Progress | None = None,
-) -> list[Tick]:
-    """One tick: each table's settled change files ingested (one staging commit each), then
-    one merge (one dbt run) of every table whose ledger holds batches the merge log lacks
-    (staged now or earlier) or whose final table is missing; each table maintained every
-    ``maintain_every`` ticks. One ``Tick`` per table."""
-    progress = Progress() if progress is None else progress
-    ingested = {}
-    for table in tables:
-        ingested[table.name] = streams.ingest_stream(
-            spark, table, options.stream, options.settle, options.max_files,
-            max_rejects=options.max_rejects,
-        )  # fmt: skip
-        for line in adopt.adopt_drift(spark, table, ingested[table.name].drift):
-            log.info(line)  # the merge below rebuilds the final table with the wider types
-    merging = [
-        t
-        for t in tables
-        if ingested[t.name].files
-        or merge_counts.current_snapshot(spark, t.name) is None
-        or merge_log.new_batches(spark, t.name)
-    ]
-    counts, merge_seconds = _merge(spark, merging, options, progress)
-    done = []
-    for i, table in enumerate(tables):
-        maintain_seconds, maintain_error = _maintain(spark, table, options, number + i)
-        staged, merged = ingested[table.name], counts.get(table.name)
-        lag = (
-            datetime.now(UTC).timestamp() - staged.newest_change.timestamp()
-            if staged.newest_change and merged
-            else None
-        )
-        # fmt: off
-        done.append(Tick(
-            number, staged.files, staged.changes, merged.inserted if merged else 0,
-            merged.updated if merged else 0, merged.deleted if merged else 0, lag,
-            staged.seconds, merge_seconds if merged else 0.0, maintain_seconds, staged.pending,
-            maintain_error, staged.rejected, table.name if len(tables) > 1 else "",
-        ))
-        # fmt: on
-    return done
-
-
-def _maintain(
-    spark: SparkSession, table: TableConfig, options: WatchOptions, number: int
-) -> tuple[float, str | None]:
-    """Compaction every ``maintain_every`` ticks (tables of one watch take turns). A failed
-    compaction leaves the table as it was: reported, and the data keeps flowing."""
-    if not options.maintain_every or number % options.maintain_every:
-        return 0.0, None
-    started, error = time.monotonic(), None
-    try:
-        for line in maintenance.maintain(spark, table).lines():
-            print(f"maintenance: {line}", flush=True)  # the run summary, not a log
-    except Exception as exc:
-        error = append.spark_reason(exc)
-    return time.monotonic() - started, error
-
-
-def _merge(
-    spark: SparkSession, tables: list[TableConfig], options: WatchOptions, progress: Progress
-) -> tuple[dict[str, merge_counts.MergeCounts], float]:
-    """A tick's one merge of ``tables``, their drift adopted first. Every ``test_every``-th
-    merge runs the data tests, on the keys of every batch merged since the last ones."""
-    if not tables:
-        return {}, 0.0
-    for table in tables:
-        for line in adopt.adopt_before_merge(spark, table):
-            log.info(line)
-    test = options.test_every > 0 and (progress.merged + 1) % options.test_every == 0
-    also = {t.name: list(progress.untested.get(t.name, [])) for t in tables}
-    results, merge_seconds = runner.run_merge(spark, tables, test=test, also_test=also)
-    progress.merged += 1
-    for table, counts in zip(tables, results, strict=True):
-        untested = progress.untested.setdefault(table.name, [])
-        if test:
-            untested.clear()
-        else:
-            untested.extend(counts.batches)
-    return {t.name: c for t, c in zip(tables, results, strict=True)}, merge_seconds
 
 
 def warm_up(spark: SparkSession, table: TableConfig) -> float:
@@ -232,7 +88,8 @@ def watch(
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     ticks: list[Tick] = []
     progress = Progress()
-    failures = number = 0
+    failures: dict[str, int] = {}  # a table's failed ticks in a row
+    number = 0
     report(f"warmed up in {sum(warm_up(spark, t) for t in tables):.1f}s")
     report(
         f"watching {options.stream} for {', '.join(t.name for t in tables)}: a tick every "
@@ -243,20 +100,16 @@ def watch(
             guard()
             number += 1
             started = time.monotonic()
-            try:
-                done = tick(spark, tables, options, number, progress)
-            except Exception as exc:  # a tick that fails is retried on the next one
-                failures += 1
-                report(f"tick {number}: FAILED ({failures} in a row): {exc}")
-                if failures >= options.max_failures:
+            done = tick(spark, tables, options, number, progress)
+            for table, one in zip(tables, done, strict=True):
+                report(one.line())
+                failures[table.name] = failures.get(table.name, 0) + 1 if one.error else 0
+                if failures[table.name] >= options.max_failures:
                     raise WatchError(
-                        f"{failures} ticks in a row failed; last error: {exc}"
-                    ) from exc
-            else:
-                failures = 0
-                ticks += done
-                for one in done:
-                    report(one.line())
+                        f"table {table.name}: {failures[table.name]} ticks in a row failed; "
+                        f"last error: {one.error}"
+                    )
+            ticks += [t for t in done if not t.error]
             stop.wait(max(0.0, options.interval - (time.monotonic() - started)))
     finally:
         for sig, handler in previous.items():

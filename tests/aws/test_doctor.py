@@ -3,6 +3,8 @@ test double for AWS's control plane only), failing and passing, with its exact l
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -24,8 +26,6 @@ def _client(service: str) -> Any:
 
 
 def _table() -> Any:
-    from dataclasses import replace
-
     return replace(get_table("orders"), table_arn=ARN)
 
 
@@ -116,35 +116,73 @@ def _described(view: str | None) -> dict:
 
 
 def _mappings(*states: str) -> dict:
-    return {
-        "EventSourceMappings": [{"UUID": f"{i:036d}", "State": s} for i, s in enumerate(states)]
-    }
+    function = "arn:aws:lambda:eu-west-1:123456789012:function:dynamodb-lakehouse-stream-writer"
+    return {"EventSourceMappings": [{"UUID": f"{i:036d}", "State": s, "FunctionArn": function} for i, s in enumerate(states)]}  # fmt: skip
+
+
+def _ages(*milliseconds: float) -> dict:
+    return {"Label": "IteratorAge", "Datapoints": [{"Maximum": m} for m in milliseconds]}
 
 
 def test_stream() -> None:
-    client, lambdas = _client("dynamodb"), _client("lambda")
-    with Stubber(client) as stub, Stubber(lambdas) as lstub:
+    client, lambdas, watch = _client("dynamodb"), _client("lambda"), _client("cloudwatch")
+    daily = _table()
+    streamed = replace(daily, cadence="stream")
+    with Stubber(client) as stub, Stubber(lambdas) as lstub, Stubber(watch) as wstub:
         stub.add_response("describe_table", _described(None), {"TableName": ARN})
-        assert doctor.stream(client, lambdas, _table()).line() == (
+        assert doctor.stream(client, lambdas, watch, daily).line() == (
             "✓ orders: stream: off (the table is synced from exports)"
         )
+        stub.add_response("describe_table", _described(None), {"TableName": ARN})
+        assert doctor.stream(client, lambdas, watch, streamed).line() == (
+            "✗ orders: stream: off, but the table's cadence is stream: enable its stream with "
+            "NEW_AND_OLD_IMAGES and deploy the rendered template"
+        )
         stub.add_response("describe_table", _described("KEYS_ONLY"), {"TableName": ARN})
-        assert doctor.stream(client, lambdas, _table()).line() == (
+        assert doctor.stream(client, lambdas, watch, streamed).line() == (
             "✗ orders: stream: view type KEYS_ONLY: the stream writer needs NEW_AND_OLD_IMAGES "
             "(or NEW_IMAGE); a stream's view type cannot change: disable the stream and enable "
             "it again"
         )
         stub.add_response("describe_table", _described("NEW_AND_OLD_IMAGES"), {"TableName": ARN})
+        lstub.add_response("list_event_source_mappings", _mappings(), {"EventSourceArn": STREAM})
+        assert doctor.stream(client, lambdas, watch, streamed).line() == (
+            "✗ orders: stream: NEW_AND_OLD_IMAGES, read by no Lambda mapping: deploy the rendered "
+            "template (its mapping feeds the watch)"
+        )
+        stub.add_response("describe_table", _described("NEW_AND_OLD_IMAGES"), {"TableName": ARN})
         lstub.add_response("list_event_source_mappings", _mappings("Disabled"), {"EventSourceArn": STREAM})  # fmt: skip
-        assert doctor.stream(client, lambdas, _table()).line() == (
+        assert doctor.stream(client, lambdas, watch, streamed).line() == (
             "✗ orders: stream: NEW_AND_OLD_IMAGES, its Lambda mapping is Disabled: enable it "
             "(aws lambda update-event-source-mapping --enabled) or the change files stop"
         )
-        stub.add_response("describe_table", _described("NEW_AND_OLD_IMAGES"), {"TableName": ARN})
-        lstub.add_response("list_event_source_mappings", _mappings("Enabled"), {"EventSourceArn": STREAM})  # fmt: skip
-        assert doctor.stream(client, lambdas, _table()).line() == (
-            "✓ orders: stream: NEW_AND_OLD_IMAGES, read by the stream writer"
+        for ages, expected in (
+            ((1200.0, 250000.0), "✗ orders: stream: NEW_AND_OLD_IMAGES, dynamodb-lakehouse-stream-writer is 250s behind the stream: see its errors (its log group) and the failure queue"),  # noqa: E501
+            ((1200.0, 3000.0), "✓ orders: stream: NEW_AND_OLD_IMAGES, read by dynamodb-lakehouse-stream-writer, at most 3s behind"),  # noqa: E501
+        ):  # fmt: skip
+            stub.add_response("describe_table", _described("NEW_AND_OLD_IMAGES"), {"TableName": ARN})  # fmt: skip
+            lstub.add_response("list_event_source_mappings", _mappings("Enabled"), {"EventSourceArn": STREAM})  # fmt: skip
+            wstub.add_response("get_metric_statistics", _ages(*ages))
+            assert doctor.stream(client, lambdas, watch, streamed).line() == expected
+
+
+def test_a_table_without_an_arn_is_checked_by_its_name() -> None:
+    client = _client("dynamodb")
+    with Stubber(client) as stub:
+        stub.add_client_error("describe_continuous_backups", "TableNotFoundException", "Table not found: orders")  # fmt: skip
+        assert doctor.point_in_time_recovery(client, get_table("orders")).line() == (
+            "✗ orders: point-in-time recovery: TableNotFoundException: Table not found: orders"
         )
+
+
+def test_no_region_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    checks = doctor.aws_checks(doctor.Account((_table(),), "app-1"))
+    assert [c.line() for c in checks] == [
+        "✗ credentials: no region: pass --region or set AWS_REGION"
+    ]
 
 
 def test_glue_database_and_lake_formation() -> None:
@@ -157,8 +195,9 @@ def test_glue_database_and_lake_formation() -> None:
         stub.add_response("get_database", {"Database": {"Name": "staging", "CreateTableDefaultPermissions": []}})  # fmt: skip
         assert doctor.database(glue, "staging").line() == (
             "✗ glue database staging: governed by Lake Formation (no default permissions): "
-            "grant the job role CREATE_TABLE, ALTER, DROP and DESCRIBE on the database, and "
-            "SELECT, INSERT, DELETE, ALTER, DROP and DESCRIBE on all its tables"
+            "grant the job role CREATE_TABLE, ALTER, DROP and DESCRIBE on the database, SELECT, "
+            "INSERT, DELETE, ALTER, DROP and DESCRIBE on all its tables and DATA_LOCATION_ACCESS "
+            "on the warehouse (Lake Formation), and lakeformation:GetDataAccess (IAM)"
         )
         everyone = [{"Principal": {"DataLakePrincipalIdentifier": "IAM_ALLOWED_PRINCIPALS"}, "Permissions": ["ALL"]}]  # fmt: skip
         stub.add_response("get_database", {"Database": {"Name": "staging", "CreateTableDefaultPermissions": everyone}})  # fmt: skip
@@ -171,7 +210,7 @@ def test_aws_checks_stop_at_missing_credentials() -> None:
     sts = _client("sts")
     with Stubber(sts) as stub:
         stub.add_client_error("get_caller_identity", "InvalidClientTokenId", "bad token")
-        checks = doctor.aws_checks(doctor.Account((_table(),), "app-1"), lambda _: sts)
+        checks = doctor.aws_checks(doctor.Account((_table(),), "app-1"), lambda *_: sts)
     assert [c.name for c in checks] == ["credentials"] and not checks[0].ok
 
 
@@ -186,6 +225,7 @@ def test_the_probe_is_doctor_in_one_small_job(capsys: pytest.CaptureFixture[str]
     command += ["--code", "s3://code/p", "--role-arn", "arn:aws:iam::123456789012:role/job"]
     assert cli.main([*command, "--warehouse", "s3://lake/warehouse"]) == 0
     out = capsys.readouterr().out
+    assert doctor.PROBE_COST in out
     request = json.loads(out[out.index("StartJobRun ") + 12 : out.index("\n}") + 2])
     job = request["jobDriver"]["sparkSubmit"]
     assert job["entryPointArguments"] == ["doctor", "--in-job"]
@@ -195,6 +235,8 @@ def test_the_probe_is_doctor_in_one_small_job(capsys: pytest.CaptureFixture[str]
     assert "--probe needs --application-id, --code, --role-arn and --warehouse" in (
         capsys.readouterr().err
     )
+    assert cli.main(["doctor", "--dry-run"]) == 2
+    assert "--dry-run goes with --probe" in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -209,3 +251,16 @@ def test_doctor_in_a_job_checks_what_only_a_job_can(spark, capsys) -> None:
     ]  # fmt: skip
     assert "1.10.2" in out[2]
     assert not [t for t in spark.sql("show tables in lake.staging").collect() if "doctor" in t[1]]
+
+
+def test_local_checks_fail_with_their_fix(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from ingestion.project import doctor as local
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java on it
+    assert local.java().line() == "✗ java: no java on PATH: install OpenJDK 17 (make setup)"
+    monkeypatch.setattr(local, "MIN_FREE_GB", 10**9)
+    assert local.disk().line().startswith("✗ disk: ") and "free at least 1e+09 GB" in local.disk().line()  # fmt: skip
+    bad = tmp_path / "catalog.db"
+    bad.write_text("not a database")
+    monkeypatch.setattr("ingestion.light.catalog.catalog_file", lambda: bad)
+    assert local.catalog().line() == f"✗ catalog: {bad} is no SQLite file: move it away"

@@ -8,7 +8,10 @@ ones that need the whole suite's calls skip on a partial run (a file, ``-k``).""
 from __future__ import annotations
 
 import ast
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import aws_calls
@@ -108,7 +111,7 @@ def test_a_removed_action_names_the_code_path_that_needs_it() -> None:
 # What a boto3 client is called in ingestion/ (``client``, ``s3``, ``self.client``,
 # ``catalog.glue``...): a method of another object with an operation's name (DuckDB's
 # ``query``) is no AWS call.
-CLIENT = re.compile(r"(^|[._])(client|s3|glue|dynamodb|emr)(\(\))?$")
+CLIENT = re.compile(r"(^|[._])(client|s3|glue|dynamodb|emr|sts|lambdas)(\(\))?$")
 
 
 def _client_methods() -> dict[str, list[str]]:
@@ -120,7 +123,8 @@ def _client_methods() -> dict[str, list[str]]:
 
     files = sorted((ROOT / "ingestion").rglob("*.py"))
     text = "\n".join(f.read_text() for f in files)
-    services = set(re.findall(r'boto3\.client\(\s*"([a-z0-9-]+)"', text)) | {"glue"}
+    made = r'(?:boto3\.client|make)\(\s*"([a-z0-9-]+)"'  # doctor's clients come from make(...)
+    services = set(re.findall(made, text)) | {"glue"}
     session = botocore.session.get_session()
     methods = {"upload_file"} | {
         xform_name(operation)
@@ -158,3 +162,59 @@ def test_every_client_method_in_the_code_was_called_by_a_test(
         if method not in recorded
     }
     assert sorted(missing) == [], "called in ingestion/, never by a test"
+
+
+def test_every_request_the_code_sent_fits_its_operation() -> None:
+    """botocore validated each call's required members and types as it was made; the maximum
+    lengths and enum values it leaves to the service are checked here (``contracts``), for the
+    export requests, Glue registration, emr submit and every other call of the suite."""
+    from ingestion.aws import contracts
+
+    wrong = [
+        f"{service} {operation} ({where}): {problem}"
+        for service, operation, params, where in aws_calls.RECORDER.requests
+        for problem in contracts.problems(service, operation, params)
+    ]
+    assert wrong == []
+
+
+def test_three_tables_render_to_a_template_that_passes_every_check(
+    project_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One stream table and two daily ones: each gets its resources from its entry, the stream
+    tables share one watch, and the template passes cfn-lint, the service-contract check and
+    the permission check (tests/aws_calls.py) as the shipped one does."""
+    from ingestion import cli
+    from ingestion.dynamodb.tables import load_tables
+
+    assert cli.main(["add-table", "Invoices", "--partition-key", "invoice_id:S"]) == 0
+    capsys.readouterr()
+    out = project_copy / "deploy" / "three.yaml"
+    assert cli.main(["deploy", "render", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == (
+        f"wrote {out}: 3 tables; one watch for books; daily exports for orders, invoices"
+    )
+    assert [t.cadence for t in load_tables().values()] == ["stream", "daily", "daily"]
+    lint = Path(sys.executable).parent / "cfn-lint"
+    done = subprocess.run([str(lint), str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    from cfnlint.decode import decode
+
+    template, problems = decode(str(out))
+    assert not problems and template is not None
+    resources = template["Resources"]
+    assert {n for n, r in resources.items() if r["Type"] == "AWS::Scheduler::Schedule"} == {
+        "Watch", "OrdersSync", "OrdersMaintain", "InvoicesSync", "InvoicesMaintain",
+    }  # fmt: skip
+    assert "InvoicesTableArn" in template["Parameters"]
+    assert {"Ref": "InvoicesTableArn"} in next(
+        s["Resource"]
+        for s in resources["JobRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+        if s["Sid"] == "Exports"
+    )
+    from ingestion.aws import contracts
+
+    for target in (r["Properties"]["Target"] for r in resources.values() if r["Type"] == "AWS::Scheduler::Schedule"):  # fmt: skip
+        contracts.check_scheduler_target(target["Arn"], json.loads(aws_calls.sample(aws_calls.resolve(target["Input"], template))))  # fmt: skip
+    needs = aws_calls.needs(aws_calls.RECORDER.calls, aws_calls.scheduled_calls(template))
+    assert [n for n in needs if not aws_calls.allowed(n, aws_calls.grants(template))] == []

@@ -90,3 +90,29 @@ def test_a_table_another_watch_holds_is_left_and_the_others_watched(
         assert "another watch of table orders holds its lease" in capsys.readouterr().err
     finally:
         other.release()
+
+
+def test_one_failing_table_holds_no_other_back(
+    spark, clean_lakehouse, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A damaged change file of `orders` (more damaged lines than --max-rejects allows) fails
+    orders' step; books is staged and merged in the same tick; one table failing
+    --max-failures ticks in a row stops the watch, naming it."""
+    import gzip
+
+    location = tmp_path / "streams"
+    _write(location, [_book("b5", 1769000000, 1)])
+    _write(location, [_order("c1", "o1", 1769000000, 2)])
+    (damaged,) = (location / "orders").glob("*.json.gz")
+    damaged.write_bytes(gzip.compress(b"this is no stream record\n"))
+    command = ["watch", "--table", "books", "--table", "orders", "--stream", str(location)]
+    command += ["--interval", "0", "--settle", "0", "--max-failures", "2"]
+    assert cli.main([*command, "--ticks", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "tick 1 books: 1 files, 1 changes, +1" in out
+    assert "tick 1 orders: FAILED: " in out
+    assert final_ids(spark) == ["b5"]
+    assert cli.main([*command, "--ticks", "5"]) == 2
+    captured = capsys.readouterr()
+    assert "table orders: 2 ticks in a row failed; last error: " in captured.err
+    assert captured.out.count("orders: FAILED") == 2
