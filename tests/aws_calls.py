@@ -160,13 +160,19 @@ UNSEEN: tuple[Unseen, ...] = (
         for arn in _GLUE_TABLE[:2]
     ),
     *(
-        Unseen("JobRole", f"glue:{action}", arn, _JVM + f": GlueCatalog's {action}")
-        for action in ("GetTable", "CreateTable", "UpdateTable", "DeleteTable")
+        Unseen("JobRole", f"glue:{action}", arn, f"{path} -> GlueCatalog's {action} ({_JVM})")
+        for action, path in (
+            ("GetTable", "every read of a table (spark.table, dbt's models)"),
+            ("CreateTable", "ingestion/staging/append.py: create table (staging, merge log)"),
+            ("UpdateTable", "every Iceberg commit (ingest, merge, maintain, the lease)"),
+            ("DeleteTable", "ingestion/jobs/remove.py: drop table (remove-table); doctor's probe"),
+        )
         for arn in _GLUE_TABLE
     ),
     *(
         Unseen("JobRole", f"glue:{action}", arn,
-               _JVM + f": dbt-spark's relation cache (show tables / show databases) -> {action}")
+               f"dbt-spark's relation cache (show tables / show databases, each dbt run) -> "
+               f"GlueCatalog's {action} ({_JVM})")
         for action in ("GetTables", "GetDatabases")
         for arn in _GLUE_TABLE[:2]
     ),  # fmt: skip
