@@ -15,6 +15,10 @@ What EMR Serverless does with a job run, and how each step is rehearsed here:
   Iceberg jar (1.10.2) on this machine, plus the stand-ins below.
 - The driver's Python is the release's ``/usr/bin/python3.11``, with no packages of its own.
   Here: a virtual environment of this machine's CPython 3.11 made with nothing installed.
+- The executors run apart from the driver, on their own workers. Here: Spark's
+  ``local-cluster`` master, an executor in its own JVM (and its own Python workers), so that
+  state held only by the driver's process, environment or disk shows up.
+- It injects no region: only what the job parameters set. Here: no ``AWS_REGION``.
 
 What cannot run here and has a stand-in: the Glue Data Catalog (Iceberg's JDBC catalog behind
 ``rehearsal/NoViewCatalog.java``, compiled here, which like GlueCatalog is no view catalog: Spark
@@ -120,6 +124,9 @@ def prepare(parameters: str, s3: Any, work: Path, python: Path) -> Job:
     return job
 
 
+# One worker of 2 cores: an executor JVM beside the driver's (EMR's workers stand apart too).
+MASTER = "local-cluster[1,2,4096]"
+
 CATALOG_SOURCE = Path(__file__).parent / "rehearsal" / "NoViewCatalog.java"
 
 
@@ -169,7 +176,9 @@ def run(
     entry = job.work / "main.py"
     if not entry.exists():
         shutil.copyfile(entry_point, entry)
-    command = [str(spark_home / "bin" / "spark-submit")]
+    # Executors in their own JVMs, as on EMR: what lives only in the driver's environment or on
+    # its disk (a path, a variable, an import) fails here as it would there.
+    command = [str(spark_home / "bin" / "spark-submit"), "--master", MASTER]
     for conf in job.confs:
         command += ["--conf", conf]
     command += ["main.py", *arguments]

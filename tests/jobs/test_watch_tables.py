@@ -71,8 +71,14 @@ def test_one_watch_merges_every_table_in_one_tick(
 
 
 def test_a_table_another_watch_holds_is_left_and_the_others_watched(
-    spark, clean_lakehouse, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark,
+    clean_lakehouse,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # Short leases: a newcomer sees the holder renew within a second, not within 30 s.
+    monkeypatch.setenv("LAKEHOUSE_LEASE_SECONDS", "4")
     location = tmp_path / "streams"
     _write(location, [_book("b9", 1769000000, 1)])
     other = lease.hold(spark, "orders", "watch", report=lambda _: None)  # another machine's
