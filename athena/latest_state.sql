@@ -1,3 +1,4 @@
+-- `lakehouse` is the final database's default name: with FinalDatabaseName set, use yours.
 -- The current state of `books`: one row per item, deletes applied. With `ttl_deletes: keep`,
 -- items DynamoDB's TTL expired stay, flagged `_operation = 'ttl_delete'`: filter them here.
 select

@@ -1,3 +1,4 @@
+-- `lakehouse` is the final database's default name: with FinalDatabaseName set, use yours.
 -- Maps become structs and lists of maps arrays of structs: `editions` unnested, one row per
 -- edition, with a field of the `details` struct. In Athena (Trino), unnesting an array of rows
 -- gives one column per field, so the alias names each field, in the struct's order.

@@ -1,3 +1,4 @@
+-- `lakehouse` is the final database's default name: with FinalDatabaseName set, use yours.
 -- Orders per day of their last change (`_version` is the DynamoDB write time in microseconds).
 select
     date(from_unixtime(_version / 1000000)) as day,

@@ -1,3 +1,4 @@
+-- `lakehouse` is the final database's default name: with FinalDatabaseName set, use yours.
 -- `orders` an hour ago next to now: Iceberg time travel. Ask only for a moment inside the
 -- retention `maintain` keeps (default 24 hours): a snapshot it has expired cannot be read, and a
 -- table younger than the interval has no snapshot then.

@@ -406,6 +406,21 @@ def small_commands(doc: dict) -> list[Row]:
     ]
 
 
+def tick_profile(doc: dict) -> list[Row]:
+    steps = doc["per_table_s"]
+    return [
+        (
+            f"a `watch` tick of {doc['tables']} stream tables, profiled",
+            f"{doc['changes_per_table_per_tick']} changes per table, {doc['ticks_profiled']} ticks",
+            f"{doc['tick_s']} s a tick: per table ingest {steps['ingest (all of it)']} s, merge "
+            f"{steps['merge (all of it)']} s (dbt run {steps['  dbt run']} s); floor "
+            f"{doc['floor_tick_s']} s ({doc['tick_vs_floor']}x)",
+            "none (the profile behind freshness)",
+            "-",
+        )
+    ]
+
+
 SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("ingest_full_export", ingest),
     ("memory", memory),
@@ -414,6 +429,7 @@ SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("buckets", buckets),
     ("daily_sync", daily),
     ("freshness", freshness),
+    ("tick_profile", tick_profile),
     ("maintenance", maintenance),
     ("detect_schema", detect),
     ("export_to_final", export_to_final),

@@ -4,12 +4,17 @@
   table); macros that run inside a materialization use these.
 -#}
 
+{#- The staging namespace: LAKEHOUSE_STAGING_DATABASE, or the var's default (config/names.py). -#}
+{% macro dynamodb_staging_schema() -%}
+{{ env_var('LAKEHOUSE_STAGING_DATABASE', var('lakehouse_staging_schema')) }}
+{%- endmacro %}
+
 {#- The change log of a DynamoDB table: lake.staging.<table>. -#}
 {% macro dynamodb_staging_relation(table) -%}
-{{ var('lakehouse_catalog') }}.{{ var('lakehouse_staging_schema') }}.{{ lakehouse_quote(table) }}
+{{ var('lakehouse_catalog') }}.{{ dynamodb_staging_schema() }}.{{ lakehouse_quote(table) }}
 {%- endmacro %}
 
 {#- The merge log: which staged batches each final table holds. -#}
 {% macro dynamodb_merge_log() -%}
-{{ var('lakehouse_catalog') }}.{{ var('lakehouse_staging_schema') }}.{{ var('lakehouse_merge_log') }}
+{{ var('lakehouse_catalog') }}.{{ dynamodb_staging_schema() }}.{{ var('lakehouse_merge_log') }}
 {%- endmacro %}

@@ -2,7 +2,7 @@
   {%- set given = dynamodb_run_var('dynamodb_batches') or {} -%}
   {%- if table in given -%}{{ return(given[table]) }}{%- endif -%}
   {%- if not execute -%}{{ return([]) }}{%- endif -%}
-  {%- set logged = adapter.get_relation(database=none, schema=var('lakehouse_staging_schema'), identifier=var('lakehouse_merge_log')) -%}
+  {%- set logged = adapter.get_relation(database=none, schema=dynamodb_staging_schema(), identifier=var('lakehouse_merge_log')) -%}
   {#- A batch's id is in its commit's summary or, once `maintain` expired that commit, in the
       ledger a later commit carries forward (the summary key `ledger`, a JSON list). -#}
   {%- set query -%}

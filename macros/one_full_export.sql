@@ -13,7 +13,7 @@
   {%- set table = this.identifier -%}
   {%- if table not in var('dynamodb_tables', {}) -%}{{ return(false) }}{%- endif -%}
   {#- No change log yet (`dbt compile` or sqlfluff on a fresh lakehouse): the general path. -#}
-  {%- if adapter.get_relation(database=none, schema=var('lakehouse_staging_schema'), identifier=table) is none -%}
+  {%- if adapter.get_relation(database=none, schema=dynamodb_staging_schema(), identifier=table) is none -%}
     {{ return(false) }}
   {%- endif -%}
   {%- set query -%}

@@ -138,7 +138,9 @@ BUCKET, DATA = "user-bucket", "arn:aws:s3:::user-bucket"
 BUCKETS = {"BucketName": BUCKET, "CodeBucket": "code-bucket"}  # the template's two buckets
 TABLE = f"arn:aws:dynamodb:eu-west-1:{ACCOUNT}:table/user-table"
 GLUE = f"arn:aws:glue:eu-west-1:{ACCOUNT}"
-_GLUE_TABLE = (f"{GLUE}:catalog", f"{GLUE}:database/staging", f"{GLUE}:table/staging/books")
+# The JVM's Glue calls, on both databases: the staging change logs and the final tables.
+_GLUE_DATABASES = (f"{GLUE}:catalog", f"{GLUE}:database/staging", f"{GLUE}:database/lakehouse")
+_GLUE_TABLE = (*_GLUE_DATABASES, f"{GLUE}:table/staging/books", f"{GLUE}:table/lakehouse/books")
 _JVM = "the job's JVM on EMR (EMRFS / Iceberg's S3FileIO and GlueCatalog, under the job role)"
 UNSEEN: tuple[Unseen, ...] = (
     *(
@@ -157,7 +159,7 @@ UNSEEN: tuple[Unseen, ...] = (
            "with the job role"),  # fmt: skip
     *(
         Unseen("JobRole", "glue:GetDatabase", arn, _JVM + ": GlueCatalog's GetDatabase")
-        for arn in _GLUE_TABLE[:2]
+        for arn in _GLUE_DATABASES
     ),
     *(
         Unseen("JobRole", f"glue:{action}", arn, f"{path} -> GlueCatalog's {action} ({_JVM})")
@@ -174,7 +176,7 @@ UNSEEN: tuple[Unseen, ...] = (
                f"dbt-spark's relation cache (show tables / show databases, each dbt run) -> "
                f"GlueCatalog's {action} ({_JVM})")
         for action in ("GetTables", "GetDatabases")
-        for arn in _GLUE_TABLE[:2]
+        for arn in _GLUE_DATABASES
     ),  # fmt: skip
     *(
         Unseen("StreamWriterRole", f"dynamodb:{action}",
@@ -349,6 +351,8 @@ def _ref(name: str, template: dict[str, Any]) -> str:
             return table + "/stream/{{Label}}"
         if name.endswith("TableArn"):
             return table
+        if name.endswith("DatabaseName"):  # the calls recorded here use the default names
+            return str(parameter["Default"])
         return BUCKETS.get(name, "{{" + name + "}}")
     resource = template["Resources"][name]["Properties"]
     return str(resource.get("FunctionName") or resource.get("QueueName") or "{{" + name + "}}")

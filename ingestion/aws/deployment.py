@@ -88,7 +88,8 @@ def render(tables: list[TableConfig]) -> dict[str, Any]:
 
 def _parameters(watch: bool) -> str:
     code = ("s3://${CodeBucket}/${JobArchiveKey}", "s3://${BucketName}/warehouse")
-    return emr.spark_parameters(*code, "s3://${CodeBucket}/${JobDependenciesKey}", watch=watch)
+    deps = "s3://${CodeBucket}/${JobDependenciesKey}"
+    return emr.spark_parameters(*code, deps, watch=watch, databases=shared.DATABASES)
 
 
 def job_input(name: str, arguments: list[str], watch: bool = False) -> str:

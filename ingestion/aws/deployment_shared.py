@@ -17,6 +17,10 @@ FUNCTION = "dynamodb-lakehouse-stream-writer"
 STREAM_FAILURES = "dynamodb-lakehouse-stream-failures"
 SCHEDULE_FAILURES = "dynamodb-lakehouse-schedule-failures"
 FOURTEEN_DAYS = 1209600
+STAGING_PARAMETER = "StagingDatabaseName"
+FINAL_PARAMETER = "FinalDatabaseName"
+# The job's databases, as the template's parameters (emr.job_environment).
+DATABASES = ("${" + STAGING_PARAMETER + "}", "${" + FINAL_PARAMETER + "}")
 
 
 def _sub(text: str) -> dict[str, str]:
@@ -57,6 +61,13 @@ def parameters() -> dict[str, Any]:
         found = {"Type": "String", "Description": description}
         return found | ({"Default": default} if default is not None else {})
 
+    def database(description: str, default: str) -> dict[str, str]:
+        pattern = {
+            "AllowedPattern": names.DATABASE_NAME.pattern,
+            "ConstraintDescription": "lower-case letters, digits and underscores",
+        }  # noqa: E501
+        return text(description, default) | pattern
+
     return {
         "BucketName": text("S3 bucket for exports, stream change files and the Iceberg warehouse."),
         "CodeBucket": text("Bucket holding the Lambda package and the job's code (make package)."),
@@ -67,6 +78,9 @@ def parameters() -> dict[str, Any]:
         "EmrApplicationId": text("EMR Serverless application (Spark, emr-7.7.0 or later) that runs the jobs."),  # noqa: E501
         "StreamPrefix": text("Prefix of the stream change files in BucketName.", "streams"),
         "ExportPrefix": text("Prefix of the DynamoDB exports in BucketName.", "exports"),
+        # The job reads both from its environment (LAKEHOUSE_*_DATABASE, set by the schedules).
+        STAGING_PARAMETER: database("Glue database of the staging change logs and the merge log.", names.STAGING),  # noqa: E501
+        FINAL_PARAMETER: database("Glue database of the final tables Athena queries.", names.FINAL),  # noqa: E501
     }  # fmt: skip
 
 
@@ -97,10 +111,10 @@ def bucket_and_catalog() -> dict[str, Any]:
     }
     found: dict[str, Any] = {"DataBucket": {"Type": "AWS::S3::Bucket", "Properties": bucket}}
     for logical, name, what in (
-        ("LakehouseDatabase", names.FINAL, "Final Iceberg tables (one row per DynamoDB item), queried by Athena."),  # noqa: E501
-        ("StagingDatabase", names.STAGING, "Staging Iceberg change logs and the merge log."),
+        ("LakehouseDatabase", FINAL_PARAMETER, "Final Iceberg tables (one row per DynamoDB item), queried by Athena."),  # noqa: E501
+        ("StagingDatabase", STAGING_PARAMETER, "Staging Iceberg change logs and the merge log."),
     ):  # fmt: skip
-        database = {"Name": name, "Description": what}
+        database = {"Name": {"Ref": name}, "Description": what}
         props = {"CatalogId": {"Ref": "AWS::AccountId"}, "DatabaseInput": database}
         found[logical] = {"Type": "AWS::Glue::Database", "Properties": props}
     return found
@@ -109,8 +123,9 @@ def bucket_and_catalog() -> dict[str, Any]:
 def job_role(table_arns: list[str]) -> dict[str, Any]:
     """The job's role: the bucket, the code, the Glue databases, and the tables' exports."""
     glue = "arn:${AWS::Partition}:glue:${AWS::Region}:${AWS::AccountId}:"
-    databases = [f"database/{names.FINAL}", f"database/{names.STAGING}"]
-    tables = [f"table/{names.FINAL}/*", f"table/{names.STAGING}/*"]
+    staging, final = DATABASES
+    databases = [f"database/{final}", f"database/{staging}"]
+    tables = [f"table/{final}/*", f"table/{staging}/*"]
     bucket = "arn:${AWS::Partition}:s3:::${BucketName}"
     glue_actions = [
         "GetDatabase",

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ingestion.aws import emr, submit
+from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.sync import region_of
@@ -172,7 +173,7 @@ def _reason(exc: Exception) -> str:
 class Account:
     tables: tuple[TableConfig, ...]
     application_id: str | None = None
-    databases: tuple[str, ...] = ("staging", "lakehouse")
+    databases: tuple[str, ...] = (names.STAGING, names.FINAL)
     region: str | None = None
 
 

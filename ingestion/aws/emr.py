@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ingestion.aws import job_python
+from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 
 log = logging.getLogger(__name__)
@@ -53,13 +54,20 @@ def check_release(client: Any, application_id: str) -> tuple[str, str]:
     return label, str(application.get("architecture") or "X86_64").lower()
 
 
-def job_environment(warehouse: str) -> dict[str, str]:
-    """The environment the job's driver needs (the target, the warehouse, the project)."""
+# The Glue databases of a job: this process's (``emr submit``), or the template's parameters.
+DATABASES = (names.STAGING, names.FINAL)
+
+
+def job_environment(warehouse: str, databases: tuple[str, str] = DATABASES) -> dict[str, str]:
+    """The environment the job's driver needs (the target, the warehouse, the project, the
+    staging and final databases)."""
     return {
         "LAKEHOUSE_TARGET": "emr",
         "LAKEHOUSE_WAREHOUSE": warehouse,
         "LAKEHOUSE_PROJECT_DIR": "./project",
         "PYTHONPATH": "./project",
+        names.STAGING_VARIABLE: databases[0],
+        names.FINAL_VARIABLE: databases[1],
     }
 
 
@@ -86,13 +94,14 @@ def job_setup(
     warehouse: str,
     deps_archive: str | None = None,
     venv_archive: str | None = None,
+    databases: tuple[str, str] = DATABASES,
 ) -> tuple[dict[str, str], list[str]]:
     """The driver's environment and the archives (``uri#alias``) of one job run, on EMR
     Serverless and on EMR on EC2 alike. The job's Python is the release's 3.11 with
     ``deps_archive`` on its path; or, with neither archive, the same Python in a custom image
     that has the packages (deploy/Dockerfile); or the interpreter inside a packed
     ``venv_archive`` of the user's own."""
-    env = job_environment(warehouse)
+    env = job_environment(warehouse, databases)
     archives = [f"{archive}#project"]
     python = job_python.JOB_PYTHON
     if deps_archive:
@@ -111,11 +120,12 @@ def spark_parameters(
     deps_archive: str | None = None,
     venv_archive: str | None = None,
     watch: bool = False,
+    databases: tuple[str, str] = DATABASES,
 ) -> str:
     """spark-submit parameters of an EMR Serverless job of this project: the one list that
     ``emr submit`` sends and the template's schedules carry (a test compares them). ``watch``
     sizes a long-running ``watch`` small."""
-    env, archives = job_setup(archive, warehouse, deps_archive, venv_archive)
+    env, archives = job_setup(archive, warehouse, deps_archive, venv_archive, databases)
     parts = [f"--conf spark.jars={EMR_ICEBERG_JAR}", f"--conf spark.archives={','.join(archives)}"]
     parts += [f"--conf spark.emr-serverless.driverEnv.{k}={v}" for k, v in env.items()]
     parts.append(f"--conf spark.executorEnv.PYSPARK_PYTHON={env['PYSPARK_PYTHON']}")

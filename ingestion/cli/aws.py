@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="register (or move) the final tables in the AWS Glue catalog for Athena",
     )
     add_table_selection(p)
-    p.add_argument("--database", default=names.FINAL, help="Glue database (default lakehouse)")
+    p.add_argument("--database", default=names.FINAL, help=f"Glue database (default {names.FINAL})")
     p.add_argument("--glue-endpoint", help="Glue endpoint URL (default: AWS's)")
     p.set_defaults(run=run_register_glue)
 
@@ -144,7 +144,7 @@ def _register_doctor(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         default=[names.STAGING, names.FINAL],
         metavar="NAME",
-        help="the Glue databases of the tables (default: staging lakehouse)",
+        help=f"the Glue databases of the tables (default: {names.STAGING} {names.FINAL})",
     )
     p.add_argument(
         "--probe",

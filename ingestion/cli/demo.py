@@ -68,6 +68,6 @@ def run_demo(args: argparse.Namespace) -> int:
     output.write_rows(result.query_columns, result.query_rows, "table")
     print(
         f"\ndemo finished in {result.seconds:.1f}s; try: "
-        'ddb-lakehouse status  or  ddb-lakehouse query "select count(*) from lakehouse.orders"'
+        f'ddb-lakehouse status  or  ddb-lakehouse query "select count(*) from {names.FINAL}.orders"'
     )
     return 0 if result.matches else 1

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from ingestion.config import settings
+from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
 
 log = logging.getLogger("ddb-lakehouse")
@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     settings.export_environment()
     started = time.monotonic()
     try:
+        names.check_databases()
         code: int = args.run(args)
     except LakehouseError as exc:  # the one family of errors a user can cause (config.errors)
         print(f"error: {exc}", file=sys.stderr)

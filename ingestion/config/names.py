@@ -7,9 +7,23 @@ The dbt side reaches the same names through ``source('dynamodb', <table>)`` (sta
 
 from __future__ import annotations
 
+import os
+import re
+
+from ingestion.config.errors import LakehouseError
+
 CATALOG = "lake"  # Spark's catalog name (profiles/profiles.yml: spark.sql.catalog.lake)
-STAGING = "staging"  # namespace of the change logs, the rejects and the merge log
-FINAL = "lakehouse"  # namespace of the final tables (the Glue database Athena reads)
+# The two namespaces are the Glue databases on AWS. An account may already have a database named
+# `staging` or `lakehouse`, so each name can come from a variable. The variables are read once,
+# at import. Every process of a run gets them from its environment: dbt through
+# settings.export_environment, a job on EMR through the driverEnv the submit and the schedules
+# set (ingestion/aws/emr.job_environment).
+STAGING_VARIABLE = "LAKEHOUSE_STAGING_DATABASE"
+FINAL_VARIABLE = "LAKEHOUSE_FINAL_DATABASE"
+STAGING = os.environ.get(STAGING_VARIABLE) or "staging"  # change logs, rejects, the merge log
+FINAL = os.environ.get(FINAL_VARIABLE) or "lakehouse"  # the final tables Athena reads
+# A name that Glue, Athena (lower case only) and Spark all take without quoting.
+DATABASE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,254}")
 MERGE_LOG = "dynamodb_lakehouse_merges"  # which staged batch was merged when
 LEASES = "dynamodb_lakehouse_leases"  # one watch per table across machines (jobs.lease)
 REJECTS_SUFFIX = "_rejects"  # staging.<table>_rejects: a table's damaged stream lines
@@ -34,6 +48,26 @@ SUMMARY_KEYS = {
         ("rebuilt_from", "rebuilt-from"),  # a rebuild's replace: the snapshot it read
     )
 }
+
+
+class DatabaseNameError(LakehouseError):
+    """A namespace variable names a database that Glue, Athena or Spark would refuse."""
+
+
+def check_databases() -> None:
+    """Refuse names that Glue or Athena would refuse, and a single name used for both."""
+    for variable, value in ((STAGING_VARIABLE, STAGING), (FINAL_VARIABLE, FINAL)):
+        if not DATABASE_NAME.fullmatch(value):
+            raise DatabaseNameError(
+                f"{variable}={value!r} is not a database name Glue and Athena both accept: "
+                "use lower-case letters, digits and underscores (at most 255 characters, not "
+                "starting with a digit)"
+            )
+    if STAGING == FINAL:
+        raise DatabaseNameError(
+            f"{STAGING_VARIABLE} and {FINAL_VARIABLE} both name {STAGING!r}: the change logs and "
+            "the final tables need separate databases"
+        )
 
 
 def quote(identifier: str) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ingestion.config import names
+
 DEFAULT_HOME_NAME = ".lakehouse"
 
 
@@ -48,6 +50,8 @@ def export_environment() -> dict[str, str]:
         "LAKEHOUSE_HOME": str(lakehouse_home()),
         "LAKEHOUSE_PROJECT_DIR": str(project_dir()),
         "DBT_PROFILES_DIR": str(project_dir() / "profiles"),
+        names.STAGING_VARIABLE: names.STAGING,  # dbt reads the namespaces from these
+        names.FINAL_VARIABLE: names.FINAL,
     }
     if os.environ.get("LAKEHOUSE_TARGET", "local") == "local":
         # The embedded default listens on loopback only. On a cluster the driver must not.

@@ -154,7 +154,7 @@ def _scratch_table(spark: Any) -> Check:
         return Check("warehouse", False, _first_line(exc))
     if [r[0] for r in read] != ["written"]:
         return Check("warehouse", False, f"read back {read!r} from {name}")
-    return Check("warehouse", True, f"created, wrote, read and dropped staging.{name}")
+    return Check("warehouse", True, f"created, wrote, read and dropped {names.STAGING}.{name}")
 
 
 def _first_line(exc: Exception) -> str:

@@ -23,7 +23,8 @@ from ingestion.spark import spark_config
 from ingestion.spark.spark_submit import spark_submit
 
 EXAMPLE_QUERY = (
-    "select id, title, author, price, pages from lakehouse.books order by price desc, id limit 5"
+    f"select id, title, author, price, pages from {names.FINAL}.books order by price desc, id "
+    "limit 5"
 )
 
 

@@ -16,6 +16,8 @@ from botocore.stub import Stubber
 from support import ROOT
 
 from ingestion.aws import contracts, emr, job_python, packaging
+from ingestion.aws import deployment_shared as shared
+from ingestion.config import names
 
 TEMPLATE = ROOT / "deploy" / "template.yaml"
 
@@ -107,6 +109,7 @@ def test_cluster_step_request() -> None:
     # The release's Python 3.11 runs it, with the dependency archive on its path.
     env = {"LAKEHOUSE_TARGET": "emr", "LAKEHOUSE_WAREHOUSE": "s3://lake/warehouse",
            "LAKEHOUSE_PROJECT_DIR": "./project", "PYTHONPATH": "./project:./deps",
+           "LAKEHOUSE_STAGING_DATABASE": "staging", "LAKEHOUSE_FINAL_DATABASE": "lakehouse",
            "PYSPARK_PYTHON": "/usr/bin/python3.11", "PYSPARK_DRIVER_PYTHON": "/usr/bin/python3.11"}  # fmt: skip
     expected = ["spark-submit", "--deploy-mode", "cluster",
                 "--conf", f"spark.jars={emr.EMR_ICEBERG_JAR}",
@@ -190,7 +193,7 @@ def test_schedules_send_what_emr_submit_sends() -> None:
         job = json.loads(schedule["Properties"]["Target"]["Input"]["Fn::Sub"])
         watch = job["JobDriver"]["SparkSubmit"]["EntryPointArguments"][0] == "watch"
         sent = job["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"]
-        assert sent == emr.spark_parameters(*code, watch=watch)
+        assert sent == emr.spark_parameters(*code, watch=watch, databases=shared.DATABASES)
 
 
 def test_poison_stream_records_are_reported_and_lag_alarms() -> None:
@@ -269,6 +272,8 @@ def test_dry_run_prints_the_request_the_schedules_send(
     deps = job["sparkSubmitParameters"].split("spark.archives=")[1].split()[0].split(",")[1]
     assert deps.startswith("s3://code/p/deps/") and deps.endswith("/deps-x86_64.tar.gz#deps")
     filled = filled.replace("s3://${CodeBucket}/${JobDependenciesKey}#deps", deps)
+    for parameter, database in zip(shared.DATABASES, (names.STAGING, names.FINAL), strict=True):
+        filled = filled.replace(parameter, database)  # the parameters' defaults
     assert job["sparkSubmitParameters"] == filled
 
 

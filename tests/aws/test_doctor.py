@@ -239,6 +239,83 @@ def test_the_probe_is_doctor_in_one_small_job(capsys: pytest.CaptureFixture[str]
     assert "--dry-run goes with --probe" in capsys.readouterr().err
 
 
+def test_each_local_check_fails_with_its_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """This machine's checks, each made to fail for real: no java on PATH, a missing jar, a
+    catalog that is no SQLite file, too little disk, a dbt project that does not parse."""
+    from ingestion.project import doctor as local
+    from ingestion.spark import jars
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java there
+    assert local.java().line() == "✗ java: no java on PATH: install OpenJDK 17 (make setup)"
+    monkeypatch.undo()
+
+    monkeypatch.setattr(jars, "pyspark_jars_dir", lambda: tmp_path)
+    check = local.jars()
+    assert (
+        not check.ok
+        and f"{tmp_path}/" in check.detail
+        and "is missing (run `make setup`" in check.detail
+    )  # noqa: E501
+    monkeypatch.undo()
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("LAKEHOUSE_HOME", str(home))
+    (home / "catalog.db").write_text("not a database")
+    assert (
+        local.catalog().line()
+        == f"✗ catalog: {home / 'catalog.db'} is no SQLite file: move it away"
+    )  # noqa: E501
+
+    monkeypatch.setattr(local, "MIN_FREE_GB", 1e9)
+    check = local.disk()
+    assert not check.ok and check.detail.endswith(f"under {home}: free at least 1e+09 GB")
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "dbt_project.yml").write_text("name: [unclosed\n")
+    (project / "profiles").mkdir()
+    monkeypatch.setenv("LAKEHOUSE_PROJECT_DIR", str(project))
+    check = local.dbt_project()
+    assert not check.ok and check.detail.startswith("`dbt parse` failed"), check.detail
+
+
+def test_a_failed_probe_says_where_its_checks_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe's job run ends FAILED: the check fails with EMR's reason and points at the
+    driver log. The upload and StartJobRun are left out (the submission is replaced by its
+    wait); GetJobRun answers through the Stubber."""
+    from datetime import UTC, datetime
+
+    from ingestion.aws import emr, submit
+
+    client = _client("emr-serverless")
+    stub = Stubber(client)
+    now = datetime.now(UTC)
+    run = {
+        "applicationId": "app-1", "jobRunId": "run-1", "arn": "arn:aws:emr-serverless:eu-west-1:123456789012:/applications/app-1/jobruns/run-1",
+        "createdBy": "arn:aws:iam::123456789012:user/u", "createdAt": now, "updatedAt": now,
+        "executionRole": "arn:aws:iam::123456789012:role/job", "state": "FAILED",
+        "stateDetails": "Job failed, ExitCode: 1", "releaseLabel": "emr-7.7.0",
+        "jobDriver": {"sparkSubmit": {"entryPoint": "s3://code/main.py"}},
+    }  # fmt: skip
+    stub.add_response(
+        "get_job_run", {"jobRun": run}, {"applicationId": "app-1", "jobRunId": "run-1"}
+    )  # noqa: E501
+
+    def submitted(*args: Any, **kwargs: Any) -> None:
+        state = emr.serverless_state(client, "app-1", "run-1")
+        emr.wait(state, emr.DONE_SERVERLESS, emr.FAILED_SERVERLESS, "job run run-1", 0, print)
+
+    monkeypatch.setattr(submit, "submit", submitted)
+    with stub:
+        check = doctor.probe(None, print)  # type: ignore[arg-type]
+    assert not check.ok and check.name == "probe job run"
+    assert check.detail.startswith("job run run-1: FAILED after 0s: Job failed, ExitCode: 1")
+    assert check.detail.endswith("(the job's driver log has each check)")
+
+
 @pytest.mark.slow
 def test_doctor_in_a_job_checks_what_only_a_job_can(spark, capsys) -> None:
     """What the probe's job prints: here on the local target (the EMR rehearsal runs it as a

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import sqlite3
 from datetime import timedelta
 from pathlib import Path
 
@@ -35,6 +36,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.aws]
 
 BUCKET = "lake"
 WAREHOUSE = f"s3://{BUCKET}/warehouse"
+# Not the defaults: the job takes its databases from the parameters it is sent (the template's
+# StagingDatabaseName and FinalDatabaseName), not from names it was built with.
+DATABASES = ("ddb_changes", "ddb_tables")
 
 
 def test_rehearsal_target_is_the_emr_target_but_for_the_catalog(
@@ -95,7 +99,7 @@ def iceberg_table(catalog_file: Path, endpoint: str, name: str):
 
 
 def final_orders(catalog_file: Path, endpoint: str) -> dict[str, dict]:
-    orders = iceberg_table(catalog_file, endpoint, "lakehouse.orders")
+    orders = iceberg_table(catalog_file, endpoint, f"{DATABASES[1]}.orders")
     table = orders.scan(selected_fields=("_image",)).to_arrow()
     images = [json.loads(text) for text in table.column("_image").to_pylist()]
     return {_key(image): image for image in images}
@@ -137,7 +141,7 @@ class Rehearsal:
         return done.returncode, done.stderr[-3000:] + "\n--- stdout ---\n" + done.stdout[-4000:]
 
     def ok(self, *arguments: str) -> str:
-        parameters = emr.spark_parameters(self.archive, WAREHOUSE, self.deps)
+        parameters = emr.spark_parameters(self.archive, WAREHOUSE, self.deps, databases=DATABASES)
         code, output = self.submit(parameters, *arguments)
         assert code == 0, f"{' '.join(arguments)} failed:\n{output}"
         return output
@@ -163,9 +167,9 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
         rehearsal = Rehearsal(tmp_path / "emr", endpoint, project_copy)
         full_uri, *chain_uris = upload_exports(rehearsal.s3, out, [full, *chain])
 
-        rehearsal.ok("ingest", "--table", "orders", full_uri)
-        rehearsal.ok("merge")  # dbt run + dbt test in a catalog without views
-        rehearsal.ok("sync", "--table", "orders", *chain_uris)
+        # ingest, then dbt run + dbt test in a catalog without views, in one process (a JVM
+        # start here costs half a minute)
+        rehearsal.ok("sync", "--table", "orders", full_uri, *chain_uris)
         rehearsal.ok("maintain", "--table", "orders")
         status = rehearsal.ok("status")
         assert "orders" in status
@@ -176,6 +180,9 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
             assert line in probe, probe
 
         assert final_orders(rehearsal.catalog, endpoint) == expected_orders([full, *chain])
+        with sqlite3.connect(rehearsal.catalog) as catalog:
+            spaces = {n for (n,) in catalog.execute("select table_namespace from iceberg_tables")}
+        assert spaces == set(DATABASES), spaces  # nothing under the default names
 
         # Types live in the lakehouse, not on a job's disk: one run detects qty as bigint from a
         # first export and adopts decimal(38,1) from a second; a later run, in a fresh folder,
@@ -194,11 +201,11 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
         assert "schema detected" in first and "drift adopted (qty)" in first, first
         second = rehearsal.ok("sync", "--table", "t", t_uris[2])
         assert "schema detected" not in second and "drift" not in second, second
-        staged = iceberg_table(rehearsal.catalog, endpoint, "staging.t")
+        staged = iceberg_table(rehearsal.catalog, endpoint, f"{DATABASES[0]}.t")
         assert str(staged.schema().find_field("qty").field_type) == "decimal(38, 1)"
         kept = json.loads(staged.properties["dynamodb-lakehouse.schema"])  # no Spark needed
         assert kept["attributes"]["qty"]["type"] == "decimal(38,1)"
-        final_t = iceberg_table(rehearsal.catalog, endpoint, "lakehouse.t").scan().to_arrow()
+        final_t = iceberg_table(rehearsal.catalog, endpoint, f"{DATABASES[1]}.t").scan().to_arrow()
         assert sorted(
             zip(final_t["id"].to_pylist(), map(str, final_t["qty"].to_pylist()), strict=True)
         ) == [
@@ -208,8 +215,8 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
 
         # What failed on EMR fails here too. The catalog holds no views, as Glue's:
         code, output = rehearsal.submit(
-            emr.spark_parameters(rehearsal.archive, WAREHOUSE, rehearsal.deps),
-            "query", "create view staging.any_view as select 1 as one",
+            emr.spark_parameters(rehearsal.archive, WAREHOUSE, rehearsal.deps, databases=DATABASES),
+            "query", f"create view {DATABASES[0]}.any_view as select 1 as one",
         )  # fmt: skip
         assert code != 0 and "not supported by catalog" in output, output
         # The packages come from the archive alone:

@@ -108,10 +108,10 @@ def test_a_removed_action_names_the_code_path_that_needs_it() -> None:
     ]
 
 
-# What a boto3 client is called in ingestion/ (``client``, ``s3``, ``self.client``,
+# What a boto3 client is called in ingestion/ (``client``, ``s3``, ``self.client``, ``watch``,
 # ``catalog.glue``...): a method of another object with an operation's name (DuckDB's
 # ``query``) is no AWS call.
-CLIENT = re.compile(r"(^|[._])(client|s3|glue|dynamodb|emr|sts|lambdas)(\(\))?$")
+CLIENT = re.compile(r"(^|[._])(client|s3|glue|dynamodb|emr|sts|lambdas|watch)(\(\))?$")
 
 
 def _client_methods() -> dict[str, list[str]]:

@@ -255,3 +255,31 @@ def test_the_lambda_writer_runs_locally_on_a_saved_event(tmp_path: Path) -> None
     # The name says the time range its changes span: earliest and latest.
     assert written.name.startswith("20260114T102850Z-20260114T103020Z-"), written.name
     assert "wrote 2 change(s)" in done.stdout
+
+
+def test_the_databases_take_the_names_the_account_has_free(tmp_path: Path) -> None:
+    """An AWS account may already have a `staging` or a `lakehouse` Glue database: both names
+    come from variables, and every step (staging, dbt's merge, the summary) uses them."""
+    import sqlite3
+
+    home = tmp_path / "home"
+    env = {
+        "LAKEHOUSE_HOME": str(home),
+        names.STAGING_VARIABLE: "ddb_changes",
+        names.FINAL_VARIABLE: "ddb_tables",
+    }
+    export = sample_exports.write_items_export(tmp_path, "books", [{"id": s("a")}, {"id": s("b")}])
+    done = cli("sync", "--table", "books", str(export), env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ddb_tables.books" in done.stdout, done.stdout
+    with sqlite3.connect(home / "catalog.db") as catalog:
+        tables = set(catalog.execute("select table_namespace, table_name from iceberg_tables"))
+    assert ("ddb_changes", "books") in tables and ("ddb_tables", "books") in tables, tables
+    assert {namespace for namespace, _ in tables} == {"ddb_changes", "ddb_tables"}, tables
+
+    for wrong, message in (
+        ({names.FINAL_VARIABLE: "Lake-House"}, "LAKEHOUSE_FINAL_DATABASE='Lake-House' is not"),
+        ({names.STAGING_VARIABLE: "same", names.FINAL_VARIABLE: "same"}, "both name 'same'"),
+    ):
+        refused = cli("status", env={"LAKEHOUSE_HOME": str(home), **wrong})
+        assert refused.returncode == 2 and message in refused.stderr, refused.stderr[-2000:]

@@ -8,6 +8,11 @@ from support import ROOT
 from ingestion.config import names
 from ingestion.config.names import quote, quote_table
 
+# dbt reads the namespaces from the variables settings.export_environment sets, with the same
+# defaults as names.py.
+STAGING_IN_DBT = "{{ env_var('LAKEHOUSE_STAGING_DATABASE', 'staging') }}"
+FINAL_IN_DBT = "{{ env_var('LAKEHOUSE_FINAL_DATABASE', 'lakehouse') }}"
+
 
 def test_quote_doubles_backticks() -> None:
     hostile = "x` string); drop table lakehouse.books; --"
@@ -27,8 +32,8 @@ def test_dbt_project_spells_the_names_as_python_does() -> None:
     assert summary_keys == {k: names.SUMMARY_KEYS[k] for k in summary_keys}
     assert set(summary_keys) == {"batch_id", "kind", "ledger"}
     models = project["models"]["dynamodb_lakehouse"]
-    assert models["staging"]["+schema"] == names.STAGING
-    assert models["marts"]["+schema"] == names.FINAL
+    assert models["staging"]["+schema"] == STAGING_IN_DBT
+    assert models["marts"]["+schema"] == FINAL_IN_DBT
 
 
 def test_the_macros_read_the_ledger_keys_only_through_the_vars() -> None:
@@ -45,11 +50,11 @@ def test_the_macros_read_the_ledger_keys_only_through_the_vars() -> None:
 def test_sources_and_profiles_name_the_same_catalog_and_namespaces() -> None:
     sources = yaml.safe_load((ROOT / "models/staging/dynamodb/__sources.yml").read_text())
     (source,) = sources["sources"]
-    assert (source["name"], source["schema"]) == (names.SOURCE, names.STAGING)
+    assert (source["name"], source["schema"]) == (names.SOURCE, STAGING_IN_DBT)
     assert (ROOT / "models/staging" / names.SOURCE).is_dir()
     profile = yaml.safe_load((ROOT / "profiles/profiles.yml").read_text())
     for target, output in profile["dynamodb_lakehouse"]["outputs"].items():
         conf = output["server_side_parameters"]
         assert conf["spark.sql.defaultCatalog"] == names.CATALOG, target
         assert f"spark.sql.catalog.{names.CATALOG}" in conf, target
-        assert output["schema"] == names.FINAL, target
+        assert output["schema"] == FINAL_IN_DBT, target

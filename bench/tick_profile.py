@@ -1,0 +1,167 @@
+"""Where a `watch` tick's time goes, beside its floor, in one run: the profile behind the freshness
+figures (bench/freshness.py).
+
+Sets up ``--tables`` stream tables as bench/freshness.py does (`books`, `hot_02`...), then, in
+this one process and SparkSession, writes one second of changes (``--rate`` a second in total,
+one change file per table) and runs one tick of all tables, ``--ticks`` times. The last ticks
+(all but the first, a warm-up) are profiled with cProfile: the wall time of each step a tick
+takes, per table, and dbt's own time per model (target/run_results.json).
+
+The floor, measured after in the same process: per table one Spark job that reads the same
+number of changes from a JSON file with a typed schema and appends them to an Iceberg table,
+and one `MERGE INTO` (delete, update, insert) of them into a second Iceberg table of 500 rows.
+That is the least a tick can do with a staging change log and a final table.
+
+Usage: .venv/bin/python bench/tick_profile.py [--tables 10] [--ticks 4] [--rate 50]
+Writes bench/results/tick_profile.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import pstats
+import tempfile
+import time
+from pathlib import Path
+
+import freshness  # bench/ is on sys.path when a benchmark runs as a script
+import project
+import results_file
+
+# (label, the function whose cumulative time it is): the steps of ingestion.jobs.ticks.tick.
+STEPS = [
+    ("tick", "ingestion/jobs/ticks.py", "tick"),
+    ("ingest (all of it)", "ingestion/staging/streams.py", "ingest_stream"),
+    ("  decode plan (typed columns)", "ingestion/schema/typed_columns.py", "transform"),
+    ("  drift report", "ingestion/staging/drift.py", "drift_report"),
+    ("  stored types", "ingestion/staging/table_types.py", "stored_document"),
+    ("  files to stage", "ingestion/staging/streams.py", "_classified"),
+    ("  ledger reads", "ingestion/staging/ledger.py", "entries"),
+    ("merge (all of it)", "ingestion/merge/runner.py", "run_merge"),
+    ("  dbt run", "ingestion/merge/runner.py", "_dbt_run"),
+    ("  counts", "ingestion/merge/merge_counts.py", "commit_counts"),
+    ("  drift adoption check", "ingestion/upkeep/adopt.py", "adopt_before_merge"),
+    ("  batches to merge", "ingestion/merge/merge_log.py", "new_batches"),
+    ("  snapshot lookups", "ingestion/merge/merge_counts.py", "current_snapshot"),
+    ("  merge log record", "ingestion/merge/merge_log.py", "record_merged"),
+]
+
+
+def cumulative(stats: pstats.Stats, path: str, function: str) -> float:
+    found = 0.0
+    # cProfile counts a recursive function's time once, at its outermost call
+    for (file, _, name), (_, _, _, cum, _) in stats.stats.items():  # type: ignore[attr-defined]
+        if file.endswith(path) and name == function:
+            found += cum
+    return found
+
+
+def floor(spark, tables: int, changes: int, ticks: int) -> float:
+    """Seconds per tick of the floor (module docstring), the first tick a warm-up."""
+    spark.sql("create namespace if not exists lake.floor")
+    for t in range(tables):
+        spark.sql(
+            f"create table lake.floor.s{t} (id string, price double, v bigint, op string) using iceberg"
+        )  # noqa: E501
+        spark.sql(
+            f"create table lake.floor.f{t} (id string, price double, v bigint) using iceberg tblproperties ('write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read')"
+        )  # noqa: E501
+        spark.sql(f"insert into lake.floor.f{t} select concat('k', id), 1.0, 0 from range(500)")
+    source = Path(tempfile.mkdtemp(prefix="floor-"))
+    took = []
+    for tick in range(ticks):
+        for t in range(tables):
+            lines = (
+                json.dumps(
+                    {
+                        "id": f"k{(i * 7 + tick) % 600}",
+                        "price": 2.0,
+                        "v": tick * 1000 + i,
+                        "op": "D" if i % 20 == 0 else "U",
+                    }
+                )  # noqa: E501
+                for i in range(changes)
+            )
+            (source / f"t{t}.json").write_text("\n".join(lines))
+        started = time.monotonic()
+        for t in range(tables):
+            read = spark.read.schema("id string, price double, v bigint, op string")
+            read.json(str(source / f"t{t}.json")).writeTo(f"lake.floor.s{t}").append()
+            spark.sql(f"""merge into lake.floor.f{t} f
+                using (select * from lake.floor.s{t} where v >= {tick * 1000}) s on f.id = s.id
+                when matched and s.op = 'D' then delete
+                when matched then update set price = s.price, v = s.v
+                when not matched and s.op != 'D' then insert (id, price, v) values (s.id, s.price, s.v)""")  # noqa: E501
+        took.append(time.monotonic() - started)
+    return sum(took[1:]) / max(1, len(took) - 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tables", type=int, default=10)
+    parser.add_argument("--ticks", type=int, default=4, help="ticks, the first a warm-up")
+    parser.add_argument("--rate", type=int, default=50, help="changes a second, in total")
+    args = parser.parse_args(argv)
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    scratch = Path(tempfile.mkdtemp(prefix="lakehouse-bench-"))
+    os.environ["LAKEHOUSE_HOME"] = str(scratch / "home")
+    copy = project.copy(scratch / "project")
+    names = freshness.hot_tables(args.tables)
+    freshness.set_up(scratch, names, 500)
+
+    from ingestion.dynamodb.tables import get_table
+    from ingestion.jobs import ticks
+    from ingestion.spark.spark_config import build_spark
+
+    spark = build_spark("bench tick profile")
+    tables = [get_table(name) for name in names]
+    location = scratch / "streams"
+    options = ticks.WatchOptions(stream=str(location), interval=0, settle=0, maintain_every=0)
+    writer = argparse.Namespace(rate=args.rate, seconds=1, items=500)
+    progress, profile, seconds, dbt_models = ticks.Progress(), cProfile.Profile(), [], []
+    for number in range(1, args.ticks + 1):
+        freshness.write_changes(location, names, writer)
+        started = time.monotonic()
+        if number > 1:
+            profile.enable()
+        done = ticks.tick(spark, tables, options, number, progress)
+        profile.disable()
+        assert not [t.error for t in done if t.error], done
+        if number > 1:
+            seconds.append(time.monotonic() - started)
+            run = json.loads((copy / "target" / "run_results.json").read_text())
+            dbt_models += [r["execution_time"] for r in run["results"]]
+    profiled = len(seconds)
+    stats = pstats.Stats(profile)
+    per_table = len(tables) * profiled
+    steps = {
+        label: round(cumulative(stats, path, function) / per_table, 3)
+        for label, path, function in STEPS
+    }
+    floor_tick = floor(spark, len(tables), args.rate // len(tables), args.ticks)
+    tick_seconds = sum(seconds) / profiled
+    figures = {
+        "tables": len(tables),
+        "changes_per_table_per_tick": args.rate // len(tables),
+        "ticks_profiled": profiled,
+        "tick_s": round(tick_seconds, 2),
+        "per_table_s": steps,
+        "dbt_model_execution_mean_s": round(sum(dbt_models) / max(1, len(dbt_models)), 3),
+        "floor_tick_s": round(floor_tick, 2),
+        "floor_per_table_s": round(floor_tick / len(tables), 3),
+        "tick_vs_floor": round(tick_seconds / floor_tick, 2),
+    }
+    results_file.write(
+        "tick_profile",
+        figures,
+        f".venv/bin/python bench/tick_profile.py --tables {args.tables} --ticks {args.ticks} "
+        f"--rate {args.rate}",
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
