@@ -7,6 +7,10 @@ one change file per table) and runs one tick of all tables, ``--ticks`` times. T
 (all but the first, a warm-up) are profiled with cProfile: the wall time of each step a tick
 takes, per table, and dbt's own time per model (target/run_results.json).
 
+Then each statement dbt ran for the last tick's models (taken from its log: the view of the
+changes, the `describe`s, the `max(_version)` queries, the MERGE) is run again directly in the
+same session, three rounds, the last reported: how much of a model's time is its SQL, not dbt.
+
 The floor, measured after in the same process: per table one Spark job that reads the same
 number of changes from a JSON file with a typed schema and appends them to an Iceberg table,
 and one `MERGE INTO` (delete, update, insert) of them into a second Iceberg table of 500 rows.
@@ -23,6 +27,7 @@ import cProfile
 import json
 import os
 import pstats
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -57,6 +62,56 @@ def cumulative(stats: pstats.Stats, path: str, function: str) -> float:
         if file.endswith(path) and name == function:
             found += cum
     return found
+
+
+STAMP = re.compile(r"^\d\d:\d\d:\d\d\.\d+ \[")
+KINDS = (
+    ("create", "view of the changes"),
+    ("describe", "describe"),
+    ("select max", "max(_version)"),
+    ("merge", "merge"),
+)  # noqa: E501
+
+
+def last_statements(log: Path) -> dict[str, list[str]]:
+    """Per model, the statements of its last run in dbt's log (from its view to its MERGE)."""
+    lines, found, i = log.read_text().splitlines(), {}, 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if '/* {"app": "dbt"' not in line or "On model." not in line:
+            continue
+        model = line.split("On model.", 1)[1].split(":", 1)[0].rsplit(".", 1)[-1]
+        body = [line.split("*/", 1)[1]]
+        while i < len(lines) and not STAMP.match(lines[i]):
+            body.append(lines[i])
+            i += 1
+        sql = "\n".join(body).strip()
+        if sql.lower().startswith("create or replace temporary view"):
+            found[model] = [sql]
+        elif model in found:
+            found[model].append(sql)
+    return found
+
+
+def model_sql(spark, log: Path) -> dict[str, float]:
+    """Seconds per model of each kind of statement, run directly (the last of three rounds), and
+    of the changes alone (a count of the view)."""
+    statements = last_statements(log)
+    for _ in range(3):
+        took = {label: 0.0 for _, label in KINDS}
+        for sqls in statements.values():
+            for sql in sqls:
+                label = next((lb for start, lb in KINDS if sql.lower().startswith(start)), None)
+                if label is not None:
+                    started = time.monotonic()
+                    spark.sql(sql).collect()
+                    took[label] += time.monotonic() - started
+    started = time.monotonic()
+    for model in statements:
+        spark.sql(f"select count(*) from {model}__dbt_tmp").collect()
+    took["the changes alone (count of the view)"] = time.monotonic() - started
+    return {label: round(value / max(1, len(statements)), 3) for label, value in took.items()}
 
 
 def floor(spark, tables: int, changes: int, ticks: int) -> float:
@@ -141,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         label: round(cumulative(stats, path, function) / per_table, 3)
         for label, path, function in STEPS
     }
+    sql_only = model_sql(spark, copy / "logs" / "dbt.log")
     floor_tick = floor(spark, len(tables), args.rate // len(tables), args.ticks)
     tick_seconds = sum(seconds) / profiled
     figures = {
@@ -150,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         "tick_s": round(tick_seconds, 2),
         "per_table_s": steps,
         "dbt_model_execution_mean_s": round(sum(dbt_models) / max(1, len(dbt_models)), 3),
+        "model_sql_run_directly_per_model_s": sql_only,
         "floor_tick_s": round(floor_tick, 2),
         "floor_per_table_s": round(floor_tick / len(tables), 3),
         "tick_vs_floor": round(tick_seconds / floor_tick, 2),
