@@ -65,7 +65,7 @@ def parameters() -> dict[str, Any]:
         pattern = {
             "AllowedPattern": names.DATABASE_NAME.pattern,
             "ConstraintDescription": "lower-case letters, digits and underscores",
-        }  # noqa: E501
+        }
         return text(description, default) | pattern
 
     return {
