@@ -16,6 +16,12 @@
   {%- if adapter.get_relation(database=none, schema=dynamodb_staging_schema(), identifier=table) is none -%}
     {{ return(false) }}
   {%- endif -%}
+  {{ return(dynamodb_change_log_is_one_full_export(table)) }}
+{%- endmacro %}
+
+{#- True when the change log of `table` holds exactly one batch, a full export, and no carried
+    ledger (what the first build of dynamodb_one_full_export copies). -#}
+{% macro dynamodb_change_log_is_one_full_export(table) -%}
   {%- set query -%}
     select count(*), max(summary[{{ _summary_key('kind') }}]), min(summary[{{ _summary_key('kind') }}]),
       count(summary[{{ _summary_key('ledger') }}])

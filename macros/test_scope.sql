@@ -52,3 +52,25 @@ where ({{ keys | join(', ') }}) in (
   {%- set columns = lakehouse_quote_list(keys + dynamodb_change_order_columns()) -%}
   {{ dynamodb_latest_change_per_key(dynamodb_tested(table, source('dynamodb', table), columns | join(', ')), keys) }}
 {%- endmacro %}
+
+{#-
+  True when the final table `model` is the copy the first build of a change log holding one full
+  export makes (macros/one_full_export.sql), untouched since. Its change-log tests then need no
+  scan: a full export stages `snapshot` rows only, so no key's latest change is a delete; and its
+  rows match the latest changes when the two tables hold as many rows (Iceberg's record counts
+  of their data files, neither with a delete file), since the key test (`unique`, which still
+  reads the keys) proves no key came twice. A first load is tested at the cost of its keys, not
+  of two scans and an aggregation of the whole table (bench/export_to_final.py). Never with
+  `merge --full-check` or `maintain`, which pass `dynamodb_full_check` and scan.
+-#}
+{% macro dynamodb_copied_full_export(table, model) -%}
+  {%- if not execute or dynamodb_run_var('dynamodb_full_check') -%}{{ return(false) }}{%- endif -%}
+  {%- if not dynamodb_change_log_is_one_full_export(table) -%}{{ return(false) }}{%- endif -%}
+  {%- set query -%}
+    select
+      (select count(*) from {{ dynamodb_staging_relation(table) }}.files where content != 0),
+      (select count(*) from {{ model }}.files where content != 0)
+  {%- endset -%}
+  {%- set row = run_query(query).rows[0] -%}
+  {{ return(row[0] == 0 and row[1] == 0) }}
+{%- endmacro %}

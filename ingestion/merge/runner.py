@@ -155,7 +155,10 @@ def run_merge(
     if test:
         scope = {} if full_check else test_scope(spark, tables, batches, refresh, also_test or {})
         try:
-            dbt_invoke(["test", *dbt_test_args(tables)], {"dynamodb_test_batches": scope})
+            dbt_invoke(
+                ["test", *dbt_test_args(tables)],
+                {"dynamodb_test_batches": scope, "dynamodb_full_check": full_check},
+            )
         except DbtError as exc:
             raise DbtError(
                 f"{exc}. The merged batches are not recorded as merged: the next merge applies "
@@ -211,7 +214,7 @@ def full_check(spark: SparkSession, tables: list[TableConfig]) -> tuple[list[str
         if current_snapshot(spark, t.name) is not None and not new_batches(spark, t.name)
     ]
     if ready:
-        dbt_invoke(["test", *dbt_test_args(ready)])
+        dbt_invoke(["test", *dbt_test_args(ready)], {"dynamodb_full_check": True})
     return [t.name for t in ready], [t.name for t in tables if t not in ready]
 
 

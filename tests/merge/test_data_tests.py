@@ -5,7 +5,9 @@ answered by Iceberg's metadata when it proves the column has no null (macros/tes
 
 from __future__ import annotations
 
+import gzip
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -120,3 +122,70 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     spark.sql("delete from lake.lakehouse.orders where `_version` is null")
     _test([later])
     assert "lakehouse.orders.files" not in _compiled("dynamodb_not_null_orders__version")
+
+
+def _lines(folder: Path) -> list[dict]:
+    return [
+        json.loads(line)
+        for path in sorted((folder / "data").glob("*.json.gz"))
+        for line in gzip.open(path, "rt")
+    ]
+
+
+def test_a_first_load_is_tested_from_its_record_counts(
+    spark, clean_lakehouse, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first build copies one full export (macros/one_full_export.sql): its change-log tests
+    are answered from Iceberg's record counts, the key test still reads the keys, and `merge
+    --full-check` scans as before (macros/test_scope.sql, dynamodb_copied_full_export)."""
+    full = sample_exports.write_samples(tmp_path, 80, 5, ["orders"])["orders"]
+    assert cli.main(["sync", "--table", "orders", str(full)]) == 0
+    rows_match = _compiled("dynamodb_rows_match_latest_changes_orders_orders")
+    assert "record_count" in rows_match and "max_by" not in rows_match
+    assert "where false" in _compiled("dynamodb_no_deleted_keys_orders_orders")
+    assert "group by" in _compiled("unique_combination_of_columns_orders_customer_id__order_id")
+
+    # `merge --full-check` scans, whatever the metadata says.
+    assert cli.main(["merge", "--table", "orders", "--full-check"]) == 0
+    assert "max_by" in _compiled("dynamodb_rows_match_latest_changes_orders_orders")
+
+    # The counts bite: a row of a key no change staged (appended: no delete file) fails them.
+    names = spark.table("lake.lakehouse.orders").columns
+    spark.sql(
+        "insert into lake.lakehouse.orders select "
+        + ", ".join("'nobody' as customer_id" if c == "customer_id" else f"`{c}`" for c in names)
+        + " from lake.lakehouse.orders limit 1"
+    )
+    capsys.readouterr()
+    with pytest.raises(runner.DbtError):
+        _test([])
+    assert "record_count" in _compiled("dynamodb_rows_match_latest_changes_orders_orders")
+    assert "dynamodb_rows_match_latest_changes_orders_orders" in capsys.readouterr().out
+
+    # A delete that drops a whole data file leaves the counts true; one that writes a delete
+    # file makes them prove nothing: the tests scan, and find the row missing.
+    spark.sql("delete from lake.lakehouse.orders where customer_id = 'nobody'")
+    _test([])
+    assert "record_count" in _compiled("dynamodb_rows_match_latest_changes_orders_orders")
+    _delete(spark, sorted(_keys(spark.table("lake.lakehouse.orders")))[0])
+    with pytest.raises(runner.DbtError):
+        runner.dbt_invoke(["test", "--select", "stg_dynamodb__orders+"])  # whole tables
+    assert "max_by" in _compiled("dynamodb_rows_match_latest_changes_orders_orders")
+
+
+def test_a_full_export_with_a_key_written_twice_is_refused(
+    spark, clean_lakehouse, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A full export holds each item once. One whose key is written twice (by hand) builds a
+    final table the key test refuses; the batch is not recorded as merged."""
+    full = sample_exports.write_samples(tmp_path / "good", 40, 5, ["orders"])["orders"]
+    lines = _lines(full)
+    twice = [*lines, {"Item": {**lines[0]["Item"], "status": {"S": "written again"}}}]
+    rng = random.Random(3)
+    altered = sample_exports.write_export(
+        tmp_path / "altered", "orders", [iter(twice)], sample_exports.full_export_time(5), rng
+    )
+    capsys.readouterr()
+    assert cli.main(["sync", "--table", "orders", str(altered)]) == 2
+    assert "unique_combination_of_columns_orders_customer_id__order_id" in capsys.readouterr().out
+    assert merge_log.new_batches(spark, "orders")  # not recorded: the next merge tests again
