@@ -65,6 +65,8 @@ where ({{ keys | join(', ') }}) in (
 -#}
 {% macro dynamodb_copied_full_export(table, model) -%}
   {%- if not execute or dynamodb_run_var('dynamodb_full_check') -%}{{ return(false) }}{%- endif -%}
+  {#- Scoped tests follow an incremental merge: never a first load, and no metadata query. -#}
+  {%- if dynamodb_test_batches(table) is not none -%}{{ return(false) }}{%- endif -%}
   {%- if not dynamodb_change_log_is_one_full_export(table) -%}{{ return(false) }}{%- endif -%}
   {%- set query -%}
     select

@@ -40,6 +40,11 @@ def _test(batches: list[str]) -> None:
     )  # fmt: skip
 
 
+def _test_whole() -> None:
+    """A plain `dbt test`: whole tables, as after a first load."""
+    runner.dbt_invoke(["test", "--select", "stg_dynamodb__orders+"])
+
+
 def _compiled(test: str) -> str:
     compiled = settings.project_dir() / "target/compiled/dynamodb_lakehouse/models/marts/orders.yml"
     return (compiled / f"{test}.sql").read_text()
@@ -158,18 +163,18 @@ def test_a_first_load_is_tested_from_its_record_counts(
     )
     capsys.readouterr()
     with pytest.raises(runner.DbtError):
-        _test([])
+        _test_whole()
     assert "record_count" in _compiled("dynamodb_rows_match_latest_changes_orders_orders")
     assert "dynamodb_rows_match_latest_changes_orders_orders" in capsys.readouterr().out
 
     # A delete that drops a whole data file leaves the counts true; one that writes a delete
     # file makes them prove nothing: the tests scan, and find the row missing.
     spark.sql("delete from lake.lakehouse.orders where customer_id = 'nobody'")
-    _test([])
+    _test_whole()
     assert "record_count" in _compiled("dynamodb_rows_match_latest_changes_orders_orders")
     _delete(spark, sorted(_keys(spark.table("lake.lakehouse.orders")))[0])
     with pytest.raises(runner.DbtError):
-        runner.dbt_invoke(["test", "--select", "stg_dynamodb__orders+"])  # whole tables
+        _test_whole()
     assert "max_by" in _compiled("dynamodb_rows_match_latest_changes_orders_orders")
 
 
