@@ -421,6 +421,24 @@ def tick_profile(doc: dict) -> list[Row]:
     ]
 
 
+def first_load_profile(doc: dict) -> list[Row]:
+    steps, floors = doc["steps_s"], doc["floors_s"]
+    floor = floors["typed read (the floor's reader)"]
+    return [
+        (
+            f"a first load of `{doc['table']}`, profiled",
+            f"{doc['items']:,} items, one process, 1g driver heap",
+            f"sync {doc['sync_s']} s: detection {steps['schema detection']} s, staging "
+            f"{steps['staging (decode, _image, write, commit)']} s, dbt run {steps['dbt run']} s, "
+            f"dbt test {steps['dbt test']} s; warm, against the typed read {floor} s "
+            f"({doc['warm_sync_vs_floor']}x) and a parse, stage and copy "
+            f"{doc['parse_stage_copy_s']} s ({doc['sync_vs_parse_stage_copy']}x)",
+            "none (the profile behind export to final table)",
+            "-",
+        )
+    ]
+
+
 SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("ingest_full_export", ingest),
     ("memory", memory),
@@ -433,6 +451,7 @@ SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("maintenance", maintenance),
     ("detect_schema", detect),
     ("export_to_final", export_to_final),
+    ("first_load_profile", first_load_profile),
     ("small_commands", small_commands),
 ]
 

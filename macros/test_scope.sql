@@ -11,7 +11,8 @@
   staged change of those keys, so a late older change still counts): their cost follows the
   merge, not the table. A table absent from the var (a plain `dbt test`, `merge --full-check`,
   `maintain`, a full refresh, or a merge that applied a full export, whose re-baseline touches
-  keys it does not hold) is checked whole.
+  keys it does not hold) is checked whole: by a scan, or, for a first load that copied one full
+  export and is untouched since, by the record counts (dynamodb_copied_full_export, below).
 -#}
 {% macro dynamodb_test_batches(table) -%}
   {%- set scoped = dynamodb_run_var('dynamodb_test_batches') or {} -%}
@@ -55,24 +56,54 @@ where ({{ keys | join(', ') }}) in (
 
 {#-
   True when the final table `model` is the copy the first build of a change log holding one full
-  export makes (macros/one_full_export.sql), untouched since. Its change-log tests then need no
-  scan: a full export stages `snapshot` rows only, so no key's latest change is a delete; and its
-  rows match the latest changes when the two tables hold as many rows (Iceberg's record counts
-  of their data files, neither with a delete file), since the key test (`unique`, which still
-  reads the keys) proves no key came twice. A first load is tested at the cost of its keys, not
-  of two scans and an aggregation of the whole table (bench/export_to_final.py). Never with
-  `merge --full-check` or `maintain`, which pass `dynamodb_full_check` and scan.
+  export makes (macros/one_full_export.sql), untouched since: the final table has that one
+  snapshot (any later write, a delete, an overwrite, an update, a full refresh, adds one) and
+  neither table has a delete file. Its change-log tests then need no scan. A full export stages
+  `snapshot` rows only, so no key's latest change is a delete. And the copy holds every staged
+  row, so its rows match the latest changes (one per key) exactly when the staged keys are
+  distinct: when the two tables hold as many rows (Iceberg's record counts) and the key test
+  (`unique_combination_of_columns` on the keys, or `dynamodb_unique` on a table's one key, run
+  whole, at error severity, in this same `dbt test`) passes. Without such a key test in the run
+  (not declared, `severity: warn`, not selected) the tests scan, as before. A first load is
+  tested at the cost of its keys, not of two scans and an aggregation of the whole table
+  (bench/export_to_final.py). Never with `merge --full-check` or `maintain`, which pass
+  `dynamodb_full_check` and scan.
 -#}
 {% macro dynamodb_copied_full_export(table, model) -%}
   {%- if not execute or dynamodb_run_var('dynamodb_full_check') -%}{{ return(false) }}{%- endif -%}
   {#- Scoped tests follow an incremental merge: never a first load, and no metadata query. -#}
   {%- if dynamodb_test_batches(table) is not none -%}{{ return(false) }}{%- endif -%}
+  {%- if not _dynamodb_key_test_runs(table) -%}{{ return(false) }}{%- endif -%}
   {%- if not dynamodb_change_log_is_one_full_export(table) -%}{{ return(false) }}{%- endif -%}
   {%- set query -%}
     select
       (select count(*) from {{ dynamodb_staging_relation(table) }}.files where content != 0),
-      (select count(*) from {{ model }}.files where content != 0)
+      (select count(*) from {{ model }}.files where content != 0),
+      (select count(*) from {{ model }}.snapshots)
   {%- endset -%}
   {%- set row = run_query(query).rows[0] -%}
-  {{ return(row[0] == 0 and row[1] == 0) }}
+  {{ return(row[0] == 0 and row[1] == 0 and row[2] == 1) }}
+{%- endmacro %}
+
+{#- True when this `dbt test` runs, at error severity, a test that the keys of the final table of
+    `table` are unique: `unique_combination_of_columns` on exactly its key columns, or
+    `dynamodb_unique` on its one key column. -#}
+{% macro _dynamodb_key_test_runs(table) -%}
+  {%- set keys = dynamodb_key_columns(table) | map('lower') | sort | list -%}
+  {%- for node_id in selected_resources -%}
+    {%- set node = graph.nodes.get(node_id) -%}
+    {%- if node is not none and node.resource_type == 'test' and node.test_metadata -%}
+      {%- set owner = graph.nodes.get(node.attached_node) if node.attached_node else none -%}
+      {%- set kwargs = node.test_metadata.kwargs or {} -%}
+      {%- set name = node.test_metadata.name -%}
+      {%- set columns = (kwargs.get('combination_of_columns') or []) if name == 'unique_combination_of_columns'
+          else ([kwargs.get('column_name')] if name == 'dynamodb_unique' else []) -%}
+      {%- if owner is not none and owner.resource_type == 'model' and owner.name == table
+          and (node.config.severity | lower) == 'error'
+          and (columns | map('lower') | sort | list) == keys -%}
+        {{ return(true) }}
+      {%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(false) }}
 {%- endmacro %}
