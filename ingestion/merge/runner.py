@@ -155,10 +155,8 @@ def run_merge(
     if test:
         scope = {} if full_check else test_scope(spark, tables, batches, refresh, also_test or {})
         try:
-            dbt_invoke(
-                ["test", *dbt_test_args(tables)],
-                {"dynamodb_test_batches": scope, "dynamodb_full_check": full_check},
-            )
+            run_vars = {"dynamodb_test_batches": scope, "dynamodb_full_check": full_check}
+            dbt_invoke(["test", *dbt_test_args(tables)], run_vars)
         except DbtError as exc:
             raise DbtError(
                 f"{exc}. The merged batches are not recorded as merged: the next merge applies "
