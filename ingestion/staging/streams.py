@@ -42,6 +42,7 @@ from ingestion.sources.stream_files import (
     file_time,
     store_for,
 )
+from ingestion.spark import spark_config
 from ingestion.staging import append, exports, ledger, table_types
 from ingestion.staging.drift import Drift
 from ingestion.staging.stream_rejects import record_rejects, reject_reason, rejected_lines
@@ -88,7 +89,53 @@ def ingest_stream(
             table.name, store.location, 0, 0, len(leftover), pending, "", None, _since(started)
         )
     label = f"{len(todo)} change file(s) in {store.location}"
-    good, rejects, rejected = _classified(spark, table, [f.uri for f in todo], label, max_rejects)
+    paths = [f.uri for f in todo]
+    rejected = 0
+    if max_rejects == 0:
+        # The default: no damaged line may pass, so the staging job itself checks every line
+        # (one pass over the files, not a count first); when one fails it, the lines are
+        # classified to name the first. Nothing was committed either way.
+        try:
+            with spark_config.quiet_task_failures(spark):
+                staged = _staged(spark, table, store, todo, _checked(spark, table, paths), label)
+        except Exception as exc:
+            if DAMAGED not in str(exc):
+                raise
+            _classified(spark, table, paths, label, max_rejects)  # raises, naming the first
+            raise  # not reached: the classification found the damaged line the job failed on
+    else:
+        good, rejects, rejected = _classified(spark, table, paths, label, max_rejects)
+        staged = _staged(spark, table, store, todo, good, label, rejects, rejected)
+    batch, schema_changes, batch_id = staged
+    _clean_up(store, [f.name for f in todo])
+    return StreamResult(
+        table=table.name,
+        location=store.location,
+        files=len(todo),
+        changes=batch.rows,
+        cleaned=len(leftover) + len(todo),
+        pending=pending,
+        batch_id=batch_id,
+        newest_change=_as_time(batch.newest_version),
+        seconds=_since(started),
+        drift=batch.drift,
+        schema_changes=tuple(schema_changes),
+        rejected=rejected,
+    )
+
+
+def _staged(
+    spark: SparkSession,
+    table: TableConfig,
+    store: ChangeFiles,
+    todo: list[ChangeFile],
+    good: DataFrame,
+    label: str,
+    rejects: DataFrame | None = None,
+    rejected: int = 0,
+) -> tuple[append.StagedBatch, list[str], str]:
+    """``good`` (the lines to stage) staged in one commit, ``rejects`` set aside before it: the
+    batch, what changed in the table's types, and the batch id."""
     current, changes = exports.schema_for(
         spark, table, label, lambda: detect.stream_images(good), store.location
     )
@@ -119,21 +166,7 @@ def ingest_stream(
     batch, added = exports.stage_with_evolution(
         spark, stage, table, label, lambda: detect.stream_images(good), store.location, current
     )
-    _clean_up(store, [f.name for f in todo])
-    return StreamResult(
-        table=table.name,
-        location=store.location,
-        files=len(todo),
-        changes=batch.rows,
-        cleaned=len(leftover) + len(todo),
-        pending=pending,
-        batch_id=batch_id,
-        newest_change=_as_time(batch.newest_version),
-        seconds=_since(started),
-        drift=batch.drift,
-        schema_changes=tuple(changes + added),
-        rejected=rejected,
-    )
+    return batch, changes + added, batch_id
 
 
 def _ledger_entry(location: str, todo: list[ChangeFile], batch_id: str) -> ledger.Entry:
@@ -173,6 +206,19 @@ def _files_to_stage(
         store.delete(leftover)
     todo = [f for f in settled if f.name not in done][:max_files]
     return todo, leftover, len(listed) - len(leftover) - len(todo)
+
+
+# The message a damaged line fails the staging job with (``_checked``).
+DAMAGED = "dynamodb-lakehouse: a damaged change-file line"
+
+
+def _checked(spark: SparkSession, table: TableConfig, paths: list[str]) -> DataFrame:
+    """The lines (``value``), each checked where it is read: a damaged one fails the job that
+    reads it with ``DAMAGED`` (the reasons of ``_classified``, evaluated before any decode)."""
+    reason = reject_reason(table, table_types.current_schema(spark, table))
+    return spark.read.text(paths).where(
+        F.when(reason.isNull(), F.lit(True)).otherwise(F.raise_error(F.lit(DAMAGED)))
+    )
 
 
 def _classified(

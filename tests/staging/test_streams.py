@@ -118,6 +118,37 @@ def test_settle_time_and_max_files_leave_files_for_later(
     assert spark.table("lake.staging.books").count() == 3
 
 
+def test_a_damaged_line_fails_the_staging_job_of_a_table_already_staged(
+    spark, clean_lakehouse, tmp_path: Path
+) -> None:
+    """With the default --max-rejects 0 the staging job checks each line as it reads it (no
+    count first): a damaged line among good ones, in a table with a commit already, fails the
+    run before any commit, naming the file, line and reason; the files stay."""
+    location = tmp_path / "streams"
+    books = get_table("books")
+
+    def change(key: str, seq: int) -> dict:
+        image = {"id": {"S": key}, "title": {"S": key.upper()}}
+        return sample_stream.stream_record("books", "INSERT", {"id": {"S": key}}, None, image, 1700000000, seq)  # fmt: skip
+
+    write_stream(location, [[change("a", 900)]])
+    good = json.loads(gzip.decompress(next((location / "books").iterdir()).read_bytes()))
+    assert streams.ingest_stream(spark, books, str(location), settle_seconds=0).changes == 1
+    b = {"Keys": {"id": {"S": "b"}}, "NewImage": {"id": {"S": "b"}}, "SequenceNumber": "901"}
+    lines = [
+        json.dumps(good | b),
+        json.dumps(good | {"Keys": {"id": {"N": "7"}}}),
+        json.dumps(good),
+    ]
+    damaged = location / "books" / "20231114T221500Z-damaged.json.gz"
+    damaged.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    with pytest.raises(stream_files.StreamError, match=r"1 damaged line\(s\), more than --max-rejects 0; the first: .*20231114T221500Z-damaged.json.gz line 2: Keys lacks 'id' of type S"):  # fmt: skip
+        streams.ingest_stream(spark, books, str(location), settle_seconds=0)
+    assert damaged.exists()
+    assert len(ledger.entries(spark, "books")) == 1
+    assert [r["id"] for r in spark.table("lake.staging.books").select("id").collect()] == ["a"]
+
+
 def test_damaged_lines_fail_the_run_or_go_to_the_rejects_table(
     spark, clean_lakehouse, tmp_path: Path
 ) -> None:
