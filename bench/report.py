@@ -439,6 +439,19 @@ def first_load_profile(doc: dict) -> list[Row]:
     ]
 
 
+def verify_cost(doc: dict) -> list[Row]:
+    return [
+        (
+            "verify a table against its full export",
+            f"{doc['items']:,} `{doc['table']}` items, each a process, 1g driver heap",
+            f"{doc['verify_seconds']} s vs {doc['floor_seconds']} s = **{doc['ratio_to_floor']}x** "
+            "the floor (a typed read of the export)",
+            f"≤ {doc['target_ratio_to_floor']}x the floor",
+            _met(doc["ratio_to_floor"] <= doc["target_ratio_to_floor"]),
+        )
+    ]
+
+
 SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("ingest_full_export", ingest),
     ("memory", memory),
@@ -453,6 +466,7 @@ SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("export_to_final", export_to_final),
     ("first_load_profile", first_load_profile),
     ("small_commands", small_commands),
+    ("verify_cost", verify_cost),
 ]
 
 

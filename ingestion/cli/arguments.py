@@ -38,10 +38,15 @@ def add_stream_arguments(p: argparse.ArgumentParser, required: bool) -> None:
     )
 
 
-def add_export_folder_arguments(p: argparse.ArgumentParser) -> None:
+def add_table_argument(p: argparse.ArgumentParser) -> None:
+    """``--table T``: one configured table, required."""
     p.add_argument(
         "--table", required=True, help="a configured table: its lakehouse name or its DynamoDB name"
     )
+
+
+def add_export_folder_arguments(p: argparse.ArgumentParser) -> None:
+    add_table_argument(p)
     p.add_argument(
         "sources",
         nargs="*",

@@ -66,6 +66,14 @@ def run_demo(args: argparse.Namespace) -> int:
     )
     print(f"\nexample query: {demo.EXAMPLE_QUERY}")
     output.write_rows(result.query_columns, result.query_rows, "table")
+    v = result.verified
+    print(
+        f"\nverify: {names.FINAL}.books against its full export ({v.items} items): "
+        f"{v.counts['equal']} equal, {v.counts['not_comparable']} not comparable (changed by the "
+        f"stream since the export), {v.counts['missing']} missing, {v.counts['extra']} extra, "
+        f"{v.counts['different']} different: {'EQUAL' if v.equal else 'NOT EQUAL'} "
+        f"(ddb-lakehouse verify --table books {v.export})"
+    )
     print(
         f"\ndemo finished in {result.seconds:.1f}s; try: "
         f'ddb-lakehouse status  or  ddb-lakehouse query "select count(*) from {names.FINAL}.orders"'

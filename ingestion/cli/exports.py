@@ -12,6 +12,7 @@ from ingestion.cli.arguments import (
     add_export_arguments,
     add_export_folder_arguments,
     add_stream_arguments,
+    add_table_argument,
 )
 from ingestion.dynamodb.tables import TableConfigError, get_table
 from ingestion.jobs import stage, sync
@@ -46,9 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "export", help="ask DynamoDB for an export (ExportTableToPointInTime), wait, ingest, merge"
     )
-    p.add_argument(
-        "--table", required=True, help="a configured table: its lakehouse name or its DynamoDB name"
-    )
+    add_table_argument(p)
     kind = p.add_mutually_exclusive_group(required=True)
     kind.add_argument("--full", action="store_true", help="a full export as of now")
     kind.add_argument(

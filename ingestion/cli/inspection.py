@@ -1,14 +1,17 @@
-"""Commands that look without changing anything: ``status`` and ``query``."""
+"""Commands that look without changing anything: ``status``, ``query`` and ``verify``."""
 
 from __future__ import annotations
 
 import argparse
+import json
 
 from ingestion.cli import output
-from ingestion.cli.arguments import add_table_selection, selected_tables
+from ingestion.cli.arguments import add_table_argument, add_table_selection, selected_tables
 from ingestion.config import names
-from ingestion.jobs.inspection import ENGINES, query, statuses
+from ingestion.dynamodb.tables import get_table
+from ingestion.jobs.inspection import ENGINES, query, statuses, verify
 from ingestion.staging import ledger
+from ingestion.upkeep import verify as verifying
 from ingestion.upkeep.status import TableStatus
 
 STREAM_BATCHES_SHOWN = 5  # a watched table has one per tick: the last few are enough
@@ -42,6 +45,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--limit", type=int, default=1000, help="rows printed as a table (default 1000)")
     p.set_defaults(run=run_query)
+
+    p = sub.add_parser(
+        "verify",
+        help="compare a final table with a full export of its DynamoDB table, item by item "
+        "(exit 0 equal, 1 not equal, 2 bad input)",
+    )
+    add_table_argument(p)
+    p.add_argument(
+        "export",
+        metavar="EXPORT_FOLDER",
+        help="a full export's folder (.../AWSDynamoDB/<ExportId>)",
+    )
+    p.add_argument(
+        "--format", choices=["table", "json"], default="table", help="table (default) or json"
+    )
+    p.set_defaults(run=run_verify)
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -91,6 +110,27 @@ def print_status(status: TableStatus) -> None:
             "ingest an incremental export of that window to fill it)"
         )
     print(f"  final table: {status.health}\n" if status.health else "")
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    report = verify(get_table(args.table), args.export)
+    if args.format == "json":
+        print(json.dumps(report.as_json(), indent=2))
+        return 0 if report.equal else 1
+    print(
+        f"{report.table} against the full export of {report.export_time} ({report.items} items, "
+        f"{report.export}):"
+    )
+    rows = [["equal", report.counts["equal"], ""]]
+    for outcome in verifying.OUTCOMES[1:]:
+        shown = report.first.get(outcome, [])
+        if outcome == "different":
+            shown = [f"{k} ({', '.join(report.attributes.get(k, []))})" for k in shown]
+        rows.append([outcome.replace("_", " "), report.counts[outcome], "; ".join(shown)])
+    print(output.format_table(["outcome", "items", "first keys"], rows))
+    verdict = "EQUAL" if report.equal else "NOT EQUAL"
+    print(f"{verdict} in {report.seconds:.1f}s")
+    return 0 if report.equal else 1
 
 
 def run_query(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import json
 import sys
 
 from ingestion.cli import output
-from ingestion.cli.arguments import add_table_selection, selected_tables
+from ingestion.cli.arguments import add_table_argument, add_table_selection, selected_tables
 from ingestion.dynamodb.tables import get_table
 from ingestion.jobs import apply, inspection
 from ingestion.schema import schema_file
@@ -28,15 +28,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "rebuild", help="re-detect types from the staged images, rebuild staging and final table"
     )
-    p.add_argument(
-        "--table", required=True, help="a configured table: its lakehouse name or its DynamoDB name"
-    )
+    add_table_argument(p)
     p.set_defaults(run=run_rebuild)
 
     p = sub.add_parser("drift", help="values staged that did not fit their column, per attribute")
-    p.add_argument(
-        "--table", required=True, help="a configured table: its lakehouse name or its DynamoDB name"
-    )
+    add_table_argument(p)
     p.set_defaults(run=run_drift)
 
     p = sub.add_parser(

@@ -1,5 +1,5 @@
-"""Looking without changing anything: each table's status, its types, its drift, and SQL
-against the lakehouse.
+"""Looking without changing anything: each table's status, its types, its drift, SQL against
+the lakehouse, and a final table verified against a full export of its DynamoDB table.
 
 Spark's analysis and parse errors (a table or column that does not exist, a typo in the SQL)
 are the user's to fix: ``query`` turns them into a ``QueryError`` of one line, without Spark's
@@ -22,6 +22,7 @@ from ingestion.spark import spark_config
 from ingestion.staging import table_types
 from ingestion.staging.drift import Drift, drift_report, light_drift_report
 from ingestion.staging.exports import with_keys
+from ingestion.upkeep import verify as verifying
 from ingestion.upkeep.status import TableStatus, light_status, table_status
 
 
@@ -110,3 +111,8 @@ def _first_line(exc: Exception) -> str:
     """Spark's message without the plan and the SQL state that follow it."""
     text = getattr(exc, "getMessage", lambda: str(exc))() or str(exc)
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+def verify(table: TableConfig, folder: str) -> verifying.VerifyReport:
+    """The final table of ``table`` against the full export in ``folder`` (ingestion.upkeep.verify)."""
+    return verifying.verify(spark_config.build_spark("verify"), table, folder)

@@ -1,5 +1,6 @@
 """A table's column types: the type model, the schema file, the type rules, detection from
-the items, and an item's image decoded into the schema's typed columns.
+the items, an item's image decoded into the schema's typed columns, and a typed row encoded
+back to compare with DynamoDB's.
 
 - ``types``: the column type model (``ColumnType``, ``Attribute``, ``Schema``);
 - ``schema_file``: ``schemas/<table>.json`` read and written; ``table_schema_file``, the one
@@ -9,7 +10,8 @@ the items, and an item's image decoded into the schema's typed columns.
 - ``shapes``: the shape of the first items: the typed parse detection tries first;
 - ``shape_stats``: statistics of every path in one aggregation, from the typed parse;
 - ``layouts``: how an attribute's values are parsed (typed, or as text);
-- ``typed_columns``: an item's image -> the schema's typed columns, drift flagged.
+- ``typed_columns``: an item's image -> the schema's typed columns, drift flagged;
+- ``canonical``: DynamoDB JSON canonical, a final row encoded back, the two compared (``verify``).
 
 May import: ``ingestion.dynamodb``, ``ingestion.sources``, ``ingestion.config``,
 ``ingestion.fault_points``.

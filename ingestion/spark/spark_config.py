@@ -8,6 +8,7 @@ the configuration cannot drift between ingestion and dbt.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -84,6 +85,9 @@ def build_spark(app_name: str = "dynamodb-lakehouse", target: str | None = None)
         return active
     conf = spark_conf(target)
     catalog.bootstrap(conf)
+    # Python workers (``verify`` compares in Python) run this process's Python, which has the
+    # project's packages; spark-submit and EMR set their own (ingestion.spark.spark_submit).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)

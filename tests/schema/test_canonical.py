@@ -1,0 +1,158 @@
+"""The comparison `verify` rests on (ingestion.schema.canonical): DynamoDB JSON canonical, a final
+row encoded back by its column types, and the two compared. Plain Python: no Spark."""
+
+from __future__ import annotations
+
+import base64
+import json
+from decimal import Decimal
+
+import pytest
+
+from ingestion.schema import canonical
+from ingestion.schema.types import Attribute, ColumnType, Schema, StructField, parse_type
+
+ITEM = {
+    "id": {"S": "o-1"},
+    "total": {"N": "12.345"},
+    "qty": {"N": "3"},
+    "gift": {"BOOL": True},
+    "photo": {"B": base64.b64encode(b"\x00\xff").decode()},
+    "tags": {"SS": ["b", "a"]},
+    "sizes": {"NS": ["10", "2.50"]},
+    "note": {"NULL": True},
+    "shipping": {"M": {"city": {"S": "Oslo"}, "floor": {"N": "4"}, "code": {"NULL": True}}},
+    "lines": {"L": [{"M": {"sku": {"S": "x"}, "price": {"N": "1.50"}}}, {"NULL": True}]},
+    "extra": {"M": {"k": {"L": [{"N": "1"}, {"S": "a"}]}}},
+    "mixed": {"N": "007.10"},
+}
+
+
+def struct(**fields: str) -> ColumnType:
+    return ColumnType(
+        "struct", fields=tuple(StructField(n, n, parse_type(t)) for n, t in fields.items())
+    )
+
+
+SCHEMA = Schema(
+    "orders",
+    (
+        Attribute("id", "id", ColumnType("string"), key=True),
+        Attribute("total", "total", parse_type("decimal(38,3)")),
+        Attribute("qty", "qty", parse_type("bigint")),
+        Attribute("gift", "gift", parse_type("boolean")),
+        Attribute("photo", "photo", parse_type("binary")),
+        Attribute("tags", "tags", parse_type("array<string>")),
+        Attribute("sizes", "sizes", parse_type("array<decimal(38,2)>")),
+        Attribute("note", "note", parse_type("string")),
+        Attribute("shipping", "shipping", struct(city="string", floor="bigint", code="string")),
+        Attribute(
+            "lines",
+            "lines",
+            ColumnType("array", element=struct(sku="string", price="decimal(38,2)")),
+        ),
+        Attribute("extra", "extra", parse_type("string")),
+        Attribute("mixed", "mixed", parse_type("string")),
+    ),
+)
+
+# The row the final table holds for ITEM (as Spark hands it to Python: asDict(recursive=True)).
+ROW = {
+    "id": "o-1",
+    "total": Decimal("12.345"),
+    "qty": 3,
+    "gift": True,
+    "photo": bytearray(b"\x00\xff"),
+    "tags": ["a", "b"],
+    "sizes": [Decimal("2.50"), Decimal("10.00")],
+    "note": None,
+    "shipping": {"city": "Oslo", "floor": 4, "code": None},
+    "lines": [{"sku": "x", "price": Decimal("1.50")}, None],
+    "extra": '{"k": [1, "a"]}',
+    "mixed": "007.10",
+}
+
+
+def compare(item: dict, row: dict) -> list[str]:
+    return canonical.different_attributes(
+        canonical.canonical_item(item), canonical.encode_row(row, SCHEMA)
+    )
+
+
+def test_a_row_equals_the_item_it_was_decoded_from() -> None:
+    assert compare(ITEM, ROW) == []
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value", "why"),
+    [
+        ("total", Decimal("12.3"), "a number that lost digits"),
+        ("qty", 4, "another number"),
+        ("gift", False, "another boolean"),
+        ("photo", bytearray(b"\x00"), "other bytes"),
+        ("tags", ["a"], "a set element lost"),
+        ("sizes", [Decimal("2.5")], "a number set element lost"),
+        ("note", "x", "a value where DynamoDB holds NULL"),
+        ("shipping", {"city": "Bergen", "floor": 4, "code": None}, "a map value changed"),
+        ("shipping", {"city": "Oslo", "floor": None, "code": None}, "a map key lost"),
+        ("lines", [{"sku": "x", "price": Decimal("1.5")}], "a list element lost"),
+        ("lines", [None, {"sku": "x", "price": Decimal("1.5")}], "list order changed"),
+        ("extra", '{"k": [1, "b"]}', "JSON text of another value"),
+        ("extra", '{"k": [1, "a"], "z": 1}', "JSON text with a key too many"),
+        ("mixed", "7.11", "a number's text of another value"),
+        ("mixed", "not a number", "text that is no number"),
+    ],
+)
+def test_each_difference_is_named(attribute: str, value: object, why: str) -> None:
+    assert compare(ITEM, {**ROW, attribute: value}) == [attribute], why
+
+
+def test_what_a_column_cannot_say_is_not_asked() -> None:
+    # A number by its value (DynamoDB's own equality), a set as its sorted list, NULL as absent.
+    row = {**ROW, "total": Decimal("12.3450"), "mixed": "7.1", "note": None}
+    assert compare(ITEM, row) == []
+    assert compare({**ITEM, "note": None}, ROW) == []  # absent and NULL alike
+    assert compare(ITEM, {**ROW, "extra": '{"k":[1.0,"a"]}'}) == []  # 1 and 1.0: one number
+
+
+def test_an_attribute_the_table_lacks_is_a_difference() -> None:
+    assert compare({**ITEM, "new": {"S": "v"}}, ROW) == ["new"]
+    assert compare({k: v for k, v in ITEM.items() if k != "qty"}, ROW) == ["qty"]
+
+
+def test_keys_are_one_text_on_both_sides() -> None:
+    keys = ["id", "n"]
+    schema = Schema(
+        "t",
+        (
+            Attribute("id", "id", ColumnType("string"), key=True),
+            Attribute("n", "n", ColumnType("number"), key=True),
+        ),
+    )
+    exported = canonical.canonical_item({"id": {"S": "a"}, "n": {"N": "1.50E+2"}})
+    held = canonical.encode_row({"id": "a", "n": "150"}, schema)
+    assert canonical.key_text(exported, keys) == canonical.key_text(held, keys)
+    assert json.loads(canonical.key_text(held, keys)) == [{"S": "a"}, {"N": "150"}]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0", "0"),
+        ("-0.000", "0"),
+        ("1.50", "1.5"),
+        ("1E+3", "1000"),
+        ("-0.00012", "-0.00012"),
+        ("12345678901234567890123456789012345678", "12345678901234567890123456789012345678"),
+        ("1.2345678901234567890123456789012345678", "1.2345678901234567890123456789012345678"),
+    ],
+)
+def test_a_number_has_one_exact_text(text: str, expected: str) -> None:
+    assert canonical.number_text(canonical.number(text)) == expected
+
+
+def test_a_damaged_value_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a number"):
+        canonical.canonical({"N": "1x"})
+    with pytest.raises(ValueError, match="unknown type descriptor"):
+        canonical.canonical({"Q": "1"})
