@@ -69,9 +69,10 @@ def run_demo(args: argparse.Namespace) -> int:
     v = result.verified
     print(
         f"\nverify: {names.FINAL}.books against its full export ({v.items} items): "
-        f"{v.counts['equal']} equal, {v.counts['not_comparable']} not comparable (changed by the "
-        f"stream since the export), {v.counts['missing']} missing, {v.counts['extra']} extra, "
-        f"{v.counts['different']} different: {'EQUAL' if v.equal else 'NOT EQUAL'} "
+        f"{v.counts['equal']} equal (the keys the stream changed since, as the change log held "
+        f"them at the export's instant), {v.counts['missing']} missing, {v.counts['extra']} "
+        f"extra, {v.counts['different']} different, {v.counts['not_comparable']} not "
+        f"comparable: {'EQUAL' if v.equal else 'NOT EQUAL'} "
         f"(ddb-lakehouse verify --table books {v.export})"
     )
     print(

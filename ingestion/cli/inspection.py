@@ -109,6 +109,7 @@ def print_status(status: TableStatus) -> None:
             f"  open gap: {gap.start.isoformat()} -> {gap.end.isoformat()} (no export covers it: "
             "ingest an incremental export of that window to fill it)"
         )
+    print(f"  last verify: {status.last_verify or 'never (ddb-lakehouse verify)'}")
     print(f"  final table: {status.health}\n" if status.health else "")
 
 

@@ -25,6 +25,7 @@ FINAL = os.environ.get(FINAL_VARIABLE) or "lakehouse"  # the final tables Athena
 # A name that Glue, Athena (lower case only) and Spark all take without quoting.
 DATABASE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,254}")
 MERGE_LOG = "dynamodb_lakehouse_merges"  # which staged batch was merged when
+VERIFY_LOG = "dynamodb_lakehouse_verifies"  # each `verify` run: a table against an export
 LEASES = "dynamodb_lakehouse_leases"  # one watch per table across machines (jobs.lease)
 REJECTS_SUFFIX = "_rejects"  # staging.<table>_rejects: a table's damaged stream lines
 SOURCE = "dynamodb"  # dbt source name of the change logs
@@ -100,6 +101,10 @@ def rejects_table(table: str) -> str:
 
 def merge_log_table() -> str:
     return quote_table(CATALOG, STAGING, MERGE_LOG)
+
+
+def verify_log_table() -> str:
+    return quote_table(CATALOG, STAGING, VERIFY_LOG)
 
 
 def staging_model(table: str) -> str:

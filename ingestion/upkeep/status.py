@@ -23,6 +23,7 @@ class TableStatus:
     unmerged_rows: int  # their rows
     final_rows: int  # 0 before the first merge
     health: str | None  # the final table's files and snapshots, and its last maintenance
+    last_verify: str | None = None  # the last `verify` run, in one line; None: never verified
 
     @property
     def last_applied(self) -> str:
@@ -51,7 +52,37 @@ def table_status(spark: SparkSession, table: str) -> TableStatus:
         unmerged_rows=unmerged,
         final_rows=final_rows,
         health=maintenance.health(spark, table),
+        last_verify=_last_verify(_spark_rows(spark, table)),
     )
+
+
+# The last verify run's columns, as `status` reads them (ingestion.upkeep.verify.record).
+_LAST_VERIFY = (
+    "select verified_at, export_arn, equal, equal_items, missing, extra, different, "
+    "not_comparable from {table} where table_name = ? order by verified_at desc limit 1"
+)
+
+
+def _spark_rows(spark: SparkSession, table: str) -> list[tuple]:
+    if not spark.catalog.tableExists(names.verify_log_table()):
+        return []
+    sql = _LAST_VERIFY.format(table=names.verify_log_table())
+    return [tuple(r) for r in spark.sql(sql, args=[table]).collect()]  # one row at most
+
+
+def _last_verify(rows: list[tuple]) -> str | None:
+    """The last verify run in one line, from ``_LAST_VERIFY``'s row (none: never verified)."""
+    if not rows:
+        return None
+    at, arn, equal, *counts = rows[0]
+    found = ", ".join(
+        f"{n} {label}"
+        for n, label in zip(
+            counts, ("equal", "missing", "extra", "different", "not comparable"), strict=True
+        )
+    )
+    verdict = "EQUAL" if equal else "NOT EQUAL"
+    return f"{str(at)[:19]} against export {arn.rsplit('/', 1)[-1]}: {verdict} ({found})"
 
 
 def light_status(table: str) -> TableStatus:
@@ -76,6 +107,9 @@ def light_status(table: str) -> TableStatus:
         unmerged_rows=unmerged,
         final_rows=int(final[0][0]) if final else 0,
         health=light_health(table),
+        last_verify=_last_verify(
+            duck.query(names.STAGING, names.VERIFY_LOG, _LAST_VERIFY, [table])
+        ),
     )
 
 

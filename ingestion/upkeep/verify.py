@@ -4,10 +4,13 @@ that shares nothing with the decode).
 
 One pass over each side: Spark reads the export's lines and the final table's rows, Python
 workers put each into canonical form keyed by its key, Spark pairs them by key (a full outer
-join), and Python workers compare each pair. A key whose final row changed after the export's
-instant (its ``_version`` is later), or that has a staged change after it (a delete: the final
-table no longer holds the row), is ``not comparable``: never counted equal or different. The
-change log's state of such keys at the instant is not compared yet (docs/proving-it.md).
+join), and Python workers compare each pair.
+
+A key changed after the export's instant (a staged change with a later ``_version``) is compared
+as the change log held it at the instant, when the change log can say: when the export is the
+table's newest staged full export, whose rows maintenance never prunes (ingestion.upkeep.expiry),
+its latest change at or before the instant is that state (a delete, or no change: not an item
+then). Otherwise such a key is ``not comparable``: never counted equal or different.
 """
 
 from __future__ import annotations
@@ -15,21 +18,24 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from ingestion.config import names
+from ingestion.config import clock, names
 from ingestion.config.errors import LakehouseError
+from ingestion.dynamodb import change_order
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.schema import canonical
 from ingestion.schema.types import Schema
 from ingestion.sources import manifest
-from ingestion.staging import chain, table_types
+from ingestion.staging import chain, ledger, table_types
 
 SHOWN = 10  # keys reported per outcome
 OUTCOMES = ("equal", "missing", "extra", "different", "not_comparable")
+ABSENT = "absent"  # in neither at the instant (inserted after it): not counted
 
 
 class VerifyError(LakehouseError):
@@ -82,12 +88,19 @@ def _final_side(keys: list[str], schema: Schema):
 
 
 def _compared(schema: Schema, instant: int):
-    """(key, ((export line, final row), changed later)) -> (outcome, key, attributes)."""
+    """(key, ((export line, final row), state at the instant)) -> (outcome, key, attributes).
+    The state: None for a key not changed after the instant, else (known, row or None)."""
 
     def outcome(pair: Any) -> tuple[str, str, list[str]]:
-        key, ((line, row), later) = pair
-        if later or (row is not None and row["_version"] > instant):
+        key, ((line, row), state) = pair
+        if state is not None:
+            known, row = state
+            if not known:
+                return "not_comparable", key, []
+        elif row is not None and row["_version"] > instant:
             return "not_comparable", key, []
+        if row is None and line is None:
+            return ABSENT, key, []  # inserted after the instant: no item of the export
         if row is None:
             return "missing", key, []
         if line is None:
@@ -118,12 +131,18 @@ def verify(spark: SparkSession, table: TableConfig, folder: str) -> VerifyReport
     lines = spark.read.text([str(f.path) for f in export.files]).rdd.map(lambda r: r["value"])
     exported = lines.map(_export_side(keys))
     held = spark.table(final).rdd.map(_final_side(keys, schema))
-    later = _changed_after(spark, table, keys, schema, instant)
+    newest = [e for e in ledger.entries(spark, table.name) if e.kind == manifest.FULL][-1:]
+    kept = bool(newest) and newest[0].source == export.export_arn
+    later = _state_at_instant(spark, table, keys, schema, instant, kept)
     paired = exported.fullOuterJoin(held).leftOuterJoin(later)
-    compared = spark.createDataFrame(
-        paired.map(_compared(schema, instant)),
-        "outcome string, key string, attributes array<string>",
-    ).localCheckpoint()
+    compared = (
+        spark.createDataFrame(
+            paired.map(_compared(schema, instant)),
+            "outcome string, key string, attributes array<string>",
+        )
+        .where(F.col("outcome") != ABSENT)
+        .localCheckpoint()
+    )
     counts = {o: 0 for o in OUTCOMES}
     for r in compared.groupBy("outcome").count().collect():  # at most five rows
         counts[r["outcome"]] = r["count"]
@@ -134,7 +153,7 @@ def verify(spark: SparkSession, table: TableConfig, folder: str) -> VerifyReport
         first[outcome] = [r["key"] for r in shown]
         if outcome == "different":
             attributes = {r["key"]: list(r["attributes"]) for r in shown}
-    return VerifyReport(
+    report = VerifyReport(
         table=table.name,
         export=str(export.folder),
         export_time=export.export_time.isoformat() if export.export_time else "",
@@ -144,18 +163,67 @@ def verify(spark: SparkSession, table: TableConfig, folder: str) -> VerifyReport
         attributes=attributes,
         seconds=time.monotonic() - started,
     )
+    record(spark, report, export.export_arn)
+    return report
 
 
-def _changed_after(
-    spark: SparkSession, table: TableConfig, keys: list[str], schema: Schema, instant: int
+# The verify log: one row per run, so `status` shows when a table was last proved equal.
+LOG_COLUMNS = (
+    "table_name string, export_arn string, export_time timestamp, verified_at timestamp, "
+    "equal boolean, items bigint, equal_items bigint, missing bigint, extra bigint, "
+    "different bigint, not_comparable bigint"
+)
+
+
+def record(spark: SparkSession, report: VerifyReport, export_arn: str) -> None:
+    """Append the run to ``lake.staging.dynamodb_lakehouse_verifies`` (one commit)."""
+    log_table = names.verify_log_table()
+    spark.sql(
+        f"create table if not exists {log_table} ({LOG_COLUMNS}) using iceberg "
+        "tblproperties ('format-version'='2', 'commit.retry.num-retries'='10')"
+    )
+    row = (
+        report.table,
+        export_arn,
+        datetime.fromisoformat(report.export_time),
+        clock.utc_now(),
+        report.equal,
+        report.items,
+        *(report.counts[o] for o in OUTCOMES),
+    )
+    spark.createDataFrame([row], LOG_COLUMNS).writeTo(log_table).append()
+
+
+def _state_at_instant(
+    spark: SparkSession,
+    table: TableConfig,
+    keys: list[str],
+    schema: Schema,
+    instant: int,
+    kept: bool,
 ) -> Any:
-    """The keys (as key text) with a staged change after the instant, paired with True."""
-    staged = spark.table(names.staging_table(table.name)).where(F.col("_version") > instant)
+    """Each key with a staged change after the instant, as (key text, (known, row or None)):
+    with ``kept`` (the export is the newest staged full export, kept whole) its latest change at
+    or before the instant, None for a delete or no change; else not known."""
+    staging = spark.table(names.staging_table(table.name))
     key_columns = [a.column for a in schema.attributes if a.key]
     key_schema = Schema(schema.table, tuple(a for a in schema.attributes if a.key))
+    changed = staging.where(F.col("_version") > instant).select(*key_columns).distinct()
 
-    def key(row: Any) -> tuple[str, bool]:
-        item = canonical.encode_row(row.asDict(), key_schema)
-        return canonical.key_text(item, keys), True
+    def state(row: Any) -> tuple[str, tuple[bool, dict[str, Any] | None]]:
+        values = row.asDict(recursive=True)
+        key = canonical.key_text(canonical.encode_row(values, key_schema), keys)
+        if not kept:
+            return key, (False, None)
+        deleted = values.get("_operation") in (None, *change_order.DELETE_OPERATIONS)
+        return key, (True, None if deleted else values)
 
-    return staged.select(*key_columns).distinct().rdd.map(key)
+    if not kept:
+        return changed.rdd.map(state)
+    before = staging.where(F.col("_version") <= instant).join(changed, key_columns, "left_semi")
+    latest = (
+        before.groupBy(*key_columns)
+        .agg(F.max_by(F.struct(*staging.columns), change_order.change_order()).alias("c"))
+        .select("c.*")
+    )
+    return changed.join(latest, key_columns, "left").rdd.map(state)

@@ -5,6 +5,7 @@ row the lakehouse never got, a delete it lost, a wrong value, a decode bug plant
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from ingestion.sources import manifest
 from ingestion.sources.stream_writer import write_batch
 from ingestion.staging import streams
 from ingestion.staging.exports import ingest_export
+from ingestion.upkeep.status import table_status
 
 
 def synced(spark, folder: Path, table: str = "orders") -> None:
@@ -40,6 +42,8 @@ def test_a_table_equal_to_its_export_verifies_equal(
     spark, clean_lakehouse, samples, capsys: pytest.CaptureFixture[str]
 ) -> None:
     synced(spark, samples["orders"])
+    assert cli.main(["status", "--table", "orders"]) == 0
+    assert "last verify: never" in capsys.readouterr().out
     code, report = verified(samples["orders"], capsys)
     assert code == 0
     assert report["equal"] is True and report["items"] == 60
@@ -53,6 +57,15 @@ def test_a_table_equal_to_its_export_verifies_equal(
     assert cli.main(["verify", "--table", "orders", str(samples["orders"])]) == 0
     printed = capsys.readouterr().out
     assert "| equal" in printed and "| 60" in printed and "EQUAL in" in printed
+    # Each run is recorded: `status` says when the table was last proved equal.
+    assert cli.main(["status", "--table", "orders"]) == 0
+    line = (
+        f"against export {samples['orders'].name}: EQUAL (60 equal, 0 missing, 0 extra, "
+        "0 different, 0 not comparable)"
+    )
+    assert line in capsys.readouterr().out
+    # The same from Spark (the path of a Glue catalog, where the light path does not serve).
+    assert line in (table_status(spark, "orders").last_verify or "")
 
 
 def test_missing_extra_and_different_items_are_found_and_named(
@@ -92,6 +105,8 @@ def test_missing_extra_and_different_items_are_found_and_named(
     assert cli.main(["verify", "--table", "orders", str(samples["orders"])]) == 1
     printed = capsys.readouterr().out
     assert f"{different} (total)" in printed and "NOT EQUAL" in printed
+    assert cli.main(["status", "--table", "orders"]) == 0
+    assert ": NOT EQUAL (58 equal, 1 missing, 1 extra, 1 different" in capsys.readouterr().out
 
 
 def test_a_planted_decode_bug_is_found(
@@ -121,11 +136,14 @@ def test_a_planted_decode_bug_is_found(
     assert any("total" in attrs for attrs in found) and any("lines" in attrs for attrs in found)
 
 
-def test_changes_after_the_exports_instant_are_not_comparable(
+def test_a_busy_table_verifies_equal_from_its_change_log_at_the_instant(
     spark, clean_lakehouse, samples, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A busy table: a key updated and a key deleted after the export's instant are neither
-    equal nor different; the rest still verifies equal."""
+    """Keys updated, deleted and inserted after the export's instant: against the table's own
+    staged full export, the change log says what each held at the instant (the updated and the
+    deleted ones equal, the inserted one no item then), so the table verifies equal without
+    stopping its writers. Against another export of that instant (not staged, so the change log
+    cannot say) the changed keys are not comparable, never equal or different."""
     synced(spark, samples["orders"])
     export = manifest.read_export(samples["orders"])
     assert export.export_time is not None
@@ -134,18 +152,35 @@ def test_changes_after_the_exports_instant_are_not_comparable(
     images = [json.loads(r["_image"]) for r in rows]
     keys = [{k: image[k] for k in ("customer_id", "order_id")} for image in images]
     changed = dict(images[0], status={"S": "changed later"})
+    added = dict(images[0], order_id={"S": "inserted-later"})
+    new_key = {"customer_id": added["customer_id"], "order_id": added["order_id"]}
     records = [
         sample_stream.stream_record("orders", "MODIFY", keys[0], images[0], changed, later, 1),
         sample_stream.stream_record("orders", "REMOVE", keys[1], images[1], None, later, 2),
+        sample_stream.stream_record("orders", "INSERT", new_key, None, added, later, 3),
     ]
     write_batch(records, str(tmp_path / "stream"))
     streams.ingest_stream(spark, get_table("orders"), str(tmp_path / "stream"), settle_seconds=0)
     runner.run_merge(spark, [get_table("orders")], test=False)
     code, report = verified(samples["orders"], capsys)
-    assert code == 0
-    assert report["equal"] is True
-    assert (report["counts"]["not_comparable"], report["counts"]["equal"]) == (2, 58)
-    expected = sorted(key(k["customer_id"]["S"], k["order_id"]["S"]) for k in keys)
+    assert code == 0 and report["equal"] is True
+    assert report["counts"] == {
+        "equal": 60,
+        "missing": 0,
+        "extra": 0,
+        "different": 0,
+        "not_comparable": 0,
+    }
+    # The same export under another id: not the staged one, so the change log cannot say.
+    other = tmp_path / "AWSDynamoDB" / "01700000000000-other"
+    shutil.copytree(samples["orders"], other)
+    summary = json.loads((other / "manifest-summary.json").read_text())
+    summary["exportArn"] = summary["exportArn"].rsplit("/", 1)[0] + "/01700000000000-other"
+    (other / "manifest-summary.json").write_text(json.dumps(summary))
+    code, report = verified(other, capsys)
+    assert code == 0 and report["equal"] is True
+    assert (report["counts"]["not_comparable"], report["counts"]["equal"]) == (3, 58)
+    expected = sorted(key(k["customer_id"]["S"], k["order_id"]["S"]) for k in [*keys, new_key])
     assert report["first"]["not_comparable"] == expected
 
 
