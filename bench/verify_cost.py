@@ -73,13 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="lakehouse-bench-verify-"))
     try:
         figures = run(scratch, args.items)
+        # Written before the scratch goes: this process's project is the copy inside it.
+        results_file.write(
+            "verify_cost",
+            {"table": "orders", "target_ratio_to_floor": TARGET, **figures},
+            f".venv/bin/python bench/verify_cost.py --items {args.items}",
+        )
     finally:
         subprocess.run(["rm", "-rf", str(scratch)], check=False)
-    results_file.write(
-        "verify_cost",
-        {"table": "orders", "target_ratio_to_floor": TARGET, **figures},
-        f".venv/bin/python bench/verify_cost.py --items {args.items}",
-    )
     return 0
 
 

@@ -8,8 +8,8 @@ comparison. Canonical: map keys in any order (dicts), set elements sorted, numbe
 are one: the final table holds null for both (docs/tables-and-types.md), inside a list as well.
 
 What a column cannot say, the comparison does not ask of it:
-- an ``array`` column holds a list or a set alike (a set sorted), so a set equals a list of the
-  same elements in sorted order;
+- an ``array`` column holds a list or a set alike (a set sorted by the column's element type:
+  numbers in an ``array<string>`` as text), so a set equals a list of its elements in any order;
 - a ``string`` column takes any value as text (a number its exact text, a map as plain JSON...),
   so a value that is not ``S`` is compared with the column's text by its meaning: a number by
   value, a map, a list or a set as the JSON value the text parses to.
@@ -127,6 +127,11 @@ def encode_row(row: dict[str, Any], schema: Schema) -> dict[str, Any]:
 # --- comparison ---------------------------------------------------------------------------
 
 
+class _Set(tuple):
+    """A set's elements in plain JSON: equal to a JSON array of them in any order (the decode
+    keeps a nested set's order as the export had it, and sorts a top-level one)."""
+
+
 def _plain(value: Any) -> Any:
     """A canonical value as the plain JSON value a ``string`` column renders it as."""
     if value is None:
@@ -136,13 +141,24 @@ def _plain(value: Any) -> Any:
         return {k: _plain(v) for k, v in inner.items()}
     if kind == "L":
         return [_plain(v) for v in inner]
-    if kind in ("B", "BS"):
-        return (
-            base64.b64encode(inner).decode()
-            if kind == "B"
-            else sorted(base64.b64encode(b).decode() for b in inner)
-        )
-    return inner  # S, N (a Decimal), BOOL, SS, NS (sorted)
+    if kind == "B":
+        return base64.b64encode(inner).decode()
+    if kind == "BS":
+        return _Set(base64.b64encode(b).decode() for b in inner)
+    if kind in ("SS", "NS"):
+        return _Set(inner)
+    return inner  # S, N (a Decimal), BOOL
+
+
+def _same_elements(expected: list[Any], held: list[Any], same: Any) -> bool:
+    """Each expected element matched by one held element (``same``), in any order."""
+    left = list(held)
+    for element in expected:
+        match = next((i for i, h in enumerate(left) if same(element, h)), None)
+        if match is None:
+            return False
+        left.pop(match)
+    return not left
 
 
 def _plain_equal(a: Any, b: Any) -> bool:
@@ -155,6 +171,8 @@ def _plain_equal(a: Any, b: Any) -> bool:
         a = {k: v for k, v in a.items() if v is not None}
         b = {k: v for k, v in b.items() if v is not None}
         return a.keys() == b.keys() and all(_plain_equal(a[k], b[k]) for k in a)
+    if isinstance(a, _Set) and isinstance(b, list):
+        return _same_elements(list(a), b, _plain_equal)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_plain_equal(x, y) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and a == b
@@ -178,8 +196,6 @@ def _text_equal(expected: Any, text: str) -> bool:
         parsed = json.loads(text, parse_float=Decimal, parse_int=Decimal)
     except ValueError:
         return False
-    if kind in SETS and isinstance(parsed, list):
-        return _plain_equal(sorted(_plain(expected)), sorted(parsed))
     return _plain_equal(_plain(expected), parsed)
 
 
@@ -192,11 +208,8 @@ def equal(expected: Any, held: Any) -> bool:
     ((held_kind, held_inner),) = held.items()
     if held_kind == "TEXT":
         return _text_equal(expected, held_inner)
-    if kind in SETS and held_kind == "L":
-        elements = [{kind[0]: v} for v in inner]
-        return len(elements) == len(held_inner) and all(
-            equal(a, b) for a, b in zip(elements, held_inner, strict=True)
-        )
+    if kind in SETS and held_kind == "L":  # sorted by the column's element type: any order
+        return _same_elements([{kind[0]: v} for v in inner], held_inner, equal)
     if kind == "M" and held_kind == "M":
         return different_attributes(inner, held_inner) == []
     if kind == "L" and held_kind == "L":

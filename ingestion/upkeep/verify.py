@@ -9,8 +9,9 @@ join), and Python workers compare each pair.
 A key changed after the export's instant (a staged change with a later ``_version``) is compared
 as the change log held it at the instant, when the change log can say: when the export is the
 table's newest staged full export, whose rows maintenance never prunes (ingestion.upkeep.expiry),
-its latest change at or before the instant is that state (a delete, or no change: not an item
-then). Otherwise such a key is ``not comparable``: never counted equal or different.
+by the full-export rule that state is the key's row in that export, or no item when it lacks
+the key. Otherwise such a key is ``not comparable``: never counted equal or different. A final
+row kept for a delete (``ttl_deletes: keep``) is no item.
 """
 
 from __future__ import annotations
@@ -130,9 +131,14 @@ def verify(spark: SparkSession, table: TableConfig, folder: str) -> VerifyReport
     keys = [k.name for k in table.keys]
     lines = spark.read.text([str(f.path) for f in export.files]).rdd.map(lambda r: r["value"])
     exported = lines.map(_export_side(keys))
-    held = spark.table(final).rdd.map(_final_side(keys, schema))
-    newest = [e for e in ledger.entries(spark, table.name) if e.kind == manifest.FULL][-1:]
-    kept = bool(newest) and newest[0].source == export.export_arn
+    # A row kept for a delete (``ttl_deletes: keep`` keeps TTL-expired items, flagged) is no
+    # item of the table: DynamoDB's export does not hold it.
+    items = spark.table(final).where(~F.col("_operation").isin(*change_order.DELETE_OPERATIONS))
+    held = items.rdd.map(_final_side(keys, schema))
+    # The newest full export (by its time, as maintenance picks the one it keeps whole).
+    fulls = [e for e in ledger.entries(spark, table.name) if e.kind == manifest.FULL]
+    newest = max(fulls, key=lambda e: e.end or "", default=None)
+    kept = newest.batch_id if newest and newest.source == export.export_arn else None
     later = _state_at_instant(spark, table, keys, schema, instant, kept)
     paired = exported.fullOuterJoin(held).leftOuterJoin(later)
     compared = (
@@ -200,11 +206,12 @@ def _state_at_instant(
     keys: list[str],
     schema: Schema,
     instant: int,
-    kept: bool,
+    kept: str | None,
 ) -> Any:
-    """Each key with a staged change after the instant, as (key text, (known, row or None)):
-    with ``kept`` (the export is the newest staged full export, kept whole) its latest change at
-    or before the instant, None for a delete or no change; else not known."""
+    """Each key with a staged change after the instant, as (key text, (known, row or None)).
+    ``kept``: the batch of the export, when it is the table's newest staged full export (kept
+    whole by maintenance): by the full-export rule a key's state at its instant is its row in
+    that batch, or no item when the batch lacks it. Else not known."""
     staging = spark.table(names.staging_table(table.name))
     key_columns = [a.column for a in schema.attributes if a.key]
     key_schema = Schema(schema.table, tuple(a for a in schema.attributes if a.key))
@@ -213,17 +220,11 @@ def _state_at_instant(
     def state(row: Any) -> tuple[str, tuple[bool, dict[str, Any] | None]]:
         values = row.asDict(recursive=True)
         key = canonical.key_text(canonical.encode_row(values, key_schema), keys)
-        if not kept:
+        if kept is None:
             return key, (False, None)
-        deleted = values.get("_operation") in (None, *change_order.DELETE_OPERATIONS)
-        return key, (True, None if deleted else values)
+        return key, (True, None if values.get("_batch_id") is None else values)
 
-    if not kept:
+    if kept is None:
         return changed.rdd.map(state)
-    before = staging.where(F.col("_version") <= instant).join(changed, key_columns, "left_semi")
-    latest = (
-        before.groupBy(*key_columns)
-        .agg(F.max_by(F.struct(*staging.columns), change_order.change_order()).alias("c"))
-        .select("c.*")
-    )
-    return changed.join(latest, key_columns, "left").rdd.map(state)
+    exported = staging.where(F.col("_batch_id") == kept)
+    return changed.join(exported, key_columns, "left").rdd.map(state)

@@ -156,3 +156,27 @@ def test_a_damaged_value_is_refused() -> None:
         canonical.canonical({"N": "1x"})
     with pytest.raises(ValueError, match="unknown type descriptor"):
         canonical.canonical({"Q": "1"})
+
+
+def test_a_set_equals_its_elements_in_the_order_the_column_holds_them() -> None:
+    """A number set in an ``array<string>`` column is sorted as text ("10" before "9"), and a set
+    inside a map kept as JSON text keeps the export's order: both equal the set."""
+    schema = Schema(
+        "t",
+        (
+            Attribute("id", "id", ColumnType("string"), key=True),
+            Attribute("ns", "ns", parse_type("array<string>")),
+            Attribute("doc", "doc", parse_type("string")),
+        ),
+    )
+    item = {
+        "id": {"S": "a"},
+        "ns": {"NS": ["9", "10", "-1", "-2"]},
+        "doc": {"M": {"tags": {"SS": ["z", "a"]}, "sizes": {"NS": ["10", "9"]}}},
+    }
+    row = {"id": "a", "ns": ["-1", "-2", "10", "9"], "doc": '{"tags":["z","a"],"sizes":[10,9]}'}
+    expected = canonical.canonical_item(item)
+    assert canonical.different_attributes(expected, canonical.encode_row(row, schema)) == []
+    wrong = {**row, "ns": ["-1", "10", "9"], "doc": '{"tags":["z"],"sizes":[10,9]}'}
+    found = canonical.different_attributes(expected, canonical.encode_row(wrong, schema))
+    assert found == ["doc", "ns"]

@@ -1,6 +1,7 @@
 """`ddb-lakehouse verify`: a final table against a full export of its DynamoDB table, through the
-command line, on real Spark, Iceberg and dbt. The differences are made the way they happen: a
-row the lakehouse never got, a delete it lost, a wrong value, a decode bug planted in staging."""
+command line, on real Spark, Iceberg and dbt. The differences are made in the final table by SQL
+(the effect of a row the lakehouse never got, a delete it lost, a wrong value), and by a decode
+bug planted in staging."""
 
 from __future__ import annotations
 
