@@ -118,6 +118,12 @@ def test_settle_time_and_max_files_leave_files_for_later(
     assert spark.table("lake.staging.books").count() == 3
 
 
+def book_inserted(key: str, seq: int) -> dict:
+    """A stream record inserting book ``key`` (the damaged-line tests' good change)."""
+    image = {"id": {"S": key}, "title": {"S": key.upper()}}
+    return sample_stream.stream_record("books", "INSERT", {"id": {"S": key}}, None, image, 1700000000, seq)  # fmt: skip
+
+
 def test_a_damaged_line_fails_the_staging_job_of_a_table_already_staged(
     spark, clean_lakehouse, tmp_path: Path
 ) -> None:
@@ -127,11 +133,7 @@ def test_a_damaged_line_fails_the_staging_job_of_a_table_already_staged(
     location = tmp_path / "streams"
     books = get_table("books")
 
-    def change(key: str, seq: int) -> dict:
-        image = {"id": {"S": key}, "title": {"S": key.upper()}}
-        return sample_stream.stream_record("books", "INSERT", {"id": {"S": key}}, None, image, 1700000000, seq)  # fmt: skip
-
-    write_stream(location, [[change("a", 900)]])
+    write_stream(location, [[book_inserted("a", 900)]])
     good = json.loads(gzip.decompress(next((location / "books").iterdir()).read_bytes()))
     assert streams.ingest_stream(spark, books, str(location), settle_seconds=0).changes == 1
     b = {"Keys": {"id": {"S": "b"}}, "NewImage": {"id": {"S": "b"}}, "SequenceNumber": "901"}
@@ -155,15 +157,11 @@ def test_damaged_lines_fail_the_run_or_go_to_the_rejects_table(
     location = tmp_path / "streams"
     books = get_table("books")
 
-    def change(key: str, seq: int) -> dict:
-        image = {"id": {"S": key}, "title": {"S": key.upper()}}
-        return sample_stream.stream_record("books", "INSERT", {"id": {"S": key}}, None, image, 1700000000, seq)  # fmt: skip
-
-    write_stream(location, [[change("g", 900)]])
+    write_stream(location, [[book_inserted("g", 900)]])
     good = json.loads(gzip.decompress(next((location / "books").iterdir()).read_bytes()))
     lines = [
         json.dumps(
-            change("a", 901)
+            book_inserted("a", 901)
             | good
             | {"SequenceNumber": "901", "Keys": {"id": {"S": "a"}}, "NewImage": {"id": {"S": "a"}}}
         ),  # fmt: skip
