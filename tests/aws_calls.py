@@ -248,7 +248,9 @@ def resources(call: Call, action: str) -> list[str]:
         # moto 5.1.22 answers an export's ARN as table/<table ARN>/import/<id>; AWS's (its API
         # reference) is <table ARN>/export/<id>.
         arn = re.sub(r"^arn:.*?:table/(arn:.*:table/[^/]+)/import/", r"\1/export/", arn or "")
-        return [arn or f"{head}:table/{p['TableName']}"]
+        # A TableName may be the table's ARN (DynamoDB's API reference, e.g. DescribeContinuousBackups).
+        name = p.get("TableName", "")
+        return [arn or (name if name.startswith("arn:") else f"{head}:table/{name}")]
     if call.service == "emr-serverless":
         application = f"{head}:/applications/{p['applicationId']}"
         return [application + (f"/jobruns/{p['jobRunId']}" if "jobRunId" in p else "")]

@@ -8,9 +8,10 @@ packaging, submission and waiting.
 - ``emr``: EMR Serverless and EMR on EC2 requests: parameters, release check, waiting;
 - ``submit``: ``emr submit``: package, upload, start, wait (or a dry run);
 - ``doctor``: ``doctor --aws``: the account's checks (credentials, application, tables'
-  recovery and streams, Glue databases and Lake Formation);
+  recovery and streams, last verify, Glue databases and Lake Formation);
 - ``deployment``: ``deploy render``: the CloudFormation template from the table
-  configuration (each table by its cadence; one watch for every stream table);
+  configuration (each table by its cadence; one watch for every stream table; a verify
+  schedule per table);
 - ``deployment_shared``: the template's shared part: bucket, databases, roles, stream writer;
 - ``contracts``: requests checked offline against botocore's service models (the template's
   Scheduler inputs included).

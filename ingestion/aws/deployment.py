@@ -2,7 +2,8 @@
 
 Every configured table gets its resources from its entry: its ARN as a parameter, the job
 role's export permissions on it, and by its ``cadence`` either a daily ``sync`` from incremental
-exports and a weekly ``maintain`` (``daily``), or its stream's Lambda mapping (``stream``). One
+exports and a weekly ``maintain`` (``daily``), or its stream's Lambda mapping (``stream``); and
+a ``verify`` against a full export by its ``verify`` (weekly by default). One
 long-running ``watch`` serves every stream table (one JVM, one lease per table): the hot path
 costs one small always-on job however many hot tables there are. The shared part (bucket,
 stream writer, Glue databases, roles, dead-letter queue) is ``deployment_shared``'s.
@@ -24,6 +25,7 @@ from ingestion.dynamodb.tables import TableConfig, TableConfigError
 DAILY = "cron(30 2 * * ? *)"
 WEEKLY = "cron(30 4 ? * SUN *)"
 WATCH_STARTS = "rate(1 hour)"
+VERIFY_SCHEDULES = {"weekly": "cron(30 5 ? * SAT *)", "daily": "cron(30 5 * * ? *)"}
 HEADER = (
     "# Rendered from dbt_project.yml's tables by `ddb-lakehouse deploy render`: edit the table\n"
     "# configuration and render again rather than this file (docs/on-aws.md).\n"
@@ -75,6 +77,9 @@ def render(tables: list[TableConfig]) -> dict[str, Any]:
     for table in daily:
         resources[f"{camel(table.name)}Sync"] = _daily_sync(table)
         resources[f"{camel(table.name)}Maintain"] = _weekly_maintain(table)
+    for table in tables:
+        if table.verify != "off":
+            resources[f"{camel(table.name)}Verify"] = _verify(table)
     names = ", ".join(f"{t.name} ({t.cadence})" for t in tables)
     return {
         "AWSTemplateFormatVersion": "2010-09-09",
@@ -153,10 +158,13 @@ def _watch(tables: list[TableConfig]) -> dict[str, Any]:
     )
 
 
+def _exports_of(table: TableConfig) -> list[str]:
+    """The arguments that say which table DynamoDB exports, and where to."""
+    return ["--table-arn", "${" + table_arn(table) + "}", "--to", "s3://${BucketName}/${ExportPrefix}"]  # fmt: skip
+
+
 def _daily_sync(table: TableConfig) -> dict[str, Any]:
-    arguments = ["sync", "--table", table.name, "--from-dynamodb"]
-    arguments += ["--table-arn", "${" + table_arn(table) + "}"]
-    arguments += ["--to", "s3://${BucketName}/${ExportPrefix}"]
+    arguments = ["sync", "--table", table.name, "--from-dynamodb", *_exports_of(table)]
     return _schedule(
         f"{table.name} from DynamoDB incremental exports, daily.",
         DAILY,
@@ -172,6 +180,18 @@ def _weekly_maintain(table: TableConfig) -> dict[str, Any]:
         WEEKLY,
         f"{table.name}-maintain",
         ["maintain", "--table", table.name],
+    )
+
+
+def _verify(table: TableConfig) -> dict[str, Any]:
+    arguments = ["verify", "--table", table.name, "--from-dynamodb", *_exports_of(table)]
+    return _schedule(
+        f"{table.name} verified against a full export of its DynamoDB table, {table.verify} "
+        "(verify: in its entry): the counts go to CloudWatch (DynamoDBLakehouse), a run that "
+        "finds differences fails; repair with verify --from-dynamodb --repair.",
+        VERIFY_SCHEDULES[table.verify],
+        f"{table.name}-verify",
+        [*arguments, "--metrics"],
     )
 
 

@@ -148,6 +148,10 @@ def job_role(table_arns: list[str]) -> dict[str, Any]:
         # s3:PutObject above.
         _statement("ExportWrites", ["s3:PutObjectAcl", "s3:AbortMultipartUpload"], _sub(bucket + "/${ExportPrefix}/*")),  # noqa: E501
         _statement("DescribeExports", ["dynamodb:DescribeExport"], [_sub("${" + a + "}/export/*") for a in table_arns]),  # noqa: E501
+        # sync --from-dynamodb asks whether the chain can continue (point-in-time recovery).
+        _statement("RecoveryWindow", ["dynamodb:DescribeContinuousBackups"], [{"Ref": a} for a in table_arns]),  # noqa: E501
+        # verify --metrics; PutMetricData has no resource type in IAM: "*" or nothing.
+        _statement("VerifyMetrics", ["cloudwatch:PutMetricData"], "*"),
     ])  # fmt: skip
 
 

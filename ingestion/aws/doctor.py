@@ -5,7 +5,7 @@ Credentials and region (STS); the EMR Serverless application (release, architect
 for each configured table (its ``table_arn``, else its name in the region): point-in-time
 recovery and its period (exports need it), its stream and view type, and for a ``cadence:
 stream`` table its stream writer's Lambda mapping, enabled and not behind (``IteratorAge``);
-each Glue database: found, and not governed by Lake Formation (a database whose
+the last verify against DynamoDB (its ``VerifyDifferences`` metric); each Glue database: found, and not governed by Lake Formation (a database whose
 ``CreateTableDefaultPermissions`` is empty is, and refuses the job role until it is granted).
 
 What these calls cannot see (the job's Python on the application, the job role's own reach)
@@ -23,6 +23,7 @@ from ingestion.aws import emr, submit
 from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.jobs.inspection import METRICS_NAMESPACE
 from ingestion.jobs.sync import region_of
 from ingestion.project.doctor import Check
 
@@ -143,6 +144,40 @@ def _iterator_age(watch: Any, name: str, view: str, function_arn: str) -> Check:
     return Check(name, True, f"{view}, read by {function}, at most {age:.0f}s behind")
 
 
+VERIFY_LOOKBACK = timedelta(days=8)  # a weekly verify's last run, with a day to spare
+
+
+def last_verify(watch: Any, table: TableConfig) -> Check:
+    """The table's last verify against DynamoDB (``verify --metrics``, the deployment's
+    schedule): its ``VerifyDifferences`` metric of the last 8 days."""
+    name = f"{table.name}: last verify"
+    if table.verify == "off":
+        return Check(name, True, "no schedule (verify: off in the table's entry)")
+    now = datetime.now(UTC)
+    try:
+        points = watch.get_metric_statistics(
+            Namespace=METRICS_NAMESPACE,
+            MetricName="VerifyDifferences",
+            Dimensions=[{"Name": "Table", "Value": table.name}],
+            StartTime=now - VERIFY_LOOKBACK,
+            EndTime=now,
+            Period=3600,
+            Statistics=["Maximum"],
+        ).get("Datapoints", [])
+    except Exception as exc:
+        return Check(name, False, _reason(exc))
+    if not points:
+        return Check(name, True, f"none in 8 days (the {table.verify} schedule {table.name}-verify "
+                     f"publishes it; now: ddb-lakehouse verify --table {table.name} "
+                     "--from-dynamodb --metrics)")  # fmt: skip
+    last = max(points, key=lambda p: p["Timestamp"])
+    when = last["Timestamp"].strftime("%Y-%m-%d %H:%M UTC")
+    if last["Maximum"] > 0:
+        return Check(name, False, f"{when}: {last['Maximum']:.0f} item(s) differ from DynamoDB: "
+                     f"ddb-lakehouse verify --table {table.name} --from-dynamodb --repair")  # fmt: skip
+    return Check(name, True, f"{when}: equal to DynamoDB")
+
+
 def database(glue: Any, name: str) -> Check:
     title = f"glue database {name}"
     try:
@@ -193,7 +228,9 @@ def aws_checks(account: Account, client: Callable[..., Any] | None = None) -> li
         where = region_of(table.table_arn) if table.table_arn else region
         dynamodb = make("dynamodb", where)
         checks.append(point_in_time_recovery(dynamodb, table))
-        checks.append(stream(dynamodb, make("lambda", where), make("cloudwatch", where), table))
+        watch = make("cloudwatch", where)
+        checks.append(stream(dynamodb, make("lambda", where), watch, table))
+        checks.append(last_verify(watch, table))
     glue = make("glue", region)
     checks += [database(glue, name) for name in account.databases]
     return checks

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any, TypeVar
 
 from ingestion.dynamodb.tables import TableConfig, get_table, load_tables
+from ingestion.jobs.sync import ExportTarget
 
 
 def add_stream_arguments(p: argparse.ArgumentParser, required: bool) -> None:
@@ -67,6 +68,11 @@ def add_export_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--poll", type=float, default=30.0, help="seconds between DescribeExport calls (30)"
     )
+
+
+def export_target(args: argparse.Namespace) -> ExportTarget:
+    """The ``add_export_arguments`` arguments."""
+    return ExportTarget(args.table_arn, args.to, args.poll)
 
 
 def add_table_selection(p: argparse.ArgumentParser) -> None:

@@ -231,6 +231,7 @@ def run_deploy_render(args: argparse.Namespace) -> int:
     daily = [t.name for t in tables if t.cadence != "stream"]
     console.line(
         f"wrote {out}: {len(tables)} tables; one watch for {', '.join(streamed) or 'none'}; "
-        f"daily exports for {', '.join(daily) or 'none'}"
+        f"daily exports for {', '.join(daily) or 'none'}; verified against DynamoDB: "
+        + (", ".join(f"{t.name} {t.verify}" for t in tables if t.verify != "off") or "none")
     )
     return 0

@@ -13,11 +13,11 @@ from ingestion.cli.arguments import (
     add_export_folder_arguments,
     add_stream_arguments,
     add_table_argument,
+    export_target,
 )
 from ingestion.dynamodb.tables import TableConfigError, get_table
 from ingestion.jobs import stage, sync
 from ingestion.jobs.stage import StreamSource
-from ingestion.jobs.sync import ExportTarget
 from ingestion.schema import schema_file
 
 
@@ -39,6 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--from-dynamodb",
         action="store_true",
         help="export what the ledger lacks first (full export when the ledger is empty)",
+    )
+    p.add_argument(
+        "--heal",
+        action="store_true",
+        help="with --from-dynamodb: when no incremental export can continue the chain (beyond "
+        "point-in-time recovery), take a full export and stage it as a re-baseline (the "
+        "table's heal: true does the same)",
     )
     add_export_arguments(p)
     add_stream_arguments(p, required=False)
@@ -98,10 +105,6 @@ def run_ingest(args: argparse.Namespace) -> int:
     return 0 if stage.stage_exports(table, args.sources, output.Console(), args.allow_gap) else 1
 
 
-def export_target(args: argparse.Namespace) -> ExportTarget:
-    return ExportTarget(args.table_arn, args.to, args.poll)
-
-
 def run_export(args: argparse.Namespace) -> int:
     done = sync.export(
         get_table(args.table), export_target(args), args.full, not args.no_ingest, output.Console()
@@ -110,6 +113,8 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_sync(args: argparse.Namespace) -> int:
+    if args.heal and not args.from_dynamodb:
+        raise TableConfigError("--heal takes a full export from DynamoDB: add --from-dynamodb")
     done = sync.sync(
         get_table(args.table),
         output.Console(),
@@ -117,6 +122,7 @@ def run_sync(args: argparse.Namespace) -> int:
         stream=stream_source(args),
         target=export_target(args) if args.from_dynamodb else None,
         allow_gap=args.allow_gap,
+        heal=args.heal,
     )
     return 0 if done else 1
 

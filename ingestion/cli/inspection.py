@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sys
 
 from ingestion.cli import output
-from ingestion.cli.arguments import add_table_argument, add_table_selection, selected_tables
+from ingestion.cli.arguments import (
+    add_export_arguments,
+    add_table_argument,
+    add_table_selection,
+    export_target,
+    selected_tables,
+)
 from ingestion.config import names
-from ingestion.dynamodb.tables import get_table
-from ingestion.jobs.inspection import ENGINES, query, statuses, verify
+from ingestion.dynamodb.tables import TableConfigError, get_table
+from ingestion.jobs import sync
+from ingestion.jobs.inspection import (
+    ENGINES,
+    METRICS_NAMESPACE,
+    publish_metrics,
+    query,
+    statuses,
+    verify,
+)
+from ingestion.sources.export_control import VERIFY_PREFIX
 from ingestion.staging import ledger
 from ingestion.upkeep import verify as verifying
 from ingestion.upkeep.status import TableStatus
@@ -55,7 +72,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "export",
         metavar="EXPORT_FOLDER",
-        help="a full export's folder (.../AWSDynamoDB/<ExportId>)",
+        nargs="?",
+        help="a full export's folder (.../AWSDynamoDB/<ExportId>); or --from-dynamodb",
+    )
+    p.add_argument(
+        "--from-dynamodb",
+        action="store_true",
+        help="take a full export now, under its own prefix (<export_to>/"
+        f"{VERIFY_PREFIX}/: sync never stages it nor waits for it), and verify against it",
+    )
+    add_export_arguments(p)
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        help="when not equal: stage the export as a re-baseline (changes newer than it still "
+        "win), merge, and verify again; says which keys it changed",
+    )
+    p.add_argument(
+        "--metrics",
+        action="store_true",
+        help=f"publish the counts as CloudWatch metrics (namespace {METRICS_NAMESPACE}, "
+        "dimension Table): the deployment's verify schedules set it",
     )
     p.add_argument(
         "--format", choices=["table", "json"], default="table", help="table (default) or json"
@@ -114,10 +151,35 @@ def print_status(status: TableStatus) -> None:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    report = verify(get_table(args.table), args.export)
+    if bool(args.export) == bool(args.from_dynamodb):
+        raise TableConfigError("give an export folder or --from-dynamodb (one of them)")
+    table = get_table(args.table)
+    # With --format json only the report goes to standard output; the progress to stderr.
+    with contextlib.redirect_stdout(sys.stderr if args.format == "json" else sys.stdout):
+        target = export_target(args) if args.from_dynamodb else None
+        if args.repair and args.export:
+            sync.check_repairable(table, args.export)
+        report = verify(table, args.export, target, output.Console())
+        if args.metrics:
+            publish_metrics(report, args.table_arn or table.table_arn)
+        shown = [report]
+        if args.repair and not report.equal:
+            if args.format == "table":
+                print_verify(report)
+            shown.append(sync.repair(table, report, output.Console()))
     if args.format == "json":
-        print(json.dumps(report.as_json(), indent=2))
-        return 0 if report.equal else 1
+        document = shown[-1].as_json()
+        if len(shown) > 1:
+            document["before_repair"] = report.as_json()
+        print(json.dumps(document, indent=2))
+    else:
+        if len(shown) > 1:
+            print("after the repair:")
+        print_verify(shown[-1])
+    return 0 if shown[-1].equal else 1
+
+
+def print_verify(report: verifying.VerifyReport) -> None:
     print(
         f"{report.table} against the full export of {report.export_time} ({report.items} items, "
         f"{report.export}):"
@@ -131,7 +193,6 @@ def run_verify(args: argparse.Namespace) -> int:
     print(output.format_table(["outcome", "items", "first keys"], rows))
     verdict = "EQUAL" if report.equal else "NOT EQUAL"
     print(f"{verdict} in {report.seconds:.1f}s")
-    return 0 if report.equal else 1
 
 
 def run_query(args: argparse.Namespace) -> int:

@@ -36,10 +36,14 @@ ENTRY_KEYS = (
     "ttl_deletes",
     "adopt_drift",
     "cadence",
+    "heal",
+    "verify",
 )
 # How a deployment keeps the table fresh (``ddb-lakehouse deploy render``): from its stream
 # through the one long-running ``watch``, or from a daily incremental export.
 CADENCES = ("daily", "stream")
+# How often a deployment verifies the table against a full export (``verify --from-dynamodb``).
+VERIFY_SCHEDULES = ("weekly", "daily", "off")
 _TABLE_ARN = re.compile(
     r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/([A-Za-z0-9_.-]{3,255})$"
 )
@@ -73,6 +77,8 @@ class TableConfig:
     adopt_drift: bool = True  # a value that does not fit its column widens it (upkeep.adopt)
     dynamodb_table: str = ""  # the DynamoDB table's own name (default: ``name``)
     cadence: str = "daily"  # how a deployment syncs it: daily | stream (CADENCES)
+    heal: bool = False  # sync --from-dynamodb heals a broken chain with a full export
+    verify: str = "weekly"  # how often a deployment verifies it (VERIFY_SCHEDULES)
 
     @property
     def dynamodb_name(self) -> str:
@@ -152,6 +158,13 @@ def _choice(
     return str(value)
 
 
+def _flag(name: str, entry: dict[str, Any], key: str, default: bool) -> bool:
+    value = entry.get(key, default)
+    if not isinstance(value, bool):
+        raise TableConfigError(f"table {name}: {key} is {value!r}; expected true or false")
+    return value
+
+
 def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
     if not _TABLE_NAME.match(name):
         raise TableConfigError(
@@ -195,10 +208,10 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         raise TableConfigError(
             f"table {name}: buckets is {buckets!r}; expected a whole number from 2 to {MAX_BUCKETS}"
         )
-    adopt = entry.get("adopt_drift", True)
-    if not isinstance(adopt, bool):
-        raise TableConfigError(f"table {name}: adopt_drift is {adopt!r}; expected true or false")
+    adopt, heal = _flag(name, entry, "adopt_drift", True), _flag(name, entry, "heal", False)
     cadence = _choice(name, entry, "cadence", CADENCES, "daily")
+    # YAML reads a bare ``off`` as false: taken as the "off" it was written as.
+    verify = _choice(name, {"verify": "off"} if entry.get("verify") is False else entry, "verify", VERIFY_SCHEDULES, "weekly")  # fmt: skip
     config = TableConfig(
         name,
         parse_key(entry["partition_key"], name),
@@ -210,6 +223,8 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         adopt,
         dynamodb_table if dynamodb_table != name else "",
         cadence,
+        heal,
+        verify,
     )
     if sort_key and sort_key.column == config.partition_key.column:
         raise TableConfigError(

@@ -15,6 +15,8 @@ from typing import Any
 from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.jobs import sync
+from ingestion.jobs.reporter import Reporter
 from ingestion.light import catalog as light_catalog
 from ingestion.light import duck
 from ingestion.schema import schema_file, types
@@ -113,6 +115,55 @@ def _first_line(exc: Exception) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
-def verify(table: TableConfig, folder: str) -> verifying.VerifyReport:
-    """The final table of ``table`` against the full export in ``folder`` (ingestion.upkeep.verify)."""
+def verify(
+    table: TableConfig,
+    folder: str | None,
+    target: sync.ExportTarget | None = None,
+    reporter: Reporter | None = None,
+) -> verifying.VerifyReport:
+    """The final table of ``table`` against the full export in ``folder`` (ingestion.upkeep.verify),
+    or, without a folder, against a full export taken now (``sync.verify_export``)."""
+    if folder is None:
+        assert target is not None and reporter is not None
+        folder = sync.verify_export(table, target, reporter)
     return verifying.verify(spark_config.build_spark("verify"), table, folder)
+
+
+METRICS_NAMESPACE = "DynamoDBLakehouse"
+METRICS = (  # metric name, outcomes summed
+    ("VerifyDifferences", ("missing", "extra", "different")),
+    ("VerifyMissing", ("missing",)),
+    ("VerifyExtra", ("extra",)),
+    ("VerifyDifferent", ("different",)),
+    ("VerifyNotComparable", ("not_comparable",)),
+    ("VerifyEqual", ("equal",)),
+)
+
+
+def publish_metrics(report: verifying.VerifyReport, table_arn: str | None) -> None:
+    """The run's counts as CloudWatch metrics (one ``PutMetricData``, dimension ``Table``), in the
+    table's region (from its ARN; else the session's): an alarm on ``VerifyDifferences`` above
+    0 says a table stopped equalling DynamoDB, and ``doctor --aws`` reads the last one."""
+    region = sync.region_of(table_arn) if table_arn else None
+    cloudwatch_client(region).put_metric_data(
+        Namespace=METRICS_NAMESPACE, MetricData=metric_data(report)
+    )
+
+
+def metric_data(report: verifying.VerifyReport) -> list[dict[str, Any]]:
+    dimensions = [{"Name": "Table", "Value": report.table}]
+    return [
+        {
+            "MetricName": name,
+            "Dimensions": dimensions,
+            "Value": float(sum(report.counts[o] for o in outcomes)),
+            "Unit": "Count",
+        }
+        for name, outcomes in METRICS
+    ]
+
+
+def cloudwatch_client(region: str | None) -> Any:
+    import boto3
+
+    return boto3.client("cloudwatch", region_name=region)

@@ -20,7 +20,7 @@ from ingestion.sources import manifest
 from ingestion.sources.stream_files import store_for
 from ingestion.spark import progress, spark_config
 from ingestion.staging import ledger
-from ingestion.staging.chain import check_source
+from ingestion.staging.chain import check_stageable
 from ingestion.staging.drift import Drift
 from ingestion.staging.exports import (
     IngestResult,
@@ -67,17 +67,22 @@ def adopt_or_explain(
 
 
 def stage_exports(
-    table: TableConfig, sources: list[str], reporter: Reporter, allow_gap: bool = False
+    table: TableConfig,
+    sources: list[str],
+    reporter: Reporter,
+    allow_gap: bool = False,
+    rebaseline: bool = False,
 ) -> bool:
     """Stage export folders in time order (whatever order they were given in); False when a
-    staged count differs from its manifest's."""
+    staged count differs from its manifest's. ``rebaseline``: one full export staged to repair
+    the table (``staging.chain.check_rebaseline``)."""
     ordered = in_time_order(sources)
     if ordered != sources:
         shown = ", ".join(short_source(s) for s in ordered)
         reporter.line(f"exports given out of order: staged in time order: {shown}")
     for folder in ordered:  # every export is the table's own, before any is staged
-        check_source(table, manifest.read_export(folder, verify=False))
-    applied = already_applied(table, ordered)
+        check_stageable(table, manifest.read_export(folder, verify=False), rebaseline)
+    applied = None if rebaseline else already_applied(table, ordered)
     if applied is not None:
         reporter.ingested(applied)
         return True
@@ -87,7 +92,7 @@ def stage_exports(
         if len(ordered) > 1:
             reporter.line(f"[{number}/{len(ordered)}] {source}")
         with progress.progress(spark, f"ingest {table.name} {short_source(source)}"):
-            results.append(ingest_export(spark, table, source, allow_gap))
+            results.append(ingest_export(spark, table, source, allow_gap, rebaseline))
     reporter.ingested(results)
     for r in results:
         if r.chain_note:

@@ -1,5 +1,7 @@
 """``sync`` and ``export``: what the ledger lacks exported from DynamoDB (or given as folders,
-or a stream's change files), staged, then merged into the final table."""
+or a stream's change files), staged, then merged into the final table; a broken chain of
+exports healed with a full export (``--heal``); ``verify``'s own export, and its ``--repair``
+(a full export staged as a re-baseline)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from ingestion.jobs.reporter import Reporter
 from ingestion.sources import export_control, manifest
 from ingestion.spark import spark_config
 from ingestion.staging import chain, ledger
+from ingestion.upkeep import verify as verifying
 
 
 @dataclass(frozen=True)
@@ -23,11 +26,16 @@ class ExportTarget:
     poll: float = 30.0
 
 
-def export_from_dynamodb(
-    table: TableConfig, target: ExportTarget, kind: str | None, reporter: Reporter
-) -> list[str]:
-    """Run the DynamoDB exports the ledger calls for (``kind``, or full when the ledger is empty
-    and incremental after); their folders (s3://...)."""
+@dataclass(frozen=True)
+class Exported:
+    """The folders DynamoDB exported to (s3://...), in order; ``healed``: why the chain could
+    not continue, when a full export was taken instead (``--heal``)."""
+
+    folders: list[str]
+    healed: str | None = None
+
+
+def _arn_and_destination(table: TableConfig, target: ExportTarget) -> tuple[str, str]:
     table_arn = target.table_arn or table.table_arn
     destination = target.to or table.export_to
     if not table_arn or not destination:
@@ -35,22 +43,61 @@ def export_from_dynamodb(
             f"table {table.name}: exporting needs its table ARN and an s3:// destination "
             "(table_arn / export_to in dbt_project.yml, or --table-arn / --to)"
         )
+    return table_arn, destination
+
+
+def export_from_dynamodb(
+    table: TableConfig,
+    target: ExportTarget,
+    kind: str | None,
+    reporter: Reporter,
+    heal: bool = False,
+) -> Exported:
+    """Run the DynamoDB exports the ledger calls for (``kind``, or full when the ledger is empty
+    and incremental after). When no incremental export can continue the chain
+    (``export_control.chain_break``), refuse naming the command that heals; with ``heal`` (or
+    the table's ``heal: true``) take a full export instead."""
+    table_arn, destination = _arn_and_destination(table, target)
     spark = spark_config.build_spark(f"export {table.name}")
     last_end = chain.last_export_end(ledger.entries(spark, table.name))
+    client = dynamodb_client(table_arn)
+    kind = kind or (manifest.INCREMENTAL if last_end else manifest.FULL)
+    broken = None
+    if kind == manifest.INCREMENTAL and last_end is not None:
+        broken = export_control.chain_break(client, table_arn, last_end)
+    if broken and not (heal or table.heal):
+        raise chain.ChainError(
+            f"{table.name}: the chain of exports cannot continue: {broken}. Heal it with a full "
+            f"export now, staged as a re-baseline: ddb-lakehouse sync --table {table.name} "
+            "--from-dynamodb --heal (or heal: true in the table's entry)"
+        )
+    if broken:
+        reporter.line(f"{table.name}: the chain of exports cannot continue: {broken}; healing")
+        kind = manifest.FULL
     folders = export_control.run_exports(
-        dynamodb_client(table_arn),
-        table_arn,
-        destination,
-        kind or (manifest.INCREMENTAL if last_end else manifest.FULL),
-        last_end,
-        target.poll,
-        report=reporter.line,
+        client, table_arn, destination, kind, last_end, target.poll, report=reporter.line
     )
     if not folders:
         reporter.line(
             f"{table.name}: up to date (less than 15 minutes since {last_end}): nothing to export"
         )
-    return folders
+    return Exported(folders, broken)
+
+
+def verify_export(table: TableConfig, target: ExportTarget, reporter: Reporter) -> str:
+    """A full export now, under verify's own prefix (``export_control.VERIFY_PREFIX``): never
+    staged by ``sync``, never in the way of its exports. Its folder."""
+    table_arn, destination = _arn_and_destination(table, target)
+    (folder,) = export_control.run_exports(
+        dynamodb_client(table_arn),
+        table_arn,
+        export_control.verify_destination(destination),
+        manifest.FULL,
+        None,
+        target.poll,
+        report=reporter.line,
+    )
+    return folder
 
 
 def dynamodb_client(table_arn: str) -> Any:
@@ -77,7 +124,7 @@ def export(
     """``export``: one full export, or the incrementals since the last applied one; staged and
     merged unless ``ingest`` is False. False when a staged count differs from its manifest's."""
     kind = manifest.FULL if full else manifest.INCREMENTAL
-    folders = export_from_dynamodb(table, target, kind, reporter)
+    folders = export_from_dynamodb(table, target, kind, reporter).folders
     for folder in folders:
         reporter.line(f"exported: {folder}")
     if folders and ingest:
@@ -94,10 +141,12 @@ def sync(
     stream: stage.StreamSource | None = None,
     target: ExportTarget | None = None,
     allow_gap: bool = False,
+    heal: bool = False,
 ) -> bool:
     """Stage one kind of source (export folders, a stream, or what DynamoDB exports now when
     ``target`` is given), then merge. False when a staged count differs from its manifest's
-    (nothing is merged then)."""
+    (nothing is merged then). ``heal``: see ``export_from_dynamodb``; the keys the break
+    changed are reported (the final table against the new export, before it is staged)."""
     given = sum(bool(x) for x in (folders, stream, target))
     if given == 0:
         raise TableConfigError(
@@ -105,15 +154,67 @@ def sync(
         )
     if given > 1:
         raise TableConfigError("give export folders, --stream or --from-dynamodb, not both")
+    changed = None
     if stream is not None:
         stage.stage_stream(table, stream, reporter)
     else:
+        healed = None  # why the chain could not continue, when healed
         if target is not None:
-            folders = export_from_dynamodb(table, target, None, reporter)
+            exported = export_from_dynamodb(table, target, None, reporter, heal)
+            folders, healed = exported.folders, exported.healed
             if not folders:
                 return True
         assert folders
+        if healed:
+            changed = f"healed with the full export {folders[0]}: {keys_changed(table, folders[0])}"
         if not stage.stage_exports(table, folders, reporter, allow_gap):
             return False
     apply.merge_tables([table], reporter)
+    if changed is not None:
+        reporter.line(f"{table.name}: {changed}")
     return True
+
+
+def keys_changed(table: TableConfig, folder: str) -> str:
+    """What staging the full export in ``folder`` changes in the final table, as a line: the
+    keys it inserts, deletes and updates (``upkeep.verify``, not recorded as a verify run)."""
+    spark = spark_config.build_spark(f"verify {table.name}")
+    try:
+        report = verifying.verify(spark, table, folder, record=False)
+    except verifying.VerifyError as exc:
+        return f"the keys it changed are not known ({exc})"
+    return changed_keys_line(report)
+
+
+def changed_keys_line(report: verifying.VerifyReport) -> str:
+    parts = [
+        f"{report.counts[outcome]} key(s) {verb}"
+        + (f" (first: {'; '.join(report.first[outcome][:3])})" if report.first[outcome] else "")
+        for outcome, verb in (
+            ("missing", "inserted"),
+            ("extra", "deleted"),
+            ("different", "updated"),
+        )
+    ]
+    return ", ".join(parts)
+
+
+def check_repairable(table: TableConfig, folder: str) -> None:
+    """Refuse, before any work, an export ``verify --repair`` could not stage
+    (``staging.chain.check_rebaseline``)."""
+    export = manifest.read_export(folder, verify=False)
+    chain.check_stageable(table, export, rebaseline=True)
+    spark = spark_config.build_spark(f"verify {table.name}")
+    chain.check_rebaseline(ledger.entries(spark, table.name), export)
+
+
+def repair(table: TableConfig, before: verifying.VerifyReport, reporter: Reporter) -> verifying.VerifyReport:  # fmt: skip
+    """``verify --repair``: the export ``before`` verified staged as a re-baseline and merged;
+    the final table verified against it again (the report returned)."""
+    reporter.line(f"{table.name}: repairing: {changed_keys_line(before)}")
+    if not stage.stage_exports(table, [before.export], reporter, rebaseline=True):
+        raise verifying.VerifyError(
+            f"{before.export}: its staged count differs from its manifest's: nothing merged"
+        )
+    apply.merge_tables([table], reporter)
+    return verifying.verify(spark_config.build_spark(f"verify {table.name}"), table, before.export)

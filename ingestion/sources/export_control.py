@@ -7,6 +7,18 @@ slot, and each request carries a ``ClientToken`` derived from the table, the exp
 window: a retry in the same slot (after a crash or a timeout) is the same request, and DynamoDB
 returns the same export instead of starting another one (tokens are honoured for 8 hours). A run refuses to start
 while an export of the table is still in progress, naming it.
+
+``verify --from-dynamodb`` takes its full export under a prefix of its own
+(``<export_to>/dynamodb-lakehouse-verify``). The two kinds never wait for each other: a sync
+export is refused only while another sync export runs, a verify export only while another verify
+export runs (DynamoDB runs several exports of a table at once), and ``sync``/``ingest`` never stage
+a folder under the verify prefix (``is_verify_folder``). Which kind a running export is comes from
+its ``S3Prefix`` (``DescribeExport``: ``ListExports`` does not say).
+
+Before an incremental export, ``chain_break`` asks whether the chain can continue at all: the
+last applied export must have ended within point-in-time recovery's window
+(``DescribeContinuousBackups``: recovery on, its earliest restorable time not after that end).
+When it cannot, only a full export restarts it (``sync --from-dynamodb --heal``).
 """
 
 from __future__ import annotations
@@ -27,9 +39,7 @@ log = logging.getLogger(__name__)
 PITR_RETENTION = timedelta(days=35)  # the longest point-in-time recovery period
 MAX_WINDOW = timedelta(hours=24)
 MIN_WINDOW = timedelta(minutes=15)
-SLOT = timedelta(
-    minutes=15
-)  # "now" is rounded down to it: a retry in the same slot is the same request
+SLOT = timedelta(minutes=15)  # "now" rounded down to it: a retry in the slot, the same request
 
 
 def slot_start(moment: datetime) -> datetime:
@@ -40,6 +50,23 @@ def slot_start(moment: datetime) -> datetime:
 
 class ExportInProgress(ExportError):
     """An export of the table is already running."""
+
+
+VERIFY_PREFIX = "dynamodb-lakehouse-verify"  # verify's own exports, under the export prefix
+
+
+def verify_destination(destination: str) -> str:
+    """Where ``verify --from-dynamodb`` exports to: its own prefix under ``destination``."""
+    return f"{destination.rstrip('/')}/{VERIFY_PREFIX}"
+
+
+def is_verify_prefix(prefix: str) -> bool:
+    return prefix.rstrip("/").rsplit("/", 1)[-1] == VERIFY_PREFIX
+
+
+def is_verify_folder(folder: str) -> bool:
+    """A folder ``.../dynamodb-lakehouse-verify/AWSDynamoDB/<ExportId>``: a verify export."""
+    return f"/{VERIFY_PREFIX}/AWSDynamoDB/" in str(folder).replace("\\", "/")
 
 
 @dataclass(frozen=True)
@@ -97,7 +124,18 @@ def incremental_windows(last_end: datetime, now: datetime) -> list[Window]:
     return windows
 
 
-def exports_in_progress(client: Any, table_arn: str) -> list[str]:
+def exports_in_progress(client: Any, table_arn: str, verify: bool | None = None) -> list[str]:
+    """The table's exports in progress; with ``verify`` True or False, only verify's (or only
+    the others), told apart by each one's ``S3Prefix``."""
+    running = _in_progress(client, table_arn)
+
+    def prefix(arn: str) -> str:
+        return str(client.describe_export(ExportArn=arn)["ExportDescription"].get("S3Prefix") or "")
+
+    return running if verify is None else [a for a in running if is_verify_prefix(prefix(a)) == verify]  # fmt: skip
+
+
+def _in_progress(client: Any, table_arn: str) -> list[str]:
     arns: list[str] = []
     extra: dict[str, str] = {}
     while True:  # ListExports has no boto3 paginator
@@ -114,12 +152,14 @@ def exports_in_progress(client: Any, table_arn: str) -> list[str]:
 
 def start(client: Any, request: Request) -> str:
     """Start the export (or get the one this request already started); refuse when another
-    export of the table is in progress."""
-    running = exports_in_progress(client, request.table_arn)
+    export of the table of the same kind (verify's, or sync's) is in progress."""
+    verify = is_verify_prefix(request.prefix)
+    running = exports_in_progress(client, request.table_arn, verify)
     if running:
+        then = "before verifying again" if verify else "(and ingest it) before starting another"
         raise ExportInProgress(
             f"{request.table_arn}: export {running[0]} is still in progress; wait for it to "
-            "complete (and ingest it) before starting another"
+            f"complete {then}"
         )
     answer = client.export_table_to_point_in_time(**request.parameters())
     return str(answer["ExportDescription"]["ExportArn"])
@@ -187,13 +227,45 @@ def plan(
         )
     if now - last_end > PITR_RETENTION:
         raise ExportError(
-            f"{table_arn}: the last applied export ended {last_end.isoformat()}, more than 35 "
-            "days ago, beyond point-in-time recovery: start again with a full export (--full)"
+            f"{table_arn}: {_beyond_retention(last_end)}: start again with a full export (--full)"
         )
     return [
         Request(table_arn, bucket, prefix, INCREMENTAL, window)
         for window in incremental_windows(last_end, now)
     ]
+
+
+def _beyond_retention(last_end: datetime) -> str:
+    return (
+        f"the last applied export ended {last_end.isoformat()}, more than 35 days ago, beyond "
+        "point-in-time recovery"
+    )
+
+
+def chain_break(client: Any, table_arn: str, last_end: datetime, now: datetime | None = None) -> str | None:  # fmt: skip
+    """Why no incremental export can continue the chain from ``last_end`` (None when one can):
+    beyond the longest recovery period, point-in-time recovery off, or its earliest restorable
+    time after ``last_end`` (recovery switched off and on again since)."""
+    now = now or datetime.now(UTC)
+    if now - last_end > PITR_RETENTION:
+        return _beyond_retention(last_end)
+    name = table_arn.rsplit("/", 1)[-1]
+    backups = client.describe_continuous_backups(TableName=table_arn)
+    recovery = backups["ContinuousBackupsDescription"].get("PointInTimeRecoveryDescription", {})
+    if recovery.get("PointInTimeRecoveryStatus") != "ENABLED":
+        return (
+            f"point-in-time recovery of {name} is {recovery.get('PointInTimeRecoveryStatus', 'off')}: "
+            "no incremental export can be taken (turn it on, then restart the chain with a full export)"
+        )
+    earliest = recovery.get("EarliestRestorableDateTime")
+    if earliest is not None and earliest > last_end:
+        return (
+            f"the last applied export ended {last_end.isoformat()}, before the earliest "
+            f"restorable time of {name}, {earliest.isoformat()} (point-in-time recovery was off "
+            "in between): "
+            "the changes in between cannot be exported"
+        )
+    return None
 
 
 def run_exports(

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.sources import export_control
 from ingestion.sources.manifest import FULL, INCREMENTAL, Export, ExportError, Window
 from ingestion.staging.ledger import Entry
 
@@ -96,9 +97,24 @@ def check_source(table: TableConfig, export: Export) -> None:
         )
 
 
-def check_chain(ledger: list[Entry], export: Export, allow_gap: bool = False) -> str | None:
+def check_stageable(table: TableConfig, export: Export, rebaseline: bool = False) -> None:
+    """``check_source``, and an export ``verify`` took is staged only to repair the table."""
+    check_source(table, export)
+    if export_control.is_verify_folder(str(export.folder)) and not rebaseline:
+        raise ChainError(
+            f"{export.folder}: an export verify took (under {export_control.VERIFY_PREFIX}/): "
+            f"sync and ingest never stage one. To make {table.name} equal to it: "
+            f"ddb-lakehouse verify --table {table.name} {export.folder} --repair"
+        )
+
+
+def check_chain(
+    ledger: list[Entry], export: Export, allow_gap: bool = False, rebaseline: bool = False
+) -> str | None:
     """Refuse an export that does not continue the chain (naming expected and found times);
-    return a line for the run summary when it overlaps the full export, leaves or fills a gap."""
+    return a line for the run summary when it overlaps the full export, leaves or fills a gap.
+    ``rebaseline`` (``verify --repair``): a full export older than the changes applied is
+    accepted when it is newer than the table's newest staged full export (``check_rebaseline``)."""
     where = f"{export.folder}: {export.export_type} {export.export_id}"
     applied = [e for e in ledger if e.kind in (FULL, INCREMENTAL)]
     if applied and applied[-1].table_arn and export.table_arn != applied[-1].table_arn:
@@ -108,6 +124,8 @@ def check_chain(ledger: list[Entry], export: Export, allow_gap: bool = False) ->
         )
     last_end = last_export_end(ledger)
     if export.export_type == FULL:
+        if rebaseline:
+            return check_rebaseline(ledger, export)
         if last_end and export.export_time and export.export_time < last_end:
             raise ChainError(
                 f"{where} is a full export at {export.export_time.isoformat()}, older than the "
@@ -119,6 +137,34 @@ def check_chain(ledger: list[Entry], export: Export, allow_gap: bool = False) ->
     return _check_window(
         coverage(ledger), Window(export.export_from_time, export.export_to_time), where, allow_gap
     )
+
+
+def check_rebaseline(ledger: list[Entry], export: Export) -> str | None:
+    """A full export staged to repair the table (``verify --repair``): its items become the
+    state of every key at its time, and a change staged after that time still wins by its
+    version. It must be newer than the table's newest staged full export: under an older one,
+    the baseline rule of the newer (``macros/baseline.sql``) would delete what it restores; and
+    one already staged would change nothing (its rows are no newer than what they made). A line
+    for the run summary when it is older than changes applied."""
+    where = f"{export.folder}: {export.export_type} {export.export_id}"
+    again = "Take a new export: ddb-lakehouse verify --table TABLE --from-dynamodb --repair; nothing staged"  # fmt: skip
+    if export.export_arn in {e.source for e in ledger}:
+        raise ChainError(f"{where} is already staged, as the table's baseline. {again}")
+    baseline = coverage(ledger).baseline
+    if export.export_time is None or (baseline is not None and export.export_time <= baseline):
+        at = export.export_time.isoformat() if export.export_time else "an unknown time"
+        raise ChainError(
+            f"{where} is a full export at {at}, not newer than the table's newest staged full "
+            f"export ({baseline.isoformat() if baseline else '-'}): it cannot repair the table. "
+            + again
+        )
+    last_end = last_export_end(ledger)
+    if last_end is not None and export.export_time < last_end:
+        return (
+            f"{where} at {export.export_time.isoformat()} staged as a re-baseline (--repair): "
+            f"the changes applied after it (up to {last_end.isoformat()}) still win by version"
+        )
+    return None
 
 
 def _check_window(cover: Coverage, new: Window, where: str, allow_gap: bool) -> str | None:

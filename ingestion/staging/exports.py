@@ -149,10 +149,15 @@ def check_line_counts(spark: SparkSession, export: manifest.Export) -> None:
 
 
 def ingest_export(
-    spark: SparkSession, table: TableConfig, folder: str, allow_gap: bool = False
+    spark: SparkSession,
+    table: TableConfig,
+    folder: str,
+    allow_gap: bool = False,
+    rebaseline: bool = False,
 ) -> IngestResult:
     """Verify an export against its manifests and the table's chain of exports, then stage it
-    in one commit (or skip it when the ledger has it)."""
+    in one commit (or skip it when the ledger has it). ``rebaseline``: a full export staged to
+    repair the table (``chain.check_rebaseline``), the only way a verify export is staged."""
     started = time.monotonic()
     export = manifest.read_export(folder)
     log.info(
@@ -163,14 +168,16 @@ def ingest_export(
         export.item_count,
         len(export.files),
     )
-    chain.check_source(table, export)
+    chain.check_stageable(table, export, rebaseline)
     applied = ledger.entries(spark, table.name)
+    if rebaseline:  # an export already staged is refused, not skipped
+        chain.check_rebaseline(applied, export)
     if export.export_arn in {e.source for e in applied}:
         log.info("%s: %s is already in the ledger: nothing to do", table.name, export.export_arn)
         return IngestResult(
             table.name, export.export_arn, 0, export.item_count, True, time.monotonic() - started
         )
-    chain_note = chain.check_chain(applied, export, allow_gap)
+    chain_note = chain.check_chain(applied, export, allow_gap, rebaseline)
     check_line_counts(spark, export)
     current, changes = table_schema(spark, table, export)
     batch, added = stage_with_evolution(

@@ -113,8 +113,11 @@ def _compared(schema: Schema, instant: int):
     return outcome
 
 
-def verify(spark: SparkSession, table: TableConfig, folder: str) -> VerifyReport:
-    """The final table of ``table`` against the full export in ``folder``."""
+def verify(
+    spark: SparkSession, table: TableConfig, folder: str, record: bool = True
+) -> VerifyReport:
+    """The final table of ``table`` against the full export in ``folder``; the run recorded
+    in the verify log unless ``record`` is False (a heal's count of the keys it changes)."""
     started = time.monotonic()
     export = manifest.read_export(folder)
     if export.export_type != manifest.FULL:
@@ -169,7 +172,8 @@ def verify(spark: SparkSession, table: TableConfig, folder: str) -> VerifyReport
         attributes=attributes,
         seconds=time.monotonic() - started,
     )
-    record(spark, report, export.export_arn)
+    if record:
+        record_run(spark, report, export.export_arn)
     return report
 
 
@@ -181,7 +185,7 @@ LOG_COLUMNS = (
 )
 
 
-def record(spark: SparkSession, report: VerifyReport, export_arn: str) -> None:
+def record_run(spark: SparkSession, report: VerifyReport, export_arn: str) -> None:
     """Append the run to ``lake.staging.dynamodb_lakehouse_verifies`` (one commit)."""
     log_table = names.verify_log_table()
     spark.sql(

@@ -188,12 +188,36 @@ def test_schedules_send_what_emr_submit_sends() -> None:
     schedules = [
         r for r in _template()["Resources"].values() if r["Type"] == "AWS::Scheduler::Schedule"
     ]
-    assert len(schedules) == 3
+    assert len(schedules) == 5  # books' watch; orders' sync and maintain; each table's verify
     for schedule in schedules:
         job = json.loads(schedule["Properties"]["Target"]["Input"]["Fn::Sub"])
         watch = job["JobDriver"]["SparkSubmit"]["EntryPointArguments"][0] == "watch"
         sent = job["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"]
         assert sent == emr.spark_parameters(*code, watch=watch, databases=shared.DATABASES)
+
+
+def test_each_table_is_verified_by_its_verify_key(project_copy: Path) -> None:
+    """A weekly verify of every table by default: the table against a full export taken under
+    verify's own prefix, its counts published; `verify: off` renders none, `daily` daily."""
+    import json
+
+    from ingestion.aws import deployment
+    from ingestion.dynamodb.tables import load_tables
+
+    resources = _template()["Resources"]
+    job = json.loads(resources["OrdersVerify"]["Properties"]["Target"]["Input"]["Fn::Sub"])
+    assert job["JobDriver"]["SparkSubmit"]["EntryPointArguments"] == [
+        "verify", "--table", "orders", "--from-dynamodb", "--table-arn", "${OrdersTableArn}",
+        "--to", "s3://${BucketName}/${ExportPrefix}", "--metrics",
+    ]  # fmt: skip
+    assert resources["OrdersVerify"]["Properties"]["ScheduleExpression"] == deployment.VERIFY_SCHEDULES["weekly"]  # fmt: skip
+    text = (project_copy / "dbt_project.yml").read_text()
+    text = text.replace("      sort_key: order_id:S\n", "      sort_key: order_id:S\n      verify: off\n")  # fmt: skip
+    text = text.replace("      partition_key: id:S\n", "      partition_key: id:S\n      verify: daily\n", 1)  # fmt: skip
+    (project_copy / "dbt_project.yml").write_text(text)
+    rendered = deployment.render(list(load_tables().values()))["Resources"]
+    assert "OrdersVerify" not in rendered
+    assert rendered["BooksVerify"]["Properties"]["ScheduleExpression"] == deployment.VERIFY_SCHEDULES["daily"]  # fmt: skip
 
 
 def test_poison_stream_records_are_reported_and_lag_alarms() -> None:
@@ -290,7 +314,8 @@ def test_the_books_watch_is_one_streaming_run_that_never_overlaps(
 
     resources = _template()["Resources"]
     rates = [r["Properties"]["ScheduleExpression"] for r in resources.values() if r["Type"] == "AWS::Scheduler::Schedule"]  # fmt: skip
-    assert sorted(rates) == ["cron(30 2 * * ? *)", "cron(30 4 ? * SUN *)", "rate(1 hour)"]
+    weekly_verify = "cron(30 5 ? * SAT *)"  # one for each table
+    assert sorted(rates) == ["cron(30 2 * * ? *)", "cron(30 4 ? * SUN *)", weekly_verify, weekly_verify, "rate(1 hour)"]  # fmt: skip
     job = json.loads(resources["Watch"]["Properties"]["Target"]["Input"]["Fn::Sub"])
     arguments = job["JobDriver"]["SparkSubmit"]["EntryPointArguments"]
     assert arguments[:3] == ["watch", "--table", "books"] and arguments[-1] == "--if-free"
@@ -382,7 +407,7 @@ def test_every_schedule_input_is_a_valid_start_job_run() -> None:
     requires (botocore fills it for SDK callers only). Checked by botocore's own validator
     against the operation's input shape, member names mapped case-insensitively."""
     schedules = _schedules()
-    assert len(schedules) == 3
+    assert len(schedules) == 5
     for name, target in schedules.items():
         job = _sample_input(target)
         assert job["ClientToken"] == "<aws.scheduler.execution-id>", name

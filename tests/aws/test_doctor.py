@@ -4,12 +4,13 @@ test double for AWS's control plane only), failing and passing, with its exact l
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from botocore.stub import Stubber
+from botocore.stub import ANY, Stubber
 
 from ingestion import cli
 from ingestion.aws import doctor
@@ -341,3 +342,37 @@ def test_local_checks_fail_with_their_fix(monkeypatch: pytest.MonkeyPatch, tmp_p
     bad.write_text("not a database")
     monkeypatch.setattr("ingestion.light.catalog.catalog_file", lambda: bad)
     assert local.catalog().line() == f"✗ catalog: {bad} is no SQLite file: move it away"
+
+
+def test_last_verify() -> None:
+    """The table's last verify against DynamoDB, from the metric `verify --metrics` publishes:
+    none yet, equal, or differences (naming the repair); no call for a table with verify off."""
+    watch = _client("cloudwatch")
+    wanted = {
+        "Namespace": "DynamoDBLakehouse",
+        "MetricName": "VerifyDifferences",
+        "Dimensions": [{"Name": "Table", "Value": "orders"}],
+        "StartTime": ANY,
+        "EndTime": ANY,
+        "Period": 3600,
+        "Statistics": ["Maximum"],
+    }
+    sunday = datetime(2026, 11, 22, 5, 31, tzinfo=UTC)
+    with Stubber(watch) as stub:
+        for points in ([], [(sunday, 0.0)], [(sunday - timedelta(days=7), 0.0), (sunday, 3.0)]):
+            answer = [{"Timestamp": t, "Maximum": m} for t, m in points]
+            stub.add_response("get_metric_statistics", {"Datapoints": answer}, wanted)
+        assert doctor.last_verify(watch, _table()).line() == (
+            "✓ orders: last verify: none in 8 days (the weekly schedule orders-verify publishes "
+            "it; now: ddb-lakehouse verify --table orders --from-dynamodb --metrics)"
+        )
+        assert doctor.last_verify(watch, _table()).line() == (
+            "✓ orders: last verify: 2026-11-22 05:31 UTC: equal to DynamoDB"
+        )
+        assert doctor.last_verify(watch, _table()).line() == (
+            "✗ orders: last verify: 2026-11-22 05:31 UTC: 3 item(s) differ from DynamoDB: "
+            "ddb-lakehouse verify --table orders --from-dynamodb --repair"
+        )
+        assert doctor.last_verify(watch, replace(_table(), verify="off")).line() == (
+            "✓ orders: last verify: no schedule (verify: off in the table's entry)"
+        )

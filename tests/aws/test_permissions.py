@@ -192,7 +192,8 @@ def test_three_tables_render_to_a_template_that_passes_every_check(
     out = project_copy / "deploy" / "three.yaml"
     assert cli.main(["deploy", "render", "--out", str(out)]) == 0
     assert capsys.readouterr().out.strip() == (
-        f"wrote {out}: 3 tables; one watch for books; daily exports for orders, invoices"
+        f"wrote {out}: 3 tables; one watch for books; daily exports for orders, invoices; "
+        "verified against DynamoDB: books weekly, orders weekly, invoices weekly"
     )
     assert [t.cadence for t in load_tables().values()] == ["stream", "daily", "daily"]
     lint = Path(sys.executable).parent / "cfn-lint"
@@ -205,6 +206,7 @@ def test_three_tables_render_to_a_template_that_passes_every_check(
     resources = template["Resources"]
     assert {n for n, r in resources.items() if r["Type"] == "AWS::Scheduler::Schedule"} == {
         "Watch", "OrdersSync", "OrdersMaintain", "InvoicesSync", "InvoicesMaintain",
+        "BooksVerify", "OrdersVerify", "InvoicesVerify",
     }  # fmt: skip
     assert "InvoicesTableArn" in template["Parameters"]
     assert {"Ref": "InvoicesTableArn"} in next(

@@ -38,6 +38,11 @@ def test_committed_models_are_what_add_table_renders() -> None:
         ({"partition_key": "id:S", "buckets": "16"}, "buckets is '16'"),
         ({"partition_key": "id:S", "buckets": 4096}, "from 2 to 1024"),
         ({"partition_key": "id:S", "adopt_drift": "no"}, "adopt_drift is 'no'; expected true or"),
+        ({"partition_key": "id:S", "heal": "yes"}, "heal is 'yes'; expected true or false"),
+        (
+            {"partition_key": "id:S", "verify": "monthly"},
+            "verify is 'monthly'; expected one of weekly, daily, off",
+        ),  # fmt: skip
     ],
 )
 def test_invalid_entries_are_refused(entry: dict, message: str) -> None:

@@ -84,9 +84,74 @@ def test_refuses_while_an_export_is_in_progress() -> None:
     client, stub = stubbed()
     running = {"ExportArn": ARN + "/export/running", "ExportStatus": "IN_PROGRESS"}
     stub.add_response("list_exports", {"ExportSummaries": [running]}, {"TableArn": ARN})
+    described = {"ExportArn": running["ExportArn"], "S3Prefix": "p"}  # sync's own prefix
+    stub.add_response("describe_export", {"ExportDescription": described}, {"ExportArn": ANY})
     request = exports.plan(ARN, "b", "p", FULL, None, T)[0]
     with stub, pytest.raises(exports.ExportInProgress, match="export/running is still in progress"):
         exports.start(client, request)  # no export_table_to_point_in_time call was queued
+
+
+def test_sync_and_verify_exports_never_wait_for_each_other() -> None:
+    """A verify export in progress (under its own prefix) does not block a sync export, nor a
+    sync export a verify one; each kind still waits for its own."""
+    client, stub = stubbed()
+    verify_prefix = f"p/{exports.VERIFY_PREFIX}"
+    running = [
+        {"ExportArn": ARN + "/export/verifying", "ExportStatus": "IN_PROGRESS"},
+        {"ExportArn": ARN + "/export/done", "ExportStatus": "COMPLETED"},
+    ]
+    sync_request = exports.plan(ARN, "b", "p", FULL, None, T)[0]
+    verify_request = exports.plan(ARN, "b", verify_prefix, FULL, None, T)[0]
+    assert sync_request.client_token != verify_request.client_token
+    for request, answer in ((sync_request, "started"), (verify_request, None)):
+        stub.add_response("list_exports", {"ExportSummaries": running}, {"TableArn": ARN})
+        described = {"ExportArn": running[0]["ExportArn"], "S3Prefix": verify_prefix}
+        stub.add_response(
+            "describe_export",
+            {"ExportDescription": described},
+            {"ExportArn": ARN + "/export/verifying"},
+        )
+        if answer:
+            stub.add_response(
+                "export_table_to_point_in_time",
+                {"ExportDescription": {"ExportArn": ARN + "/export/" + answer}},
+                request.parameters(),
+            )
+    with stub:
+        assert exports.start(client, sync_request) == ARN + "/export/started"
+        with pytest.raises(exports.ExportInProgress, match="before verifying again"):
+            exports.start(client, verify_request)
+        stub.assert_no_pending_responses()
+    assert exports.is_verify_folder(f"s3://b/{verify_prefix}/AWSDynamoDB/0123-abc")
+    assert not exports.is_verify_folder("s3://b/p/AWSDynamoDB/0123-abc")
+    assert exports.verify_destination("s3://b/p/") == f"s3://b/{verify_prefix}"
+
+
+def test_a_chain_that_cannot_continue_says_why() -> None:
+    """Beyond 35 days (no call needed), point-in-time recovery off, or switched off and on again
+    since the last applied export: each a reason; recovery on since before it: none."""
+    now = T + timedelta(days=3)
+    assert "beyond point-in-time recovery" in (exports.chain_break(None, ARN, T, T + timedelta(days=36)) or "")  # fmt: skip
+    client, stub = stubbed()
+    for status, earliest in (
+        ("DISABLED", None),
+        ("ENABLED", T + timedelta(days=1)),
+        ("ENABLED", T - timedelta(days=1)),
+    ):
+        recovery: dict = {"PointInTimeRecoveryStatus": status}
+        if earliest:
+            recovery["EarliestRestorableDateTime"] = earliest
+        answer = {"ContinuousBackupsStatus": "ENABLED", "PointInTimeRecoveryDescription": recovery}
+        stub.add_response(
+            "describe_continuous_backups",
+            {"ContinuousBackupsDescription": answer},
+            {"TableName": ARN},
+        )
+    with stub:
+        assert "point-in-time recovery of orders is DISABLED" in (exports.chain_break(client, ARN, T, now) or "")  # fmt: skip
+        reason = exports.chain_break(client, ARN, T, now) or ""
+        assert "before the earliest restorable time of orders" in reason
+        assert exports.chain_break(client, ARN, T, now) is None
 
 
 def test_wait_reports_progress_and_fails_clearly() -> None:

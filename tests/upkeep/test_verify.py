@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
+from verifying import key, synced, verified
 
 from ingestion import cli
 from ingestion.dynamodb.tables import get_table
@@ -23,23 +24,7 @@ from ingestion.staging import streams
 from ingestion.staging.exports import ingest_export
 from ingestion.upkeep.status import table_status
 
-
-def synced(spark, folder: Path, table: str = "orders") -> None:
-    ingest_export(spark, get_table(table), str(folder))
-    runner.run_merge(spark, [get_table(table)], test=False)
-
-
-def verified(folder: Path, capsys: pytest.CaptureFixture[str], table: str = "orders"):
-    code = cli.main(["verify", "--table", table, str(folder), "--format", "json"])
-    out = capsys.readouterr().out
-    return code, (json.loads(out) if out.strip() else None)
-
-
 ALL_60_EQUAL = {"equal": 60, "missing": 0, "extra": 0, "different": 0, "not_comparable": 0}
-
-
-def key(customer: str, order: str) -> str:
-    return json.dumps([{"S": customer}, {"S": order}])
 
 
 def test_a_table_equal_to_its_export_verifies_equal(
