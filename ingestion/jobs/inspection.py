@@ -123,10 +123,12 @@ def verify(
 ) -> verifying.VerifyReport:
     """The final table of ``table`` against the full export in ``folder`` (ingestion.upkeep.verify),
     or, without a folder, against a full export taken now (``sync.verify_export``)."""
-    if folder is None:
+    spark = spark_config.build_spark("verify")
+    if folder is None:  # refused before an export is paid for when there is nothing to verify
         assert target is not None and reporter is not None
+        verifying.check_verifiable(spark, table)
         folder = sync.verify_export(table, target, reporter)
-    return verifying.verify(spark_config.build_spark("verify"), table, folder)
+    return verifying.verify(spark, table, folder)
 
 
 METRICS_NAMESPACE = "DynamoDBLakehouse"

@@ -127,9 +127,7 @@ def verify(
         )
     chain.check_source(table, export)
     final = names.final_table(table.name)
-    schema = table_types.current_schema(spark, table)
-    if schema is None or not spark.catalog.tableExists(final):
-        raise VerifyError(f"{table.name}: no final table yet: sync and merge it, then verify")
+    schema = check_verifiable(spark, table)
     instant = export.version_micros
     keys = [k.name for k in table.keys]
     lines = spark.read.text([str(f.path) for f in export.files]).rdd.map(lambda r: r["value"])
@@ -175,6 +173,14 @@ def verify(
     if record:
         record_run(spark, report, export.export_arn)
     return report
+
+
+def check_verifiable(spark: SparkSession, table: TableConfig) -> Schema:
+    """The table's types; refused when it has no final table to verify yet."""
+    schema = table_types.current_schema(spark, table)
+    if schema is None or not spark.catalog.tableExists(names.final_table(table.name)):
+        raise VerifyError(f"{table.name}: no final table yet: sync and merge it, then verify")
+    return schema
 
 
 # The verify log: one row per run, so `status` shows when a table was last proved equal.

@@ -166,6 +166,15 @@ def test_what_cannot_be_verified_is_refused(
 ) -> None:
     assert cli.main(["verify", "--table", "orders", str(samples["orders"])]) == 2
     assert "no final table yet" in capsys.readouterr().err
+    # Before an export is paid for: no DynamoDB call is made (none could be answered here).
+    where = [
+        "--table-arn",
+        "arn:aws:dynamodb:eu-west-1:123456789012:table/orders",
+        "--to",
+        "s3://b/p",
+    ]
+    assert cli.main(["verify", "--table", "orders", "--from-dynamodb", *where]) == 2
+    assert "no final table yet" in capsys.readouterr().err
     synced(spark, samples["orders"])
     assert cli.main(["verify", "--table", "orders", str(chain[1])]) == 2
     assert "verify compares a table with a full export" in capsys.readouterr().err
