@@ -174,7 +174,7 @@ def last_verify(watch: Any, table: TableConfig) -> Check:
     when = last["Timestamp"].strftime("%Y-%m-%d %H:%M UTC")
     if last["Maximum"] > 0:
         return Check(name, False, f"{when}: {last['Maximum']:.0f} item(s) differ from DynamoDB: "
-                     f"ddb-lakehouse verify --table {table.name} --from-dynamodb --repair")  # fmt: skip
+                     f"ddb-lakehouse verify --table {table.name} --from-dynamodb --repair --metrics")  # fmt: skip
     return Check(name, True, f"{when}: equal to DynamoDB")
 
 

@@ -160,13 +160,13 @@ def run_verify(args: argparse.Namespace) -> int:
         if args.repair and args.export:
             sync.check_repairable(table, args.export)
         report = verify(table, args.export, target, output.Console())
-        if args.metrics:
-            publish_metrics(report, args.table_arn or table.table_arn)
         shown = [report]
         if args.repair and not report.equal:
             if args.format == "table":
                 print_verify(report)
             shown.append(sync.repair(table, report, output.Console()))
+        if args.metrics:  # what the table is now: after a repair, the repaired table's counts
+            publish_metrics(shown[-1], args.table_arn or table.table_arn)
     if args.format == "json":
         document = shown[-1].as_json()
         if len(shown) > 1:

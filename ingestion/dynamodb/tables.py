@@ -177,9 +177,11 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
             f"table {name}: attribute types live in the table's schema file (schemas/{name}.json, "
             "written by `ddb-lakehouse detect-schema`), not in dbt_project.yml"
         )
-    if name in (names.MERGE_LOG, names.LEASES) or name.endswith(names.REJECTS_SUFFIX):
+    if name in (names.MERGE_LOG, names.LEASES, names.VERIFY_LOG) or name.endswith(
+        names.REJECTS_SUFFIX
+    ):
         raise TableConfigError(
-            f"table name {name!r} is the project's own (the merge log, the leases, or a table's "
+            f"table name {name!r} is the project's own (the merge log, the verify log, the leases, or a table's "
             f"staging.<table>{names.REJECTS_SUFFIX}): choose another lakehouse name (--name)"
         )
     unknown = sorted(set(entry) - set(ENTRY_KEYS))

@@ -20,6 +20,7 @@ from ingestion.jobs.reporter import Reporter
 from ingestion.light import catalog as light_catalog
 from ingestion.light import duck
 from ingestion.schema import schema_file, types
+from ingestion.sources.aws_errors import aws_errors
 from ingestion.spark import spark_config
 from ingestion.staging import table_types
 from ingestion.staging.drift import Drift, drift_report, light_drift_report
@@ -147,9 +148,10 @@ def publish_metrics(report: verifying.VerifyReport, table_arn: str | None) -> No
     table's region (from its ARN; else the session's): an alarm on ``VerifyDifferences`` above
     0 says a table stopped equalling DynamoDB, and ``doctor --aws`` reads the last one."""
     region = sync.region_of(table_arn) if table_arn else None
-    cloudwatch_client(region).put_metric_data(
-        Namespace=METRICS_NAMESPACE, MetricData=metric_data(report)
-    )
+    with aws_errors(f"{report.table}: CloudWatch PutMetricData (the verify ran)"):
+        cloudwatch_client(region).put_metric_data(
+            Namespace=METRICS_NAMESPACE, MetricData=metric_data(report)
+        )
 
 
 def metric_data(report: verifying.VerifyReport) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from typing import Any
 from ingestion.dynamodb.tables import TableConfig, TableConfigError
 from ingestion.jobs import apply, stage
 from ingestion.jobs.reporter import Reporter
-from ingestion.sources import export_control, manifest
+from ingestion.sources import export_control, manifest, recovery
 from ingestion.spark import spark_config
 from ingestion.staging import chain, ledger
 from ingestion.upkeep import verify as verifying
@@ -55,17 +55,18 @@ def export_from_dynamodb(
 ) -> Exported:
     """Run the DynamoDB exports the ledger calls for (``kind``, or full when the ledger is empty
     and incremental after). When no incremental export can continue the chain
-    (``export_control.chain_break``), refuse naming the command that heals; with ``heal`` (or
+    (``sources.recovery.chain_break``), refuse naming the command that heals; with ``heal`` (or
     the table's ``heal: true``) take a full export instead."""
     table_arn, destination = _arn_and_destination(table, target)
     spark = spark_config.build_spark(f"export {table.name}")
     last_end = chain.last_export_end(ledger.entries(spark, table.name))
     client = dynamodb_client(table_arn)
+    kind_given = kind  # `export --incremental` asks for one: the table's heal: true is sync's
     kind = kind or (manifest.INCREMENTAL if last_end else manifest.FULL)
     broken = None
     if kind == manifest.INCREMENTAL and last_end is not None:
-        broken = export_control.chain_break(client, table_arn, last_end)
-    if broken and not (heal or table.heal):
+        broken = recovery.chain_break(client, table_arn, last_end)
+    if broken and not (heal or (table.heal and kind_given is None)):
         raise chain.ChainError(
             f"{table.name}: the chain of exports cannot continue: {broken}. Heal it with a full "
             f"export now, staged as a re-baseline: ddb-lakehouse sync --table {table.name} "
@@ -205,7 +206,7 @@ def check_repairable(table: TableConfig, folder: str) -> None:
     export = manifest.read_export(folder, verify=False)
     chain.check_stageable(table, export, rebaseline=True)
     spark = spark_config.build_spark(f"verify {table.name}")
-    chain.check_rebaseline(ledger.entries(spark, table.name), export)
+    chain.check_rebaseline(ledger.entries(spark, table.name), export, table.name)
 
 
 def repair(table: TableConfig, before: verifying.VerifyReport, reporter: Reporter) -> verifying.VerifyReport:  # fmt: skip

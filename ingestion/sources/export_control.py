@@ -15,10 +15,7 @@ export runs (DynamoDB runs several exports of a table at once), and ``sync``/``i
 a folder under the verify prefix (``is_verify_folder``). Which kind a running export is comes from
 its ``S3Prefix`` (``DescribeExport``: ``ListExports`` does not say).
 
-Before an incremental export, ``chain_break`` asks whether the chain can continue at all: the
-last applied export must have ended within point-in-time recovery's window
-(``DescribeContinuousBackups``: recovery on, its earliest restorable time not after that end).
-When it cannot, only a full export restarts it (``sync --from-dynamodb --heal``).
+Before an incremental export, ``recovery.chain_break`` asks whether the chain can continue at all.
 """
 
 from __future__ import annotations
@@ -31,12 +28,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ingestion.sources.aws_errors import aws_errors
 from ingestion.sources.manifest import FULL, INCREMENTAL, ExportError, Window
+from ingestion.sources.recovery import PITR_RETENTION, beyond_retention
 from ingestion.sources.s3_uri import parse_s3_uri
 
 log = logging.getLogger(__name__)
 
-PITR_RETENTION = timedelta(days=35)  # the longest point-in-time recovery period
 MAX_WINDOW = timedelta(hours=24)
 MIN_WINDOW = timedelta(minutes=15)
 SLOT = timedelta(minutes=15)  # "now" rounded down to it: a retry in the slot, the same request
@@ -154,14 +152,16 @@ def start(client: Any, request: Request) -> str:
     """Start the export (or get the one this request already started); refuse when another
     export of the table of the same kind (verify's, or sync's) is in progress."""
     verify = is_verify_prefix(request.prefix)
-    running = exports_in_progress(client, request.table_arn, verify)
+    with aws_errors(f"{request.table_arn}: ListExports"):
+        running = exports_in_progress(client, request.table_arn, verify)
     if running:
         then = "before verifying again" if verify else "(and ingest it) before starting another"
         raise ExportInProgress(
             f"{request.table_arn}: export {running[0]} is still in progress; wait for it to "
             f"complete {then}"
         )
-    answer = client.export_table_to_point_in_time(**request.parameters())
+    with aws_errors(f"{request.table_arn}: ExportTableToPointInTime"):
+        answer = client.export_table_to_point_in_time(**request.parameters())
     return str(answer["ExportDescription"]["ExportArn"])
 
 
@@ -175,7 +175,8 @@ def wait(
     """Poll ``DescribeExport`` until COMPLETED (returned) or FAILED (raised), with a progress line."""
     started = time.monotonic()
     while True:
-        description = client.describe_export(ExportArn=export_arn)["ExportDescription"]
+        with aws_errors(f"{export_arn}: DescribeExport"):
+            description = client.describe_export(ExportArn=export_arn)["ExportDescription"]
         status = description.get("ExportStatus")
         elapsed = time.monotonic() - started
         if status == "COMPLETED":
@@ -227,45 +228,12 @@ def plan(
         )
     if now - last_end > PITR_RETENTION:
         raise ExportError(
-            f"{table_arn}: {_beyond_retention(last_end)}: start again with a full export (--full)"
+            f"{table_arn}: {beyond_retention(last_end)}: start again with a full export (--full)"
         )
     return [
         Request(table_arn, bucket, prefix, INCREMENTAL, window)
         for window in incremental_windows(last_end, now)
     ]
-
-
-def _beyond_retention(last_end: datetime) -> str:
-    return (
-        f"the last applied export ended {last_end.isoformat()}, more than 35 days ago, beyond "
-        "point-in-time recovery"
-    )
-
-
-def chain_break(client: Any, table_arn: str, last_end: datetime, now: datetime | None = None) -> str | None:  # fmt: skip
-    """Why no incremental export can continue the chain from ``last_end`` (None when one can):
-    beyond the longest recovery period, point-in-time recovery off, or its earliest restorable
-    time after ``last_end`` (recovery switched off and on again since)."""
-    now = now or datetime.now(UTC)
-    if now - last_end > PITR_RETENTION:
-        return _beyond_retention(last_end)
-    name = table_arn.rsplit("/", 1)[-1]
-    backups = client.describe_continuous_backups(TableName=table_arn)
-    recovery = backups["ContinuousBackupsDescription"].get("PointInTimeRecoveryDescription", {})
-    if recovery.get("PointInTimeRecoveryStatus") != "ENABLED":
-        return (
-            f"point-in-time recovery of {name} is {recovery.get('PointInTimeRecoveryStatus', 'off')}: "
-            "no incremental export can be taken (turn it on, then restart the chain with a full export)"
-        )
-    earliest = recovery.get("EarliestRestorableDateTime")
-    if earliest is not None and earliest > last_end:
-        return (
-            f"the last applied export ended {last_end.isoformat()}, before the earliest "
-            f"restorable time of {name}, {earliest.isoformat()} (point-in-time recovery was off "
-            "in between): "
-            "the changes in between cannot be exported"
-        )
-    return None
 
 
 def run_exports(

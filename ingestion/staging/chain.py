@@ -108,13 +108,10 @@ def check_stageable(table: TableConfig, export: Export, rebaseline: bool = False
         )
 
 
-def check_chain(
-    ledger: list[Entry], export: Export, allow_gap: bool = False, rebaseline: bool = False
-) -> str | None:
+def check_chain(ledger: list[Entry], export: Export, allow_gap: bool = False) -> str | None:
     """Refuse an export that does not continue the chain (naming expected and found times);
     return a line for the run summary when it overlaps the full export, leaves or fills a gap.
-    ``rebaseline`` (``verify --repair``): a full export older than the changes applied is
-    accepted when it is newer than the table's newest staged full export (``check_rebaseline``)."""
+    (A full export staged to repair the table is checked by ``check_rebaseline`` instead.)"""
     where = f"{export.folder}: {export.export_type} {export.export_id}"
     applied = [e for e in ledger if e.kind in (FULL, INCREMENTAL)]
     if applied and applied[-1].table_arn and export.table_arn != applied[-1].table_arn:
@@ -124,8 +121,6 @@ def check_chain(
         )
     last_end = last_export_end(ledger)
     if export.export_type == FULL:
-        if rebaseline:
-            return check_rebaseline(ledger, export)
         if last_end and export.export_time and export.export_time < last_end:
             raise ChainError(
                 f"{where} is a full export at {export.export_time.isoformat()}, older than the "
@@ -139,7 +134,7 @@ def check_chain(
     )
 
 
-def check_rebaseline(ledger: list[Entry], export: Export) -> str | None:
+def check_rebaseline(ledger: list[Entry], export: Export, table: str) -> str | None:
     """A full export staged to repair the table (``verify --repair``): its items become the
     state of every key at its time, and a change staged after that time still wins by its
     version. It must be newer than the table's newest staged full export: under an older one,
@@ -147,7 +142,9 @@ def check_rebaseline(ledger: list[Entry], export: Export) -> str | None:
     one already staged would change nothing (its rows are no newer than what they made). A line
     for the run summary when it is older than changes applied."""
     where = f"{export.folder}: {export.export_type} {export.export_id}"
-    again = "Take a new export: ddb-lakehouse verify --table TABLE --from-dynamodb --repair; nothing staged"  # fmt: skip
+    if export.export_type != FULL:
+        raise ChainError(f"{where}: only a full export can repair a table (it holds every item); nothing staged")  # fmt: skip
+    again = f"Take a new export: ddb-lakehouse verify --table {table} --from-dynamodb --repair; nothing staged"  # fmt: skip
     if export.export_arn in {e.source for e in ledger}:
         raise ChainError(f"{where} is already staged, as the table's baseline. {again}")
     baseline = coverage(ledger).baseline

@@ -171,13 +171,14 @@ def ingest_export(
     chain.check_stageable(table, export, rebaseline)
     applied = ledger.entries(spark, table.name)
     if rebaseline:  # an export already staged is refused, not skipped
-        chain.check_rebaseline(applied, export)
+        chain_note = chain.check_rebaseline(applied, export, table.name)
     if export.export_arn in {e.source for e in applied}:
         log.info("%s: %s is already in the ledger: nothing to do", table.name, export.export_arn)
         return IngestResult(
             table.name, export.export_arn, 0, export.item_count, True, time.monotonic() - started
         )
-    chain_note = chain.check_chain(applied, export, allow_gap, rebaseline)
+    if not rebaseline:
+        chain_note = chain.check_chain(applied, export, allow_gap)
     check_line_counts(spark, export)
     current, changes = table_schema(spark, table, export)
     batch, added = stage_with_evolution(

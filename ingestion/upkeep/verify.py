@@ -29,6 +29,7 @@ from ingestion.config import clock, names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb import change_order
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.dynamodb.values import sql_string
 from ingestion.schema import canonical
 from ingestion.schema.types import Schema
 from ingestion.sources import manifest
@@ -88,9 +89,12 @@ def _final_side(keys: list[str], schema: Schema):
     return pair
 
 
-def _compared(schema: Schema, instant: int):
+def _compared(schema: Schema, instant: int, rebaselined: bool):
     """(key, ((export line, final row), state at the instant)) -> (outcome, key, attributes).
-    The state: None for a key not changed after the instant, else (known, row or None)."""
+    The state: None for a key not changed after the instant, else (known, row or None).
+    ``rebaselined``: a full export newer than the instant is staged; its baseline rule may have
+    deleted a key after the instant without a staged change of it, so a key the final table
+    lacks is not comparable."""
 
     def outcome(pair: Any) -> tuple[str, str, list[str]]:
         key, ((line, row), state) = pair
@@ -103,7 +107,7 @@ def _compared(schema: Schema, instant: int):
         if row is None and line is None:
             return ABSENT, key, []  # inserted after the instant: no item of the export
         if row is None:
-            return "missing", key, []
+            return ("not_comparable" if rebaselined and state is None else "missing"), key, []
         if line is None:
             return "extra", key, []
         expected = canonical.canonical_item(json.loads(line)["Item"])
@@ -140,11 +144,12 @@ def verify(
     fulls = [e for e in ledger.entries(spark, table.name) if e.kind == manifest.FULL]
     newest = max(fulls, key=lambda e: e.end or "", default=None)
     kept = newest.batch_id if newest and newest.source == export.export_arn else None
+    rebaselined = bool(newest and not kept and export.export_time and newest.end and datetime.fromisoformat(newest.end) > export.export_time)  # fmt: skip
     later = _state_at_instant(spark, table, keys, schema, instant, kept)
     paired = exported.fullOuterJoin(held).leftOuterJoin(later)
     compared = (
         spark.createDataFrame(
-            paired.map(_compared(schema, instant)),
+            paired.map(_compared(schema, instant, rebaselined)),
             "outcome string, key string, attributes array<string>",
         )
         .where(F.col("outcome") != ABSENT)
@@ -189,6 +194,13 @@ LOG_COLUMNS = (
     "equal boolean, items bigint, equal_items bigint, missing bigint, extra bigint, "
     "different bigint, not_comparable bigint"
 )
+
+
+def forget_table(spark: SparkSession, table: str) -> None:
+    """Every verify run of ``table`` out of the verify log (the table is removed or reset)."""
+    log_table = names.verify_log_table()
+    if spark.catalog.tableExists(log_table):
+        spark.sql(f"delete from {log_table} where table_name = {sql_string(table)}")
 
 
 def record_run(spark: SparkSession, report: VerifyReport, export_arn: str) -> None:

@@ -371,7 +371,7 @@ def test_last_verify() -> None:
         )
         assert doctor.last_verify(watch, _table()).line() == (
             "✗ orders: last verify: 2026-11-22 05:31 UTC: 3 item(s) differ from DynamoDB: "
-            "ddb-lakehouse verify --table orders --from-dynamodb --repair"
+            "ddb-lakehouse verify --table orders --from-dynamodb --repair --metrics"
         )
         assert doctor.last_verify(watch, replace(_table(), verify="off")).line() == (
             "✓ orders: last verify: no schedule (verify: off in the table's entry)"

@@ -109,6 +109,7 @@ def test_another_tables_export_is_refused_and_a_table_can_be_removed_and_added_a
     own = sample_exports.write_items_export(tmp_path / "own", "app", [item])
     assert main(["sync", "--table", "app", str(own)]) == 0
     assert spark.catalog.tableExists("lake.lakehouse.app")
+    assert main(["verify", "--table", "app", str(own)]) == 0
 
     # --reset: the data goes, the configuration stays.
     assert main(["remove-table", "app", "--reset"]) == 1  # without --yes nothing is deleted
@@ -118,6 +119,8 @@ def test_another_tables_export_is_refused_and_a_table_can_be_removed_and_added_a
         spark.sql(f"refresh table {name}") if spark.catalog.tableExists(name) else None
         assert not spark.catalog.tableExists(name)
     assert "app" in configured(project_copy)
+    verifies = spark.table(names.verify_log_table())
+    assert verifies.where("table_name = 'app'").count() == 0  # no verify of data now gone
     assert main(["sync", "--table", "app", str(own)]) == 0  # starts again from the full export
 
     # Removed: everything it owns, then added again from scratch.

@@ -16,7 +16,7 @@ from botocore.stub import ANY, Stubber
 
 from ingestion import cli
 from ingestion.sources import export_control as exports
-from ingestion.sources import manifest
+from ingestion.sources import manifest, recovery
 from ingestion.sources.manifest import FULL, INCREMENTAL, ExportError
 from ingestion.staging import chain, ledger
 
@@ -128,30 +128,36 @@ def test_sync_and_verify_exports_never_wait_for_each_other() -> None:
 
 
 def test_a_chain_that_cannot_continue_says_why() -> None:
-    """Beyond 35 days (no call needed), point-in-time recovery off, or switched off and on again
-    since the last applied export: each a reason; recovery on since before it: none."""
+    """Beyond 35 days (no call needed), or recovery switched off and on again since the last
+    applied export: each a reason (a heal can restart the chain); recovery off: an error (not even
+    a heal can export); recovery on since before it: none."""
     now = T + timedelta(days=3)
-    assert "beyond point-in-time recovery" in (exports.chain_break(None, ARN, T, T + timedelta(days=36)) or "")  # fmt: skip
+    assert "beyond point-in-time recovery" in (recovery.chain_break(None, ARN, T, T + timedelta(days=36)) or "")  # fmt: skip
     client, stub = stubbed()
     for status, earliest in (
         ("DISABLED", None),
         ("ENABLED", T + timedelta(days=1)),
         ("ENABLED", T - timedelta(days=1)),
     ):
-        recovery: dict = {"PointInTimeRecoveryStatus": status}
+        pitr: dict = {"PointInTimeRecoveryStatus": status}
         if earliest:
-            recovery["EarliestRestorableDateTime"] = earliest
-        answer = {"ContinuousBackupsStatus": "ENABLED", "PointInTimeRecoveryDescription": recovery}
+            pitr["EarliestRestorableDateTime"] = earliest
+        answer = {"ContinuousBackupsStatus": "ENABLED", "PointInTimeRecoveryDescription": pitr}
         stub.add_response(
             "describe_continuous_backups",
             {"ContinuousBackupsDescription": answer},
             {"TableName": ARN},
         )
     with stub:
-        assert "point-in-time recovery of orders is DISABLED" in (exports.chain_break(client, ARN, T, now) or "")  # fmt: skip
-        reason = exports.chain_break(client, ARN, T, now) or ""
+        with pytest.raises(ExportError, match="point-in-time recovery of orders is DISABLED: exports need it. Turn it on"):  # fmt: skip
+            recovery.chain_break(client, ARN, T, now)  # not even a heal can export
+        reason = recovery.chain_break(client, ARN, T, now) or ""
         assert "before the earliest restorable time of orders" in reason
-        assert exports.chain_break(client, ARN, T, now) is None
+        assert recovery.chain_break(client, ARN, T, now) is None
+    # An AWS refusal is one line of the error family, naming the call.
+    stub.add_client_error("describe_continuous_backups", "AccessDeniedException", "not allowed")
+    with stub, pytest.raises(ExportError, match="DescribeContinuousBackups: AccessDeniedException: not allowed"):  # fmt: skip
+        recovery.chain_break(client, ARN, T, now)
 
 
 def test_wait_reports_progress_and_fails_clearly() -> None:
@@ -245,3 +251,7 @@ def test_the_next_window_starts_where_the_ledger_ends(spark, clean_lakehouse, sa
 def test_export_needs_an_arn_and_a_destination(capsys) -> None:
     assert cli.main(["export", "--table", "orders", "--incremental"]) == 2
     assert "needs its table ARN and an s3:// destination" in capsys.readouterr().err
+    assert cli.main(["sync", "--table", "orders", "--heal"]) == 2
+    assert (
+        "--heal takes a full export from DynamoDB: add --from-dynamodb" in capsys.readouterr().err
+    )

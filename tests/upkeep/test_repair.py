@@ -120,6 +120,10 @@ def test_repair_makes_the_table_equal_and_newer_changes_still_win(
     assert final[key_of(items[4])]["status"] == {"S": "changed by the stream"}
     code, report = verified(export, capsys)
     assert code == 0 and report["counts"]["equal"] == 60 and report["counts"]["not_comparable"] == 0
+    # Against the older export: items[1], deleted by the repair's baseline rule after its instant
+    # with no staged change of its own, is not comparable, never missing.
+    code, report = verified(samples["orders"], capsys)
+    assert report["counts"]["missing"] == 0 and lost["extra"] in report["first"]["not_comparable"]
 
 
 def test_what_cannot_repair_is_refused(
@@ -137,6 +141,10 @@ def test_what_cannot_repair_is_refused(
     older = sample_exports.write_items_export(tmp_path, "orders", items, start - timedelta(hours=1))
     assert cli.main(["verify", "--table", "orders", str(older), "--repair"]) == 2
     assert "not newer than the table's newest staged full export" in capsys.readouterr().err
+    window = (start.replace(second=0, microsecond=0), start + timedelta(hours=1))
+    incremental = sample_exports.write_incremental_export(tmp_path / "inc", "orders", [], window)
+    assert cli.main(["verify", "--table", "orders", str(incremental), "--repair"]) == 2
+    assert "only a full export can repair a table" in capsys.readouterr().err
     # A verify export is staged only by --repair: sync and ingest refuse it before any work.
     written = sample_exports.write_items_export(tmp_path, "orders", items, start + timedelta(hours=1))  # fmt: skip
     taken = tmp_path / export_control.VERIFY_PREFIX / "AWSDynamoDB" / written.name
@@ -147,11 +155,16 @@ def test_what_cannot_repair_is_refused(
     assert "an export folder or --from-dynamodb" in capsys.readouterr().err
 
 
-def completed(stub: Any, request: dict[str, Any], bucket_key: str, items: int) -> None:
+def completed(stub: Any, request: dict[str, Any], bucket_key: str, items: int, verifying: str = "") -> None:  # fmt: skip
     """DynamoDB's answers to ``request``, one export that completes at once (its manifest at
-    ``bucket_key``): no export in progress, the request itself (exactly), a COMPLETED status."""
+    ``bucket_key``): the exports in progress (``verifying``: a verify export's prefix, when one
+    runs), the request itself (exactly), a COMPLETED status."""
     arn = f"{ARN}/export/{bucket_key.split('/')[-2]}"
-    stub.add_response("list_exports", {"ExportSummaries": []}, {"TableArn": ARN})
+    running = [{"ExportArn": f"{ARN}/export/verifying", "ExportStatus": "IN_PROGRESS"}]
+    stub.add_response("list_exports", {"ExportSummaries": running if verifying else []}, {"TableArn": ARN})  # fmt: skip
+    if verifying:
+        described = {"ExportArn": running[0]["ExportArn"], "S3Prefix": verifying}
+        stub.add_response("describe_export", {"ExportDescription": described}, {"ExportArn": running[0]["ExportArn"]})  # fmt: skip
     stub.add_response(
         "export_table_to_point_in_time", {"ExportDescription": {"ExportArn": arn}}, request
     )
@@ -209,7 +222,8 @@ def test_a_chain_broken_beyond_recovery_heals_with_a_full_export(
         "ClientToken": ANY,
         "ExportTime": ANY,
     }
-    completed(stub, request, heal_key, len(truth))
+    # ... while a verify export of the table is in progress: the sync does not wait for it.
+    completed(stub, request, heal_key, len(truth), verifying=f"ddb/{export_control.VERIFY_PREFIX}")
     with stub:
         assert cli.main(["sync", "--table", "orders", "--from-dynamodb", *where, "--heal"]) == 0
         stub.assert_no_pending_responses()
