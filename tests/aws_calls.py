@@ -221,7 +221,10 @@ def _prefix(service: str) -> str:
     import botocore.session
 
     model = botocore.session.get_session().get_service_model(service)
-    return str(model.metadata.get("signingName") or model.endpoint_prefix)
+    signing = str(model.metadata.get("signingName") or model.endpoint_prefix)
+    # CloudWatch signs as "monitoring", but its IAM actions are cloudwatch:* (the Service
+    # Authorization Reference, Amazon CloudWatch: service prefix cloudwatch).
+    return {"monitoring": "cloudwatch"}.get(signing, signing)
 
 
 def _s3(params: dict[str, Any]) -> str:

@@ -183,6 +183,34 @@ def exported_locally(monkeypatch: pytest.MonkeyPatch, folders: dict[str, Path]) 
     monkeypatch.setattr(export_control, "export_folder", local)
 
 
+def export_request(prefix: str) -> dict[str, Any]:
+    """The full export request of ``orders`` to ``s3://exports-bucket/<prefix>``, exactly."""
+    return {
+        "TableArn": ARN,
+        "S3Bucket": "exports-bucket",
+        "S3Prefix": prefix,
+        "ExportFormat": "DYNAMODB_JSON",
+        "ExportType": "FULL_EXPORT",
+        "ClientToken": ANY,
+        "ExportTime": ANY,
+    }
+
+
+def all_equal_metrics(items: int) -> dict[str, Any]:
+    """The PutMetricData request of a verify of ``orders`` that found ``items`` equal items."""
+    names = ("Differences", "Missing", "Extra", "Different", "NotComparable", "Equal")
+    data = [
+        {
+            "MetricName": f"Verify{name}",
+            "Dimensions": [{"Name": "Table", "Value": "orders"}],
+            "Value": float(items) if name == "Equal" else 0.0,
+            "Unit": "Count",
+        }
+        for name in names
+    ]
+    return {"Namespace": "DynamoDBLakehouse", "MetricData": data}
+
+
 def test_a_chain_broken_beyond_recovery_heals_with_a_full_export(
     spark, clean_lakehouse, samples, tmp_path: Path, monkeypatch, capsys
 ) -> None:
@@ -213,15 +241,7 @@ def test_a_chain_broken_beyond_recovery_heals_with_a_full_export(
             f"s3://exports-bucket/{check_key.rsplit('/', 1)[0]}": checked,
         },
     )
-    request = {
-        "TableArn": ARN,
-        "S3Bucket": "exports-bucket",
-        "S3Prefix": "ddb",
-        "ExportFormat": "DYNAMODB_JSON",
-        "ExportType": "FULL_EXPORT",
-        "ClientToken": ANY,
-        "ExportTime": ANY,
-    }
+    request = export_request("ddb")
     # ... while a verify export of the table is in progress: the sync does not wait for it.
     completed(stub, request, heal_key, len(truth), verifying=f"ddb/{export_control.VERIFY_PREFIX}")
     with stub:
@@ -239,24 +259,8 @@ def test_a_chain_broken_beyond_recovery_heals_with_a_full_export(
     # verify --from-dynamodb: its own prefix, and its counts published.
     metrics, metrics_stub = stubbed("cloudwatch")
     monkeypatch.setattr(inspection, "cloudwatch_client", lambda region: metrics)
-    completed(stub, dict(request, S3Prefix=f"ddb/{export_control.VERIFY_PREFIX}"), check_key, len(truth))  # fmt: skip
-    data = [
-        {
-            "MetricName": name,
-            "Dimensions": [{"Name": "Table", "Value": "orders"}],
-            "Value": float(len(truth)) if name == "VerifyEqual" else 0.0,
-            "Unit": "Count",
-        }
-        for name in (
-            "VerifyDifferences",
-            "VerifyMissing",
-            "VerifyExtra",
-            "VerifyDifferent",
-            "VerifyNotComparable",
-            "VerifyEqual",
-        )
-    ]
-    metrics_stub.add_response("put_metric_data", {}, {"Namespace": "DynamoDBLakehouse", "MetricData": data})  # fmt: skip
+    completed(stub, export_request(f"ddb/{export_control.VERIFY_PREFIX}"), check_key, len(truth))
+    metrics_stub.add_response("put_metric_data", {}, all_equal_metrics(len(truth)))
     with stub, metrics_stub:
         code, report = verified(None, capsys, "--from-dynamodb", *where, "--metrics")
         stub.assert_no_pending_responses()
