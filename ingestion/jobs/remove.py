@@ -15,7 +15,7 @@ from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
 from ingestion.merge import merge_log
-from ingestion.upkeep import verify as verifying
+from ingestion.upkeep import verify_log
 
 
 def owned(table: str) -> list[str]:
@@ -43,5 +43,5 @@ def drop_table_data(table: TableConfig) -> list[str]:
         for name in owned(table.name):
             spark.sql(f"drop table if exists {name} purge")
         merge_log.forget_table(spark, table.name)
-        verifying.forget_table(spark, table.name)
+        verify_log.forget_table(spark, table.name)
     return removed

@@ -8,7 +8,10 @@ its DynamoDB table's export.
 - ``rebuild``: staging rebuilt from ``_image`` with types detected again;
 - ``adopt``: drift adopted: the rebuild when values do not fit (the table's ``adopt_drift``);
 - ``status``: where a table stands: its ledger, what is staged and not merged, the final table;
-- ``verify``: a final table against a full export of its DynamoDB table, item by item.
+- ``verify``: a final table against a full export of its DynamoDB table, item by item;
+- ``fingerprints``: each item's key and hash of its canonical DynamoDB JSON, in the JVM (verify's
+  first pass);
+- ``verify_log``: the verify runs, for ``status``.
 
 May import: ``ingestion.merge``, ``ingestion.staging``, ``ingestion.light``, ``ingestion.spark``, ``ingestion.schema``,
 ``ingestion.dynamodb``, ``ingestion.sources``, ``ingestion.config``, ``ingestion.fault_points``.

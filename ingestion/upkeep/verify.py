@@ -2,9 +2,13 @@
 value, compared in DynamoDB JSON (ingestion.schema.canonical: each final row encoded back by code
 that shares nothing with the decode).
 
-One pass over each side: Spark reads the export's lines and the final table's rows, Python
-workers put each into canonical form keyed by its key, Spark pairs them by key (a full outer
-join), and Python workers compare each pair.
+Two passes. The first, in the JVM, reads each side once: every item's fingerprint (its key and a
+hash of its canonical DynamoDB JSON, ingestion.upkeep.fingerprints) from the export and from the
+final table, paired by key; a key whose fingerprints agree (and that nothing changed after the
+instant) is equal. The second runs only for the other keys (none when the table is equal):
+their export lines and final rows, read again, go to Python workers, which put each into
+canonical form, pair them by key and compare each pair (ingestion.schema.canonical), naming the
+attributes that differ.
 
 A key changed after the export's instant (a staged change with a later ``_version``) is compared
 as the change log held it at the instant, when the change log can say: when the export is the
@@ -22,21 +26,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ingestion.config import clock, names
+from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb import change_order
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.dynamodb.values import sql_string
 from ingestion.schema import canonical
 from ingestion.schema.types import Schema
 from ingestion.sources import manifest
 from ingestion.staging import chain, ledger, table_types
+from ingestion.upkeep import fingerprints, verify_log
+from ingestion.upkeep.verify_log import OUTCOMES
 
 SHOWN = 10  # keys reported per outcome
-OUTCOMES = ("equal", "missing", "extra", "different", "not_comparable")
 ABSENT = "absent"  # in neither at the instant (inserted after it): not counted
 
 
@@ -130,38 +134,27 @@ def verify(
             "(what the table held at one instant)"
         )
     chain.check_source(table, export)
-    final = names.final_table(table.name)
     schema = check_verifiable(spark, table)
     instant = export.version_micros
-    keys = [k.name for k in table.keys]
-    lines = spark.read.text([str(f.path) for f in export.files]).rdd.map(lambda r: r["value"])
-    exported = lines.map(_export_side(keys))
+    paths = [str(f.path) for f in export.files]
     # A row kept for a delete (``ttl_deletes: keep`` keeps TTL-expired items, flagged) is no
     # item of the table: DynamoDB's export does not hold it.
+    final = names.final_table(table.name)
     items = spark.table(final).where(~F.col("_operation").isin(*change_order.DELETE_OPERATIONS))
-    held = items.rdd.map(_final_side(keys, schema))
-    # The newest full export (by its time, as maintenance picks the one it keeps whole).
-    fulls = [e for e in ledger.entries(spark, table.name) if e.kind == manifest.FULL]
-    newest = max(fulls, key=lambda e: e.end or "", default=None)
-    kept = newest.batch_id if newest and newest.source == export.export_arn else None
-    rebaselined = bool(newest and not kept and export.export_time and newest.end and datetime.fromisoformat(newest.end) > export.export_time)  # fmt: skip
-    later = _state_at_instant(spark, table, keys, schema, instant, kept)
-    paired = exported.fullOuterJoin(held).leftOuterJoin(later)
-    compared = (
-        spark.createDataFrame(
-            paired.map(_compared(schema, instant, rebaselined)),
-            "outcome string, key string, attributes array<string>",
-        )
-        .where(F.col("outcome") != ABSENT)
-        .localCheckpoint()
-    )
+    staging = spark.table(names.staging_table(table.name))
+    changed = staging.where(F.col("_version") > instant)
+    equal, unsure = _first_pass(spark, paths, items, changed, schema, instant)
     counts = {o: 0 for o in OUTCOMES}
-    for r in compared.groupBy("outcome").count().collect():  # at most five rows
-        counts[r["outcome"]] = r["count"]
+    counts["equal"] = equal
+    compared = None
+    if not unsure.isEmpty():
+        compared = _second_pass(spark, table, export, paths, items, changed, schema, unsure)
+        for r in compared.groupBy("outcome").count().collect():  # at most five rows
+            counts[r["outcome"]] += r["count"]
     first: dict[str, list[str]] = {}
     attributes: dict[str, list[str]] = {}
     for outcome in OUTCOMES[1:]:
-        shown = compared.where(F.col("outcome") == outcome).orderBy("key").limit(SHOWN).collect()
+        shown = [] if compared is None else compared.where(F.col("outcome") == outcome).orderBy("key").limit(SHOWN).collect()  # fmt: skip
         first[outcome] = [r["key"] for r in shown]
         if outcome == "different":
             attributes = {r["key"]: list(r["attributes"]) for r in shown}
@@ -176,8 +169,88 @@ def verify(
         seconds=time.monotonic() - started,
     )
     if record:
-        record_run(spark, report, export.export_arn)
+        verify_log.record_run(spark, report, export.export_arn)
     return report
+
+
+def _first_pass(
+    spark: SparkSession,
+    paths: list[str],
+    items: DataFrame,
+    changed: DataFrame,
+    schema: Schema,
+    instant: int,
+) -> tuple[int, DataFrame]:
+    """The keys proved equal by their fingerprints (counted), and the others (their key
+    columns, kept: the second pass reads them)."""
+    exported = fingerprints.export_fingerprints(fingerprints.read_export(spark, paths, schema), schema)  # fmt: skip
+    held = fingerprints.final_fingerprints(items, schema, "_version")
+    later = changed.select(*fingerprints.final_keys(schema)).distinct().withColumn("_later", F.lit(True))  # fmt: skip
+    keys = [c for c in exported.columns if c.startswith("_key")]
+    paired = (
+        exported.withColumnRenamed("_fingerprint", "_exported")
+        .join(held, keys, "full_outer")
+        .join(later, keys, "left")
+    )
+    proved = (
+        (F.col("_exported") == F.col("_fingerprint"))
+        & (F.col("_version") <= instant)
+        & F.col("_later").isNull()
+    )
+    flagged = paired.select(F.coalesce(proved, F.lit(False)).alias("_equal"), *keys)
+    flagged = flagged.localCheckpoint()  # the join once: counted here, its other keys read next
+    equal = flagged.where("_equal").count()
+    return equal, flagged.where(~F.col("_equal")).select(*keys)
+
+
+def _second_pass(
+    spark: SparkSession,
+    table: TableConfig,
+    export: manifest.Export,
+    paths: list[str],
+    items: DataFrame,
+    changed: DataFrame,
+    schema: Schema,
+    unsure: DataFrame,
+) -> DataFrame:
+    """The keys the first pass could not prove equal, compared in Python: (outcome, key,
+    attributes), cached."""
+    keys = [k.name for k in table.keys]
+    key_columns = unsure.columns
+    lines = spark.read.text(paths)
+    parsed = F.from_json("value", f"Item map<string, {fingerprints.av_type(0)}>")
+    lines = lines.select("value", parsed.alias("item")).select("value", F.col("item.Item").alias("Item"))  # fmt: skip
+    lines = lines.select("value", *fingerprints.export_keys(schema))
+    rows = items.select("*", *fingerprints.final_keys(schema))
+    picked_lines = _among(lines, unsure, key_columns).select("value")
+    picked_rows = _among(rows, unsure, key_columns).drop(*key_columns)
+    exported = picked_lines.rdd.map(lambda r: r["value"]).map(_export_side(keys))
+    held = picked_rows.rdd.map(_final_side(keys, schema))
+    # The newest full export (by its time, as maintenance picks the one it keeps whole).
+    fulls = [e for e in ledger.entries(spark, table.name) if e.kind == manifest.FULL]
+    newest = max(fulls, key=lambda e: e.end or "", default=None)
+    kept = newest.batch_id if newest and newest.source == export.export_arn else None
+    rebaselined = bool(newest and not kept and export.export_time and newest.end and datetime.fromisoformat(newest.end) > export.export_time)  # fmt: skip
+    later = _state_at_instant(spark, table, keys, schema, export.version_micros, kept)
+    paired = exported.fullOuterJoin(held).leftOuterJoin(later)
+    return (
+        spark.createDataFrame(
+            paired.map(_compared(schema, export.version_micros, rebaselined)),
+            "outcome string, key string, attributes array<string>",
+        )
+        .where(F.col("outcome") != ABSENT)
+        .localCheckpoint()
+    )
+
+
+def _among(frame: DataFrame, unsure: DataFrame, key_columns: list[str]) -> DataFrame:
+    """The rows of ``frame`` whose key columns are among ``unsure``'s (null-safe: an item with
+    no readable key is among them too)."""
+    condition = None
+    for c in key_columns:
+        same = frame[c].eqNullSafe(unsure[c])
+        condition = same if condition is None else condition & same
+    return frame.join(unsure, condition, "left_semi")
 
 
 def check_verifiable(spark: SparkSession, table: TableConfig) -> Schema:
@@ -186,40 +259,6 @@ def check_verifiable(spark: SparkSession, table: TableConfig) -> Schema:
     if schema is None or not spark.catalog.tableExists(names.final_table(table.name)):
         raise VerifyError(f"{table.name}: no final table yet: sync and merge it, then verify")
     return schema
-
-
-# The verify log: one row per run, so `status` shows when a table was last proved equal.
-LOG_COLUMNS = (
-    "table_name string, export_arn string, export_time timestamp, verified_at timestamp, "
-    "equal boolean, items bigint, equal_items bigint, missing bigint, extra bigint, "
-    "different bigint, not_comparable bigint"
-)
-
-
-def forget_table(spark: SparkSession, table: str) -> None:
-    """Every verify run of ``table`` out of the verify log (the table is removed or reset)."""
-    log_table = names.verify_log_table()
-    if spark.catalog.tableExists(log_table):
-        spark.sql(f"delete from {log_table} where table_name = {sql_string(table)}")
-
-
-def record_run(spark: SparkSession, report: VerifyReport, export_arn: str) -> None:
-    """Append the run to ``lake.staging.dynamodb_lakehouse_verifies`` (one commit)."""
-    log_table = names.verify_log_table()
-    spark.sql(
-        f"create table if not exists {log_table} ({LOG_COLUMNS}) using iceberg "
-        "tblproperties ('format-version'='2', 'commit.retry.num-retries'='10')"
-    )
-    row = (
-        report.table,
-        export_arn,
-        datetime.fromisoformat(report.export_time),
-        clock.utc_now(),
-        report.equal,
-        report.items,
-        *(report.counts[o] for o in OUTCOMES),
-    )
-    spark.createDataFrame([row], LOG_COLUMNS).writeTo(log_table).append()
 
 
 def _state_at_instant(

@@ -3,74 +3,14 @@ row encoded back by its column types, and the two compared. Plain Python: no Spa
 
 from __future__ import annotations
 
-import base64
 import json
 from decimal import Decimal
 
 import pytest
+from canonical_case import ITEM, ROW, SCHEMA
 
 from ingestion.schema import canonical
-from ingestion.schema.types import Attribute, ColumnType, Schema, StructField, parse_type
-
-ITEM = {
-    "id": {"S": "o-1"},
-    "total": {"N": "12.345"},
-    "qty": {"N": "3"},
-    "gift": {"BOOL": True},
-    "photo": {"B": base64.b64encode(b"\x00\xff").decode()},
-    "tags": {"SS": ["b", "a"]},
-    "sizes": {"NS": ["10", "2.50"]},
-    "note": {"NULL": True},
-    "shipping": {"M": {"city": {"S": "Oslo"}, "floor": {"N": "4"}, "code": {"NULL": True}}},
-    "lines": {"L": [{"M": {"sku": {"S": "x"}, "price": {"N": "1.50"}}}, {"NULL": True}]},
-    "extra": {"M": {"k": {"L": [{"N": "1"}, {"S": "a"}]}}},
-    "mixed": {"N": "007.10"},
-}
-
-
-def struct(**fields: str) -> ColumnType:
-    return ColumnType(
-        "struct", fields=tuple(StructField(n, n, parse_type(t)) for n, t in fields.items())
-    )
-
-
-SCHEMA = Schema(
-    "orders",
-    (
-        Attribute("id", "id", ColumnType("string"), key=True),
-        Attribute("total", "total", parse_type("decimal(38,3)")),
-        Attribute("qty", "qty", parse_type("bigint")),
-        Attribute("gift", "gift", parse_type("boolean")),
-        Attribute("photo", "photo", parse_type("binary")),
-        Attribute("tags", "tags", parse_type("array<string>")),
-        Attribute("sizes", "sizes", parse_type("array<decimal(38,2)>")),
-        Attribute("note", "note", parse_type("string")),
-        Attribute("shipping", "shipping", struct(city="string", floor="bigint", code="string")),
-        Attribute(
-            "lines",
-            "lines",
-            ColumnType("array", element=struct(sku="string", price="decimal(38,2)")),
-        ),
-        Attribute("extra", "extra", parse_type("string")),
-        Attribute("mixed", "mixed", parse_type("string")),
-    ),
-)
-
-# The row the final table holds for ITEM (as Spark hands it to Python: asDict(recursive=True)).
-ROW = {
-    "id": "o-1",
-    "total": Decimal("12.345"),
-    "qty": 3,
-    "gift": True,
-    "photo": bytearray(b"\x00\xff"),
-    "tags": ["a", "b"],
-    "sizes": [Decimal("2.50"), Decimal("10.00")],
-    "note": None,
-    "shipping": {"city": "Oslo", "floor": 4, "code": None},
-    "lines": [{"sku": "x", "price": Decimal("1.50")}, None],
-    "extra": '{"k": [1, "a"]}',
-    "mixed": "007.10",
-}
+from ingestion.schema.types import Attribute, ColumnType, Schema, parse_type
 
 
 def compare(item: dict, row: dict) -> list[str]:

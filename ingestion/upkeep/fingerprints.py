@@ -1,0 +1,293 @@
+"""Each item's fingerprint computed in the JVM, for ``verify``'s first pass: its key as text and a
+64-bit hash of its canonical DynamoDB JSON, from the export's lines and from the final table's
+typed columns alike, so most of a table is proved equal without a value crossing into Python.
+
+Shares nothing with the decode (ingestion.dynamodb.values, ingestion.schema.typed_columns): the
+export side is read by Spark's own JSON reader into DynamoDB JSON's generic shape (every map a
+map, so no attribute name is dropped), the final side is encoded back from the column types;
+both are hashed by the expressions here, as Spark SQL text (one expression per column, which
+keeps a wide table's plan quick to build).
+
+The fingerprint is sound, not complete: two equal fingerprints mean ``ingestion.schema.canonical``
+finds the item equal (but for a 64-bit hash collision, about 1 in 1.8e19 for a differing item);
+an item whose fingerprints differ, or that has one side only, is compared by that module in
+Python (``verify``'s second pass). So every rule of canonical form need not be here, only
+never to hash two different items alike:
+
+- a hash folds its parts in order (Spark's ``xxhash64``: a null part is skipped), each value
+  tagged with its DynamoDB type, each map entry with its name, sorted by name;
+- absent and ``NULL`` are one (null, skipped) in a map; in a list ``NULL`` is an element;
+- a number by its text, trailing fractional zeros dropped (``36.30`` is ``36.3``: the final
+  table's ``decimal(38,2)`` renders it so); any other spelling differs and goes to Python;
+- a value of another type than its column's, a map holding a name the column does not know, or
+  a value nested deeper than the columns hashes to ``UNSURE``, which no final row hashes to,
+  never to absent (a lost value must never look like an absent one);
+- a set is a list of its elements sorted (an array column holds a set as a list: what the
+  canonical comparison allows), numbers by value as far as a double orders them: a set stored
+  in another order only goes to Python;
+- a ``string`` column hashes as ``S``: a column holding another type as text goes to Python.
+
+A list's first ``UNROLLED`` elements are hashed one by one (compiled by Spark's code generation),
+a longer list by ``transform`` (interpreted, slower). The export's lookups of names run in
+projections of their own (``element_at``, which Spark does not inline), each once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ingestion.config.names import quote
+from ingestion.dynamodb.values import sql_string
+from ingestion.schema.types import Attribute, ColumnType, Schema, StructField
+
+UNROLLED = 8
+KINDS = ("S", "N", "B", "BOOL", "NULL", "SS", "NS", "BS", "M", "L")
+UNSURE = "xxhash64('?')"
+NUMBERS = ("number", "bigint", "decimal")
+_VARIABLES = itertools.count(1)  # a lambda's variable: unique in a process, so nesting is safe
+
+
+def _variable() -> str:
+    return f"fp_x{next(_VARIABLES)}"
+
+
+def _hash(kind: str, *parts: str) -> str:
+    return f"xxhash64({', '.join((sql_string(kind), *parts))})"
+
+
+def _number(text: str) -> str:
+    """A number's text with trailing fractional zeros dropped; any other spelling unchanged."""
+    plain = f"instr({text}, '.') > 0 and instr(lower({text}), 'e') = 0"
+    trimmed = f"trim(TRAILING '.' FROM trim(TRAILING '0' FROM {text}))"
+    return f"(case when {plain} then {trimmed} else {text} end)"
+
+
+def _at(value: str, kind: str) -> str:
+    return f"{value}.`{kind}`"
+
+
+def _absent(value: str) -> str:
+    return f"({value} is null or coalesce({_at(value, 'NULL')}, false))"
+
+
+def av_type(depth: int) -> str:
+    """DynamoDB JSON's generic shape, maps and lists to ``depth`` levels (deeper: raw text)."""
+    inner = av_type(depth - 1) if depth > 0 else ""
+    nested = f"M: map<string, {inner}>, L: array<{inner}>" if depth > 0 else "M: string, L: string"
+    return (
+        "struct<S: string, N: string, B: string, BOOL: boolean, `NULL`: boolean, "
+        f"SS: array<string>, NS: array<string>, BS: array<string>, {nested}>"
+    )
+
+
+# --- the export side ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Lookups:
+    """Columns added level by level, each a name's or an element's lookup computed once."""
+
+    levels: list[list[tuple[str, str]]] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, level: int, expression: str) -> str:
+        while len(self.levels) <= level:
+            self.levels.append([])
+        name = f"_fp{self.count}"
+        self.count += 1
+        self.levels[level].append((name, expression))
+        return name
+
+
+def _scalar(value: str, column: ColumnType) -> str | None:
+    kind = column.kind
+    if kind == "string":
+        return f"case when {_at(value, 'S')} is not null then {_hash('S', _at(value, 'S'))} end"
+    if kind in NUMBERS:
+        number = _number(_at(value, "N"))
+        return f"case when {_at(value, 'N')} is not null then {_hash('N', number)} end"
+    if kind == "boolean":
+        text = f"cast({_at(value, 'BOOL')} as string)"
+        return f"case when {_at(value, 'BOOL')} is not null then {_hash('BOOL', text)} end"
+    if kind == "binary":
+        return f"case when {_at(value, 'B')} is not null then {_hash('B', _at(value, 'B'))} end"
+    return None
+
+
+def _set(value: str, element: ColumnType) -> str:
+    """``when`` branches for a set at an array column of ``element``s (none: such a set is
+    another type)."""
+    x = _variable()
+    if element.kind == "string":
+        hashed = f"transform(sort_array({_at(value, 'SS')}), {x} -> {_hash('S', x)})"
+        return f" when {_at(value, 'SS')} is not null then {_hash('L', hashed)}"
+    if element.kind in NUMBERS:
+        pairs = f"transform({_at(value, 'NS')}, {x} -> struct(cast({x} as double), {_number(x)}))"
+        hashed = f"transform(array_sort({pairs}), {x} -> {_hash('N', x + '.col2')})"
+        return f" when {_at(value, 'NS')} is not null then {_hash('L', hashed)}"
+    if element.kind == "binary":
+        pairs = f"transform({_at(value, 'BS')}, {x} -> struct(unbase64({x}), {x}))"
+        hashed = f"transform(array_sort({pairs}), {x} -> {_hash('B', x + '.col2')})"
+        return f" when {_at(value, 'BS')} is not null then {_hash('L', hashed)}"
+    return ""
+
+
+def _value(value: str, column: ColumnType, lookups: _Lookups | None, level: int) -> str:
+    """The hash of a present value (not absent, not ``NULL``) at a column of ``column``'s type;
+    ``UNSURE`` when it is of another type. ``lookups``: None inside a lambda (no staged
+    columns there)."""
+    scalar = _scalar(value, column)
+    if scalar is not None:
+        hashed = scalar
+    elif column.kind == "struct":
+        entries = _map(_at(value, "M"), column.fields, lookups, level)
+        hashed = f"case when {_at(value, 'M')} is not null then {entries} end"
+    elif column.kind == "array":
+        assert column.element is not None
+        listed = _list(_at(value, "L"), column.element, lookups, level)
+        sets = _set(value, column.element)
+        hashed = f"case when {_at(value, 'L')} is not null then {listed}{sets} end"
+    else:
+        raise ValueError(f"unknown column type {column.sql()}")
+    return f"coalesce({hashed}, {UNSURE})"
+
+
+def _element(value: str, column: ColumnType, lookups: _Lookups | None, level: int) -> str:
+    return f"case when {_absent(value)} then {_hash('NULL')} else {_value(value, column, lookups, level)} end"  # fmt: skip
+
+
+def _list(items: str, element: ColumnType, lookups: _Lookups | None, level: int) -> str:
+    x = _variable()
+    every = f"transform({items}, {x} -> {_element(x, element, None, level + 1)})"
+    if lookups is None:
+        return _hash("L", every)
+    unrolled = []
+    for i in range(UNROLLED):
+        item = lookups.add(level, f"element_at({items}, {i + 1})")
+        unrolled.append(f"case when size({items}) > {i} then {_element(item, element, lookups, level + 1)} end")  # fmt: skip
+    return f"case when size({items}) <= {UNROLLED} then {_hash('L', *unrolled)} else {_hash('L', every)} end"  # fmt: skip
+
+
+def _map(entries: str, fields: Sequence[Attribute | StructField], lookups: _Lookups | None, level: int) -> str:  # fmt: skip
+    """The hash of a map of the known names ``fields``; ``UNSURE`` when it holds another name."""
+    parts, known = [], []
+    for f in sorted(fields, key=lambda f: f.name):
+        lookup = f"element_at({entries}, {sql_string(f.name)})"
+        value = lookups.add(level, lookup) if lookups is not None else lookup
+        known.append(f"case when {value} is not null then 1 else 0 end")
+        hashed = _value(value, f.type, lookups, level + 1)
+        parts.append(f"case when not {_absent(value)} then struct({sql_string(f.name)}, {hashed}) end")  # fmt: skip
+    count = " + ".join(known) or "0"
+    return f"case when size({entries}) = {count} then {_hash('M', *parts)} else {UNSURE} end"
+
+
+def _export_key(value: str) -> str:
+    return (
+        f"coalesce(concat('S', {_at(value, 'S')}), concat('N', {_number(_at(value, 'N'))}), "
+        f"concat('B', {_at(value, 'B')}))"
+    )
+
+
+def read_export(spark: SparkSession, paths: list[str], schema: Schema) -> DataFrame:
+    """The export's items in DynamoDB JSON's generic shape (column ``Item``), deep enough for
+    every column of ``schema``."""
+    depth = max((a.type.depth for a in schema.attributes), default=0) + 1
+    return spark.read.schema(f"Item map<string, {av_type(depth)}>").json(paths)
+
+
+def export_fingerprints(items: DataFrame, schema: Schema) -> DataFrame:
+    """``_key0``..``_keyN`` (the key attributes' text) and ``_fingerprint`` of each item of
+    ``read_export``'s frame: one query, its lookups in nested projections (built as one text:
+    a select per level would analyse the plan again each time)."""
+    lookups = _Lookups()
+    fingerprint = _map("Item", schema.attributes, lookups, 0)
+    keys = [f"element_at(Item, {sql_string(a.name)})" for a in schema.attributes if a.key]
+    view = f"fingerprint_items_{next(_VARIABLES)}"
+    items.createOrReplaceTempView(view)
+    query = f"select * from {view}"
+    for level in lookups.levels:
+        columns = ", ".join(f"{e} as {n}" for n, e in level)
+        query = f"select *, {columns} from ({query})"
+    selected = ", ".join(f"{_export_key(k)} as _key{i}" for i, k in enumerate(keys))
+    session = items.sparkSession
+    return session.sql(f"select {selected}, {fingerprint} as _fingerprint from ({query})")
+
+
+def key_columns(expressions: list[str]) -> list[Column]:
+    return [F.expr(e).alias(f"_key{i}") for i, e in enumerate(expressions)]
+
+
+def export_keys(schema: Schema) -> list[Column]:
+    """The key columns of ``read_export``'s frame alone (for the second pass)."""
+    keys = [f"element_at(Item, {sql_string(a.name)})" for a in schema.attributes if a.key]
+    return key_columns([_export_key(k) for k in keys])
+
+
+# --- the final side ----------------------------------------------------------------------------
+
+
+def _final(value: str, column: ColumnType) -> str:
+    """The hash of a final table's value of ``column``'s type, null when it is null."""
+    kind = column.kind
+    if kind == "string":
+        hashed = _hash("S", value)
+    elif kind == "number":
+        hashed = _hash("N", _number(value))
+    elif kind == "boolean":
+        hashed = _hash("BOOL", f"cast({value} as string)")
+    elif kind == "binary":
+        hashed = _hash("B", f"base64({value})")
+    elif kind == "bigint":
+        hashed = _hash("N", f"cast({value} as string)")
+    elif kind == "decimal":
+        hashed = _hash("N", _number(f"cast({value} as string)"))
+    elif kind == "struct":
+        fields = {f.name: f"{value}.{quote(f.column)}" for f in column.fields}
+        hashed = _final_map(fields, column.fields)  # fmt: skip
+    elif kind == "array":
+        assert column.element is not None
+        x = _variable()
+        element = f"coalesce({_final(x, column.element)}, {_hash('NULL')})"
+        every = _hash("L", f"transform({value}, {x} -> {element})")
+        unrolled = [
+            f"case when size({value}) > {i} then coalesce({_final(f'{value}[{i}]', column.element)}, {_hash('NULL')}) end"  # fmt: skip
+            for i in range(UNROLLED)
+        ]
+        hashed = f"case when size({value}) <= {UNROLLED} then {_hash('L', *unrolled)} else {every} end"  # fmt: skip
+    else:
+        raise ValueError(f"unknown column type {column.sql()}")
+    return f"case when {value} is not null then {hashed} end"
+
+
+def _final_map(values: dict[str, str], fields: Sequence[Attribute | StructField]) -> str:
+    parts = []
+    for f in sorted(fields, key=lambda f: f.name):
+        hashed = _final(values[f.name], f.type)
+        parts.append(f"case when {values[f.name]} is not null then struct({sql_string(f.name)}, {hashed}) end")  # fmt: skip
+    return _hash("M", *parts)
+
+
+def _final_key(value: str, column: ColumnType) -> str:
+    if column.kind == "string":
+        return f"concat('S', {value})"
+    if column.kind == "binary":
+        return f"concat('B', base64({value}))"
+    if column.kind == "bigint":
+        return f"concat('N', cast({value} as string))"
+    return f"concat('N', {_number(f'cast({value} as string)')})"
+
+
+def final_keys(schema: Schema) -> list[Column]:
+    return key_columns([_final_key(quote(a.column), a.type) for a in schema.attributes if a.key])
+
+
+def final_fingerprints(rows: DataFrame, schema: Schema, *kept: str) -> DataFrame:
+    """``_key0``..``_keyN``, ``_fingerprint`` and the ``kept`` columns of a final table's rows."""
+    values = {a.name: quote(a.column) for a in schema.attributes}
+    fingerprint = _final_map(values, schema.attributes)
+    return rows.select(*final_keys(schema), F.expr(fingerprint).alias("_fingerprint"), *kept)

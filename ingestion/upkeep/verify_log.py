@@ -1,0 +1,49 @@
+"""The verify log, ``lake.staging.dynamodb_lakehouse_verifies``: one row per ``verify`` run, so
+``status`` shows when a table was last proved equal (ingestion.upkeep.status)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from pyspark.sql import SparkSession
+
+from ingestion.config import clock, names
+from ingestion.dynamodb.values import sql_string
+
+if TYPE_CHECKING:
+    from ingestion.upkeep.verify import VerifyReport
+
+OUTCOMES = ("equal", "missing", "extra", "different", "not_comparable")
+
+LOG_COLUMNS = (
+    "table_name string, export_arn string, export_time timestamp, verified_at timestamp, "
+    "equal boolean, items bigint, equal_items bigint, missing bigint, extra bigint, "
+    "different bigint, not_comparable bigint"
+)
+
+
+def forget_table(spark: SparkSession, table: str) -> None:
+    """Every verify run of ``table`` out of the verify log (the table is removed or reset)."""
+    log_table = names.verify_log_table()
+    if spark.catalog.tableExists(log_table):
+        spark.sql(f"delete from {log_table} where table_name = {sql_string(table)}")
+
+
+def record_run(spark: SparkSession, report: VerifyReport, export_arn: str) -> None:
+    """Append the run to ``lake.staging.dynamodb_lakehouse_verifies`` (one commit)."""
+    log_table = names.verify_log_table()
+    spark.sql(
+        f"create table if not exists {log_table} ({LOG_COLUMNS}) using iceberg "
+        "tblproperties ('format-version'='2', 'commit.retry.num-retries'='10')"
+    )
+    row = (
+        report.table,
+        export_arn,
+        datetime.fromisoformat(report.export_time),
+        clock.utc_now(),
+        report.equal,
+        report.items,
+        *(report.counts[o] for o in OUTCOMES),
+    )
+    spark.createDataFrame([row], LOG_COLUMNS).writeTo(log_table).append()
