@@ -46,6 +46,7 @@ from ingestion.dynamodb.values import sql_string
 from ingestion.schema.types import Attribute, ColumnType, Schema, StructField
 
 UNROLLED = 8
+BUCKETS = 16384  # of keys, each summed on both sides (verify's first pass)
 KINDS = ("S", "N", "B", "BOOL", "NULL", "SS", "NS", "BS", "M", "L")
 UNSURE = "xxhash64('?')"
 NUMBERS = ("number", "bigint", "decimal")
@@ -216,6 +217,17 @@ def export_fingerprints(items: DataFrame, schema: Schema) -> DataFrame:
     selected = ", ".join(f"{_export_key(k)} as _key{i}" for i, k in enumerate(keys))
     session = items.sparkSession
     return session.sql(f"select {selected}, {fingerprint} as _fingerprint from ({query})")
+
+
+def bucketed(frame: DataFrame) -> DataFrame:
+    """``frame`` (with ``_key0``..``_keyN``, and ``_fingerprint`` when it has one) with its key's
+    bucket (one of ``BUCKETS``) and its digest (key and fingerprint hashed together)."""
+    keys = [c for c in frame.columns if c.startswith("_key")]
+    bucket = f"pmod(xxhash64({', '.join(keys)}), {BUCKETS})"
+    added = [F.expr(f"cast({bucket} as int)").alias("_bucket")]
+    if "_fingerprint" in frame.columns:
+        added.append(F.expr(f"xxhash64({', '.join(keys)}, _fingerprint)").alias("_digest"))
+    return frame.select("*", *added)
 
 
 def key_columns(expressions: list[str]) -> list[Column]:

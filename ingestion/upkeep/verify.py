@@ -147,8 +147,8 @@ def verify(
     counts = {o: 0 for o in OUTCOMES}
     counts["equal"] = equal
     compared = None
-    if not unsure.isEmpty():
-        compared = _second_pass(spark, table, export, paths, items, changed, schema, unsure)
+    if unsure:
+        compared = _second_pass(spark, table, export, paths, items, schema, unsure)
         for r in compared.groupBy("outcome").count().collect():  # at most five rows
             counts[r["outcome"]] += r["count"]
     first: dict[str, list[str]] = {}
@@ -180,27 +180,52 @@ def _first_pass(
     changed: DataFrame,
     schema: Schema,
     instant: int,
-) -> tuple[int, DataFrame]:
-    """The keys proved equal by their fingerprints (counted), and the others (their key
-    columns, kept: the second pass reads them)."""
+) -> tuple[int, list[int]]:
+    """The items proved equal by their fingerprints (counted), and the buckets the second pass
+    reads. Each side is summed per bucket of keys (a count and the sum of each item's digest,
+    its key and fingerprint hashed together), one job, no join: a bucket whose sums agree on
+    both sides holds equal items (but for a hash collision). A bucket is read again when its
+    sums differ, when a final row of it was written after the instant or a staged change of
+    it is later than the instant (the change log decides what it held then)."""
     exported = fingerprints.export_fingerprints(fingerprints.read_export(spark, paths, schema), schema)  # fmt: skip
     held = fingerprints.final_fingerprints(items, schema, "_version")
-    later = changed.select(*fingerprints.final_keys(schema)).distinct().withColumn("_later", F.lit(True))  # fmt: skip
-    keys = [c for c in exported.columns if c.startswith("_key")]
-    paired = (
-        exported.withColumnRenamed("_fingerprint", "_exported")
-        .join(held, keys, "full_outer")
-        .join(later, keys, "left")
+    sums = [F.count(F.lit(1)).alias("items")] + [
+        F.sum(half).alias(name)
+        for name, half in (
+            ("low", F.col("_digest").bitwiseAND(0xFFFFFFFF)),
+            ("high", F.shiftrightunsigned(F.col("_digest"), 32)),
+        )
+    ]
+    later = F.max(F.col("_version") > instant).alias("later")
+    summary = (
+        fingerprints.bucketed(exported)
+        .groupBy("_bucket")
+        .agg(*sums, F.lit(False).alias("later"))
+        .withColumn("side", F.lit("export"))
+        .unionByName(
+            fingerprints.bucketed(held)
+            .groupBy("_bucket")
+            .agg(*sums, later)
+            .withColumn("side", F.lit("final"))  # fmt: skip
+        )
     )
-    proved = (
-        (F.col("_exported") == F.col("_fingerprint"))
-        & (F.col("_version") <= instant)
-        & F.col("_later").isNull()
-    )
-    flagged = paired.select(F.coalesce(proved, F.lit(False)).alias("_equal"), *keys)
-    flagged = flagged.localCheckpoint()  # the join once: counted here, its other keys read next
-    equal = flagged.where("_equal").count()
-    return equal, flagged.where(~F.col("_equal")).select(*keys)
+    sides: dict[str, dict[int, tuple]] = {"export": {}, "final": {}}
+    for r in summary.collect():  # at most BUCKETS rows a side
+        sides[r["side"]][r["_bucket"]] = (r["items"], r["low"], r["high"], r["later"])
+    exported_sums, held_sums = sides["export"], sides["final"]
+    changed_buckets = {r["_bucket"] for r in fingerprints.bucketed(changed.select(*fingerprints.final_keys(schema))).select("_bucket").distinct().collect()}  # fmt: skip
+    unsure = [
+        b
+        for b in set(exported_sums) | set(held_sums)
+        if b in changed_buckets
+        or b not in exported_sums
+        or b not in held_sums
+        or exported_sums[b][:3] != held_sums[b][:3]
+        or held_sums[b][3]
+    ]
+    chosen = set(unsure)
+    equal = sum(v[0] for b, v in exported_sums.items() if b not in chosen)
+    return equal, sorted(unsure)
 
 
 def _second_pass(
@@ -209,21 +234,20 @@ def _second_pass(
     export: manifest.Export,
     paths: list[str],
     items: DataFrame,
-    changed: DataFrame,
     schema: Schema,
-    unsure: DataFrame,
+    buckets: list[int],
 ) -> DataFrame:
-    """The keys the first pass could not prove equal, compared in Python: (outcome, key,
-    attributes), cached."""
+    """The items of the buckets the first pass could not prove equal, compared in Python:
+    (outcome, key, attributes), cached."""
     keys = [k.name for k in table.keys]
-    key_columns = unsure.columns
+    chosen = spark.createDataFrame([(b,) for b in buckets], "_bucket int")
     lines = spark.read.text(paths)
     parsed = F.from_json("value", f"Item map<string, {fingerprints.av_type(0)}>")
     lines = lines.select("value", parsed.alias("item")).select("value", F.col("item.Item").alias("Item"))  # fmt: skip
-    lines = lines.select("value", *fingerprints.export_keys(schema))
-    rows = items.select("*", *fingerprints.final_keys(schema))
-    picked_lines = _among(lines, unsure, key_columns).select("value")
-    picked_rows = _among(rows, unsure, key_columns).drop(*key_columns)
+    lines = fingerprints.bucketed(lines.select("value", *fingerprints.export_keys(schema)))
+    rows = fingerprints.bucketed(items.select("*", *fingerprints.final_keys(schema)))
+    picked_lines = lines.join(F.broadcast(chosen), "_bucket", "left_semi").select("value")
+    picked_rows = rows.join(F.broadcast(chosen), "_bucket", "left_semi").select(*items.columns)
     exported = picked_lines.rdd.map(lambda r: r["value"]).map(_export_side(keys))
     held = picked_rows.rdd.map(_final_side(keys, schema))
     # The newest full export (by its time, as maintenance picks the one it keeps whole).
@@ -241,16 +265,6 @@ def _second_pass(
         .where(F.col("outcome") != ABSENT)
         .localCheckpoint()
     )
-
-
-def _among(frame: DataFrame, unsure: DataFrame, key_columns: list[str]) -> DataFrame:
-    """The rows of ``frame`` whose key columns are among ``unsure``'s (null-safe: an item with
-    no readable key is among them too)."""
-    condition = None
-    for c in key_columns:
-        same = frame[c].eqNullSafe(unsure[c])
-        condition = same if condition is None else condition & same
-    return frame.join(unsure, condition, "left_semi")
 
 
 def check_verifiable(spark: SparkSession, table: TableConfig) -> Schema:
