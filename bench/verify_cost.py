@@ -9,6 +9,11 @@ clock with the JVM's start, each with a 1 GB driver heap (LAKEHOUSE_DRIVER_MEMOR
 
 Target (issue: prove the lakehouse equals DynamoDB): (b) <= 2.0x (a), in the same run.
 
+Then, not timed against the floor: a profile of verify's first pass in one more process, each
+step on its own, run twice (cold, then warm): the session, the table's types from the catalog,
+the export's parse alone and with its fingerprints, the final table's read alone and with its
+fingerprints (``profile`` in the results; docs/proving-it.md shows it).
+
 Usage: .venv/bin/python bench/verify_cost.py [--items 1000000]
 Writes bench/results/verify_cost.json.
 """
@@ -16,6 +21,7 @@ Writes bench/results/verify_cost.json.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -56,8 +62,13 @@ def run(scratch: Path, items: int) -> dict:
     verify_s, rss = export_to_final.timed(
         [*cli, "verify", "--table", "orders", str(folder)], env, log
     )  # exits 0 only when the table is equal (export_to_final.timed stops the run otherwise)
+    profiled = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--profile", str(folder)],
+        env=env, check=True, capture_output=True, text=True,
+    )  # fmt: skip
     return {
         "items": items,
+        "profile": json.loads(profiled.stdout.strip().splitlines()[-1]),
         "sync_seconds": round(sync_s, 1),
         "floor_seconds": floor_s,
         "verify_seconds": verify_s,
@@ -66,10 +77,61 @@ def run(scratch: Path, items: int) -> dict:
     }
 
 
+def profile(folder: str) -> None:
+    """The first pass's steps, each on its own, cold then warm; prints them as one JSON line."""
+    from pyspark.sql import functions as F
+
+    from ingestion.config import names
+    from ingestion.dynamodb import tables
+    from ingestion.sources import manifest
+    from ingestion.spark.spark_config import build_spark
+    from ingestion.staging import table_types
+    from ingestion.upkeep import fingerprints
+
+    steps: dict[str, list[float]] = {}
+
+    def timed(step: str, action) -> None:  # type: ignore[no-untyped-def]
+        began = time.monotonic()
+        action()
+        steps.setdefault(step, []).append(round(time.monotonic() - began, 2))
+
+    spark = None
+
+    def session() -> None:
+        nonlocal spark
+        spark = build_spark("bench verify profile")
+
+    timed("session", session)
+    assert spark is not None
+    table = tables.get_table("orders")
+    schema = None
+
+    def types() -> None:
+        nonlocal schema
+        schema = table_types.current_schema(spark, table)
+
+    timed("types from the catalog", types)
+    assert schema is not None
+    paths = [str(f.path) for f in manifest.read_export(folder, verify=False).files]
+    items = fingerprints.read_export(spark, paths, schema)
+    final = spark.table(names.final_table("orders"))
+    plain = F.xxhash64(*[a.column for a in schema.attributes]).alias("h")
+    for _ in range(2):
+        timed("export: parse", lambda: items.select(F.size("Item").alias("h")).agg(F.sum("h")).collect())  # fmt: skip
+        timed("export: parse + fingerprint", lambda: fingerprints.export_fingerprints(items, schema).agg(F.sum("_fingerprint")).collect())  # fmt: skip
+        timed("final: read", lambda: final.select(plain).agg(F.sum("h")).collect())
+        timed("final: read + fingerprint", lambda: fingerprints.final_fingerprints(final, schema).agg(F.sum("_fingerprint")).collect())  # fmt: skip
+    print(json.dumps(steps))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--items", type=int, default=1_000_000)
+    parser.add_argument("--profile", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.profile:
+        profile(args.profile)
+        return 0
     scratch = Path(tempfile.mkdtemp(prefix="lakehouse-bench-verify-"))
     try:
         figures = run(scratch, args.items)
