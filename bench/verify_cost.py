@@ -118,9 +118,9 @@ def profile(folder: str) -> None:
     plain = F.xxhash64(*[a.column for a in schema.attributes]).alias("h")
     for _ in range(2):
         timed("export: parse", lambda: items.select(F.size("Item").alias("h")).agg(F.sum("h")).collect())  # fmt: skip
-        timed("export: parse + fingerprint", lambda: fingerprints.export_fingerprints(items, schema).agg(F.sum("_fingerprint")).collect())  # fmt: skip
+        timed("export: parse + fingerprint", lambda: fingerprints.export_fingerprints(items, schema).agg(F.sum(F.col(fingerprints.FINGERPRINT))).collect())  # fmt: skip
         timed("final: read", lambda: final.select(plain).agg(F.sum("h")).collect())
-        timed("final: read + fingerprint", lambda: fingerprints.final_fingerprints(final, schema).agg(F.sum("_fingerprint")).collect())  # fmt: skip
+        timed("final: read + fingerprint", lambda: fingerprints.final_fingerprints(final, schema).agg(F.sum(F.col(fingerprints.FINGERPRINT))).collect())  # fmt: skip
     print(json.dumps(steps))
 
 

@@ -47,6 +47,19 @@ from ingestion.schema.types import Attribute, ColumnType, Schema, StructField
 
 UNROLLED = 8
 BUCKETS = 16384  # of keys, each summed on both sides (verify's first pass)
+# The columns added here: a ``$`` no column name has (ingestion.dynamodb.naming), so a table's own
+# columns (``_keywords``, ``_bucket``...) never meet them.
+FINGERPRINT, BUCKET, DIGEST = "fp$fingerprint", "fp$bucket", "fp$digest"
+
+
+def key_column(i: int) -> str:
+    return f"fp$key{i}"
+
+
+def key_names(frame: DataFrame) -> list[str]:
+    return [c for c in frame.columns if c.startswith("fp$key")]
+
+
 KINDS = ("S", "N", "B", "BOOL", "NULL", "SS", "NS", "BS", "M", "L")
 UNSURE = "xxhash64('?')"
 NUMBERS = ("number", "bigint", "decimal")
@@ -70,6 +83,12 @@ def _number(text: str) -> str:
 
 def _at(value: str, kind: str) -> str:
     return f"{value}.`{kind}`"
+
+
+def _bytes(text: str) -> str:
+    """Base64 text's bytes (binary is hashed as bytes on both sides: Spark's ``base64`` may break
+    a long value's text into lines)."""
+    return f"unbase64({text})"
 
 
 def _absent(value: str) -> str:
@@ -116,7 +135,7 @@ def _scalar(value: str, column: ColumnType) -> str | None:
         text = f"cast({_at(value, 'BOOL')} as string)"
         return f"case when {_at(value, 'BOOL')} is not null then {_hash('BOOL', text)} end"
     if kind == "binary":
-        return f"case when {_at(value, 'B')} is not null then {_hash('B', _at(value, 'B'))} end"
+        return f"case when {_at(value, 'B')} is not null then {_hash('B', _bytes(_at(value, 'B')))} end"
     return None
 
 
@@ -132,8 +151,8 @@ def _set(value: str, element: ColumnType) -> str:
         hashed = f"transform(array_sort({pairs}), {x} -> {_hash('N', x + '.col2')})"
         return f" when {_at(value, 'NS')} is not null then {_hash('L', hashed)}"
     if element.kind == "binary":
-        pairs = f"transform({_at(value, 'BS')}, {x} -> struct(unbase64({x}), {x}))"
-        hashed = f"transform(array_sort({pairs}), {x} -> {_hash('B', x + '.col2')})"
+        pairs = f"transform({_at(value, 'BS')}, {x} -> {_bytes(x)})"
+        hashed = f"transform(array_sort({pairs}), {x} -> {_hash('B', x)})"
         return f" when {_at(value, 'BS')} is not null then {_hash('L', hashed)}"
     return ""
 
@@ -190,20 +209,22 @@ def _map(entries: str, fields: Sequence[Attribute | StructField], lookups: _Look
 def _export_key(value: str) -> str:
     return (
         f"coalesce(concat('S', {_at(value, 'S')}), concat('N', {_number(_at(value, 'N'))}), "
-        f"concat('B', {_at(value, 'B')}))"
+        f"concat('B', hex({_bytes(_at(value, 'B'))})))"
     )
 
 
 def read_export(spark: SparkSession, paths: list[str], schema: Schema) -> DataFrame:
-    """The export's items in DynamoDB JSON's generic shape (column ``Item``), deep enough for
-    every column of ``schema``."""
+    """The export's lines (``value``) and their items in DynamoDB JSON's generic shape
+    (``Item``), deep enough for every column of ``schema``: the one parse both passes use, so
+    an item's key is the same text in each."""
     depth = max((a.type.depth for a in schema.attributes), default=0) + 1
-    return spark.read.schema(f"Item map<string, {av_type(depth)}>").json(paths)
+    parsed = F.from_json("value", f"Item map<string, {av_type(depth)}>")
+    return spark.read.text(paths).select("value", parsed.alias("line")).select("value", "line.Item")  # fmt: skip
 
 
 def export_fingerprints(items: DataFrame, schema: Schema) -> DataFrame:
-    """``_key0``..``_keyN`` (the key attributes' text) and ``_fingerprint`` of each item of
-    ``read_export``'s frame: one query, its lookups in nested projections (built as one text:
+    """The key columns (``key_column``: the key attributes' text) and ``FINGERPRINT`` of each
+    item of ``read_export``'s frame: one query, its lookups in nested projections (built as one text:
     a select per level would analyse the plan again each time)."""
     lookups = _Lookups()
     fingerprint = _map("Item", schema.attributes, lookups, 0)
@@ -214,24 +235,23 @@ def export_fingerprints(items: DataFrame, schema: Schema) -> DataFrame:
     for level in lookups.levels:
         columns = ", ".join(f"{e} as {n}" for n, e in level)
         query = f"select *, {columns} from ({query})"
-    selected = ", ".join(f"{_export_key(k)} as _key{i}" for i, k in enumerate(keys))
+    selected = ", ".join(f"{_export_key(k)} as {quote(key_column(i))}" for i, k in enumerate(keys))
     session = items.sparkSession
-    return session.sql(f"select {selected}, {fingerprint} as _fingerprint from ({query})")
+    return session.sql(f"select {selected}, {fingerprint} as {quote(FINGERPRINT)} from ({query})")
 
 
 def bucketed(frame: DataFrame) -> DataFrame:
-    """``frame`` (with ``_key0``..``_keyN``, and ``_fingerprint`` when it has one) with its key's
-    bucket (one of ``BUCKETS``) and its digest (key and fingerprint hashed together)."""
-    keys = [c for c in frame.columns if c.startswith("_key")]
-    bucket = f"pmod(xxhash64({', '.join(keys)}), {BUCKETS})"
-    added = [F.expr(f"cast({bucket} as int)").alias("_bucket")]
-    if "_fingerprint" in frame.columns:
-        added.append(F.expr(f"xxhash64({', '.join(keys)}, _fingerprint)").alias("_digest"))
+    """``frame`` (with the key columns, and ``FINGERPRINT`` when it has one) with its key's
+    ``BUCKET`` (one of ``BUCKETS``) and its ``DIGEST`` (key and fingerprint hashed together)."""
+    keys = ", ".join(quote(k) for k in key_names(frame))
+    added = [F.expr(f"cast(pmod(xxhash64({keys}), {BUCKETS}) as int)").alias(BUCKET)]
+    if FINGERPRINT in frame.columns:
+        added.append(F.expr(f"xxhash64({keys}, {quote(FINGERPRINT)})").alias(DIGEST))
     return frame.select("*", *added)
 
 
 def key_columns(expressions: list[str]) -> list[Column]:
-    return [F.expr(e).alias(f"_key{i}") for i, e in enumerate(expressions)]
+    return [F.expr(e).alias(key_column(i)) for i, e in enumerate(expressions)]
 
 
 def export_keys(schema: Schema) -> list[Column]:
@@ -253,7 +273,7 @@ def _final(value: str, column: ColumnType) -> str:
     elif kind == "boolean":
         hashed = _hash("BOOL", f"cast({value} as string)")
     elif kind == "binary":
-        hashed = _hash("B", f"base64({value})")
+        hashed = _hash("B", value)
     elif kind == "bigint":
         hashed = _hash("N", f"cast({value} as string)")
     elif kind == "decimal":
@@ -288,7 +308,7 @@ def _final_key(value: str, column: ColumnType) -> str:
     if column.kind == "string":
         return f"concat('S', {value})"
     if column.kind == "binary":
-        return f"concat('B', base64({value}))"
+        return f"concat('B', hex({value}))"
     if column.kind == "bigint":
         return f"concat('N', cast({value} as string))"
     return f"concat('N', {_number(f'cast({value} as string)')})"
@@ -299,7 +319,7 @@ def final_keys(schema: Schema) -> list[Column]:
 
 
 def final_fingerprints(rows: DataFrame, schema: Schema, *kept: str) -> DataFrame:
-    """``_key0``..``_keyN``, ``_fingerprint`` and the ``kept`` columns of a final table's rows."""
+    """The key columns, ``FINGERPRINT`` and the ``kept`` columns of a final table's rows."""
     values = {a.name: quote(a.column) for a in schema.attributes}
     fingerprint = _final_map(values, schema.attributes)
-    return rows.select(*final_keys(schema), F.expr(fingerprint).alias("_fingerprint"), *kept)
+    return rows.select(*final_keys(schema), F.expr(fingerprint).alias(FINGERPRINT), *kept)

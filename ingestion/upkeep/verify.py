@@ -4,11 +4,11 @@ that shares nothing with the decode).
 
 Two passes. The first, in the JVM, reads each side once: every item's fingerprint (its key and a
 hash of its canonical DynamoDB JSON, ingestion.upkeep.fingerprints) from the export and from the
-final table, paired by key; a key whose fingerprints agree (and that nothing changed after the
-instant) is equal. The second runs only for the other keys (none when the table is equal):
-their export lines and final rows, read again, go to Python workers, which put each into
-canonical form, pair them by key and compare each pair (ingestion.schema.canonical), naming the
-attributes that differ.
+final table, summed per bucket of keys on each side (no join); a bucket whose sums agree holds
+equal items. The second runs only for the other buckets (none when the table is equal, every
+bucket holding a key changed after the instant): their export lines and final rows, read again,
+go to Python workers, which put each into canonical form, pair them by key and compare each pair
+(ingestion.schema.canonical), naming the attributes that differ.
 
 A key changed after the export's instant (a staged change with a later ``_version``) is compared
 as the change log held it at the instant, when the change log can say: when the export is the
@@ -192,28 +192,29 @@ def _first_pass(
     sums = [F.count(F.lit(1)).alias("items")] + [
         F.sum(half).alias(name)
         for name, half in (
-            ("low", F.col("_digest").bitwiseAND(0xFFFFFFFF)),
-            ("high", F.shiftrightunsigned(F.col("_digest"), 32)),
+            ("low", F.col(fingerprints.DIGEST).bitwiseAND(0xFFFFFFFF)),
+            ("high", F.shiftrightunsigned(F.col(fingerprints.DIGEST), 32)),
         )
     ]
     later = F.max(F.col("_version") > instant).alias("later")
     summary = (
         fingerprints.bucketed(exported)
-        .groupBy("_bucket")
+        .groupBy(fingerprints.BUCKET)
         .agg(*sums, F.lit(False).alias("later"))
         .withColumn("side", F.lit("export"))
         .unionByName(
             fingerprints.bucketed(held)
-            .groupBy("_bucket")
+            .groupBy(fingerprints.BUCKET)
             .agg(*sums, later)
             .withColumn("side", F.lit("final"))  # fmt: skip
         )
     )
     sides: dict[str, dict[int, tuple]] = {"export": {}, "final": {}}
     for r in summary.collect():  # at most BUCKETS rows a side
-        sides[r["side"]][r["_bucket"]] = (r["items"], r["low"], r["high"], r["later"])
+        sides[r["side"]][r[fingerprints.BUCKET]] = (r["items"], r["low"], r["high"], r["later"])
     exported_sums, held_sums = sides["export"], sides["final"]
-    changed_buckets = {r["_bucket"] for r in fingerprints.bucketed(changed.select(*fingerprints.final_keys(schema))).select("_bucket").distinct().collect()}  # fmt: skip
+    changed_keys = fingerprints.bucketed(changed.select(*fingerprints.final_keys(schema)))
+    changed_buckets = {r[0] for r in changed_keys.select(fingerprints.BUCKET).distinct().collect()}
     unsure = [
         b
         for b in set(exported_sums) | set(held_sums)
@@ -240,14 +241,12 @@ def _second_pass(
     """The items of the buckets the first pass could not prove equal, compared in Python:
     (outcome, key, attributes), cached."""
     keys = [k.name for k in table.keys]
-    chosen = spark.createDataFrame([(b,) for b in buckets], "_bucket int")
-    lines = spark.read.text(paths)
-    parsed = F.from_json("value", f"Item map<string, {fingerprints.av_type(0)}>")
-    lines = lines.select("value", parsed.alias("item")).select("value", F.col("item.Item").alias("Item"))  # fmt: skip
+    chosen = F.broadcast(spark.createDataFrame([(b,) for b in buckets], f"`{fingerprints.BUCKET}` int"))  # fmt: skip
+    lines = fingerprints.read_export(spark, paths, schema)
     lines = fingerprints.bucketed(lines.select("value", *fingerprints.export_keys(schema)))
     rows = fingerprints.bucketed(items.select("*", *fingerprints.final_keys(schema)))
-    picked_lines = lines.join(F.broadcast(chosen), "_bucket", "left_semi").select("value")
-    picked_rows = rows.join(F.broadcast(chosen), "_bucket", "left_semi").select(*items.columns)
+    picked_lines = lines.join(chosen, fingerprints.BUCKET, "left_semi").select("value")
+    picked_rows = rows.join(chosen, fingerprints.BUCKET, "left_semi").select(*items.columns)
     exported = picked_lines.rdd.map(lambda r: r["value"]).map(_export_side(keys))
     held = picked_rows.rdd.map(_final_side(keys, schema))
     # The newest full export (by its time, as maintenance picks the one it keeps whole).

@@ -6,6 +6,7 @@ the first pass never calls a differing item equal; and what the fingerprint cann
 
 from __future__ import annotations
 
+import base64
 import json
 from decimal import Decimal
 from pathlib import Path
@@ -153,3 +154,70 @@ def test_a_long_list_and_a_nested_one(spark, tmp_path: Path) -> None:
     assert fingerprinted(spark, tmp_path, item, moved, schema)[1] != held
     other = {**row, "grid": [[1, 2], [4]]}
     assert fingerprinted(spark, tmp_path, item, other, schema)[1] != held
+
+
+def test_binary_long_values_and_sets_fingerprint_as_bytes(spark, tmp_path: Path) -> None:
+    # Spark's base64() breaks text past 76 characters into lines: binary is hashed as bytes.
+    schema = Schema(
+        "t",
+        (
+            Attribute("id", "id", ColumnType("binary"), key=True),
+            Attribute("blob", "blob", parse_type("binary")),
+            Attribute("docs", "docs", parse_type("array<binary>")),
+        ),
+    )
+    key, blob = bytes(range(100)), bytes(range(256)) * 2
+    docs = [b"\x02", b"\x01\xff"]
+    item = {
+        "id": {"B": base64.b64encode(key).decode()},
+        "blob": {"B": base64.b64encode(blob).decode()},
+        "docs": {"BS": [base64.b64encode(d).decode() for d in docs]},
+    }
+    row = {"id": bytearray(key), "blob": bytearray(blob), "docs": [bytearray(d) for d in sorted(docs)]}  # fmt: skip
+    exported, held = fingerprinted(spark, tmp_path, item, row, schema)
+    assert exported == held
+    changed = {**row, "blob": bytearray(blob[:-1] + b"\x00")}
+    assert fingerprinted(spark, tmp_path, item, changed, schema)[1] != held
+    lost = {**row, "docs": [bytearray(b"\x01\xff")]}
+    assert fingerprinted(spark, tmp_path, item, lost, schema)[1] != held
+
+
+def test_keys_typed_bigint_or_decimal_by_an_older_schema_file(spark, tmp_path: Path) -> None:
+    schema = Schema(
+        "t",
+        (
+            Attribute("n", "n", parse_type("bigint"), key=True),
+            Attribute("d", "d", parse_type("decimal(10,2)"), key=True),
+        ),
+    )
+    item = {"n": {"N": "42"}, "d": {"N": "1.50"}}
+    exported, held = fingerprinted(spark, tmp_path, item, {"n": 42, "d": Decimal("1.50")}, schema)
+    assert exported == held
+
+
+def test_a_table_column_named_like_the_first_pass_columns_is_not_taken_for_them(
+    spark, tmp_path: Path
+) -> None:
+    # `_keywords` and `_bucket` are legal column names (ingestion.dynamodb.naming): the first
+    # pass's own columns carry a "$" no column name has.
+    schema = Schema(
+        "t",
+        (
+            Attribute("id", "id", ColumnType("string"), key=True),
+            Attribute("_keywords", "_keywords", parse_type("string")),
+            Attribute("_bucket", "_bucket", parse_type("string")),
+        ),
+    )
+    item = {"id": {"S": "a"}, "_keywords": {"S": "k"}, "_bucket": {"S": "b"}}
+    row = {"id": "a", "_keywords": "k", "_bucket": "b"}
+    exported, held = fingerprinted(spark, tmp_path, item, row, schema)
+    assert exported == held
+    frame = spark.createDataFrame([("a", "k", "b")], "id string, _keywords string, _bucket string")
+    bucketed = fingerprints.bucketed(fingerprints.final_fingerprints(frame, schema))
+    assert fingerprints.key_names(bucketed) == [fingerprints.key_column(0)]
+    lines = fingerprints.read_export(spark, [str(next(tmp_path.glob("export-0")) / "items.json")], schema)  # fmt: skip
+    exported_bucket = fingerprints.bucketed(fingerprints.export_fingerprints(lines, schema))
+    assert (
+        exported_bucket.select(fingerprints.BUCKET, fingerprints.DIGEST).collect()
+        == bucketed.select(fingerprints.BUCKET, fingerprints.DIGEST).collect()
+    )
