@@ -9,8 +9,8 @@ its DynamoDB table's export.
 - ``adopt``: drift adopted: the rebuild when values do not fit (the table's ``adopt_drift``);
 - ``status``: where a table stands: its ledger, what is staged and not merged, the final table;
 - ``verify``: a final table against a full export of its DynamoDB table, item by item;
-- ``fingerprints``: each item's key and hash of its canonical DynamoDB JSON, in the JVM (verify's
-  first pass);
+- ``fingerprints``: each item's key and hash of its canonical DynamoDB JSON, in the JVM;
+- ``first_pass``: verify's first pass, the fingerprints summed per bucket of keys on each side;
 - ``verify_log``: the verify runs, for ``status``.
 
 May import: ``ingestion.merge``, ``ingestion.staging``, ``ingestion.light``, ``ingestion.spark``, ``ingestion.schema``,

@@ -1,35 +1,19 @@
 """Each item's fingerprint computed in the JVM, for ``verify``'s first pass: its key as text and a
 64-bit hash of its canonical DynamoDB JSON, from the export's lines and from the final table's
-typed columns alike, so most of a table is proved equal without a value crossing into Python.
+typed columns alike (docs/proving-it.md, "What it compares, and how").
 
-Shares nothing with the decode (ingestion.dynamodb.values, ingestion.schema.typed_columns): the
-export side is read by Spark's own JSON reader into DynamoDB JSON's generic shape (every map a
-map, so no attribute name is dropped), the final side is encoded back from the column types;
-both are hashed by the expressions here, as Spark SQL text (one expression per column, which
-keeps a wide table's plan quick to build).
-
-The fingerprint is sound, not complete: two equal fingerprints mean ``ingestion.schema.canonical``
-finds the item equal (but for a 64-bit hash collision, about 1 in 1.8e19 for a differing item);
-an item whose fingerprints differ, or that has one side only, is compared by that module in
-Python (``verify``'s second pass). So every rule of canonical form need not be here, only
-never to hash two different items alike:
-
-- a hash folds its parts in order (Spark's ``xxhash64``: a null part is skipped), each value
-  tagged with its DynamoDB type, each map entry with its name, sorted by name;
-- absent and ``NULL`` are one (null, skipped) in a map; in a list ``NULL`` is an element;
-- a number by its text, trailing fractional zeros dropped (``36.30`` is ``36.3``: the final
-  table's ``decimal(38,2)`` renders it so); any other spelling differs and goes to Python;
-- a value of another type than its column's, a map holding a name the column does not know, or
-  a value nested deeper than the columns hashes to ``UNSURE``, which no final row hashes to,
-  never to absent (a lost value must never look like an absent one);
-- a set is a list of its elements sorted (an array column holds a set as a list: what the
-  canonical comparison allows), numbers by value as far as a double orders them: a set stored
-  in another order only goes to Python;
-- a ``string`` column hashes as ``S``: a column holding another type as text goes to Python.
-
-A list's first ``UNROLLED`` elements are hashed one by one (compiled by Spark's code generation),
-a longer list by ``transform`` (interpreted, slower). The export's lookups of names run in
-projections of their own (``element_at``, which Spark does not inline), each once.
+Shares nothing with the decode: the export is read by Spark's own JSON reader into DynamoDB
+JSON's generic shape (every map a map: no name dropped), the final row encoded back from its
+column types, both hashed by the Spark SQL text built here. Sound, not complete: equal
+fingerprints mean ingestion.schema.canonical finds the items equal (but for a collision);
+whatever the hash cannot decide hashes apart and goes to Python. A hash folds its parts in
+order (``xxhash64`` skips a null part): each value tagged with its type, each map entry with its
+name, sorted; absent and ``NULL`` alike in a map, ``NULL`` an element in a list; a number's text
+without trailing fractional zeros; binary as bytes; a set as its sorted elements; a value of
+another type than its column's, a name its column does not know, or a value deeper than the
+columns as ``UNSURE``, which no row hashes to (never as absent). A list's first ``UNROLLED``
+elements are hashed one by one (compiled), a longer list by ``transform`` (interpreted); the
+export's lookups of names run in projections of their own (``element_at``: not inlined).
 """
 
 from __future__ import annotations
@@ -46,10 +30,9 @@ from ingestion.dynamodb.values import sql_string
 from ingestion.schema.types import Attribute, ColumnType, Schema, StructField
 
 UNROLLED = 8
-BUCKETS = 16384  # of keys, each summed on both sides (verify's first pass)
 # The columns added here: a ``$`` no column name has (ingestion.dynamodb.naming), so a table's own
 # columns (``_keywords``, ``_bucket``...) never meet them.
-FINGERPRINT, BUCKET, DIGEST = "fp$fingerprint", "fp$bucket", "fp$digest"
+FINGERPRINT = "fp$fingerprint"
 
 
 def key_column(i: int) -> str:
@@ -60,7 +43,6 @@ def key_names(frame: DataFrame) -> list[str]:
     return [c for c in frame.columns if c.startswith("fp$key")]
 
 
-KINDS = ("S", "N", "B", "BOOL", "NULL", "SS", "NS", "BS", "M", "L")
 UNSURE = "xxhash64('?')"
 NUMBERS = ("number", "bigint", "decimal")
 _VARIABLES = itertools.count(1)  # a lambda's variable: unique in a process, so nesting is safe
@@ -238,16 +220,6 @@ def export_fingerprints(items: DataFrame, schema: Schema) -> DataFrame:
     selected = ", ".join(f"{_export_key(k)} as {quote(key_column(i))}" for i, k in enumerate(keys))
     session = items.sparkSession
     return session.sql(f"select {selected}, {fingerprint} as {quote(FINGERPRINT)} from ({query})")
-
-
-def bucketed(frame: DataFrame) -> DataFrame:
-    """``frame`` (with the key columns, and ``FINGERPRINT`` when it has one) with its key's
-    ``BUCKET`` (one of ``BUCKETS``) and its ``DIGEST`` (key and fingerprint hashed together)."""
-    keys = ", ".join(quote(k) for k in key_names(frame))
-    added = [F.expr(f"cast(pmod(xxhash64({keys}), {BUCKETS}) as int)").alias(BUCKET)]
-    if FINGERPRINT in frame.columns:
-        added.append(F.expr(f"xxhash64({keys}, {quote(FINGERPRINT)})").alias(DIGEST))
-    return frame.select("*", *added)
 
 
 def key_columns(expressions: list[str]) -> list[Column]:

@@ -1,6 +1,5 @@
 """``verify``: a final table against a full export of its DynamoDB table, item by item and value by
-value, compared in DynamoDB JSON (ingestion.schema.canonical: each final row encoded back by code
-that shares nothing with the decode).
+value, in DynamoDB JSON (docs/proving-it.md).
 
 Two passes. The first, in the JVM, reads each side once: every item's fingerprint (its key and a
 hash of its canonical DynamoDB JSON, ingestion.upkeep.fingerprints) from the export and from the
@@ -37,7 +36,7 @@ from ingestion.schema import canonical
 from ingestion.schema.types import Schema
 from ingestion.sources import manifest
 from ingestion.staging import chain, ledger, table_types
-from ingestion.upkeep import fingerprints, verify_log
+from ingestion.upkeep import fingerprints, first_pass, verify_log
 from ingestion.upkeep.verify_log import OUTCOMES
 
 SHOWN = 10  # keys reported per outcome
@@ -143,7 +142,7 @@ def verify(
     items = spark.table(final).where(~F.col("_operation").isin(*change_order.DELETE_OPERATIONS))
     staging = spark.table(names.staging_table(table.name))
     changed = staging.where(F.col("_version") > instant)
-    equal, unsure = _first_pass(spark, paths, items, changed, schema, instant)
+    equal, unsure = first_pass.proved(spark, paths, items, changed, schema, instant)
     counts = {o: 0 for o in OUTCOMES}
     counts["equal"] = equal
     compared = None
@@ -173,62 +172,6 @@ def verify(
     return report
 
 
-def _first_pass(
-    spark: SparkSession,
-    paths: list[str],
-    items: DataFrame,
-    changed: DataFrame,
-    schema: Schema,
-    instant: int,
-) -> tuple[int, list[int]]:
-    """The items proved equal by their fingerprints (counted), and the buckets the second pass
-    reads. Each side is summed per bucket of keys (a count and the sum of each item's digest,
-    its key and fingerprint hashed together), one job, no join: a bucket whose sums agree on
-    both sides holds equal items (but for a hash collision). A bucket is read again when its
-    sums differ, when a final row of it was written after the instant or a staged change of
-    it is later than the instant (the change log decides what it held then)."""
-    exported = fingerprints.export_fingerprints(fingerprints.read_export(spark, paths, schema), schema)  # fmt: skip
-    held = fingerprints.final_fingerprints(items, schema, "_version")
-    sums = [F.count(F.lit(1)).alias("items")] + [
-        F.sum(half).alias(name)
-        for name, half in (
-            ("low", F.col(fingerprints.DIGEST).bitwiseAND(0xFFFFFFFF)),
-            ("high", F.shiftrightunsigned(F.col(fingerprints.DIGEST), 32)),
-        )
-    ]
-    later = F.max(F.col("_version") > instant).alias("later")
-    summary = (
-        fingerprints.bucketed(exported)
-        .groupBy(fingerprints.BUCKET)
-        .agg(*sums, F.lit(False).alias("later"))
-        .withColumn("side", F.lit("export"))
-        .unionByName(
-            fingerprints.bucketed(held)
-            .groupBy(fingerprints.BUCKET)
-            .agg(*sums, later)
-            .withColumn("side", F.lit("final"))  # fmt: skip
-        )
-    )
-    sides: dict[str, dict[int, tuple]] = {"export": {}, "final": {}}
-    for r in summary.collect():  # at most BUCKETS rows a side
-        sides[r["side"]][r[fingerprints.BUCKET]] = (r["items"], r["low"], r["high"], r["later"])
-    exported_sums, held_sums = sides["export"], sides["final"]
-    changed_keys = fingerprints.bucketed(changed.select(*fingerprints.final_keys(schema)))
-    changed_buckets = {r[0] for r in changed_keys.select(fingerprints.BUCKET).distinct().collect()}
-    unsure = [
-        b
-        for b in set(exported_sums) | set(held_sums)
-        if b in changed_buckets
-        or b not in exported_sums
-        or b not in held_sums
-        or exported_sums[b][:3] != held_sums[b][:3]
-        or held_sums[b][3]
-    ]
-    chosen = set(unsure)
-    equal = sum(v[0] for b, v in exported_sums.items() if b not in chosen)
-    return equal, sorted(unsure)
-
-
 def _second_pass(
     spark: SparkSession,
     table: TableConfig,
@@ -241,12 +184,12 @@ def _second_pass(
     """The items of the buckets the first pass could not prove equal, compared in Python:
     (outcome, key, attributes), cached."""
     keys = [k.name for k in table.keys]
-    chosen = F.broadcast(spark.createDataFrame([(b,) for b in buckets], f"`{fingerprints.BUCKET}` int"))  # fmt: skip
+    chosen = F.broadcast(spark.createDataFrame([(b,) for b in buckets], f"`{first_pass.BUCKET}` int"))  # fmt: skip
     lines = fingerprints.read_export(spark, paths, schema)
-    lines = fingerprints.bucketed(lines.select("value", *fingerprints.export_keys(schema)))
-    rows = fingerprints.bucketed(items.select("*", *fingerprints.final_keys(schema)))
-    picked_lines = lines.join(chosen, fingerprints.BUCKET, "left_semi").select("value")
-    picked_rows = rows.join(chosen, fingerprints.BUCKET, "left_semi").select(*items.columns)
+    lines = first_pass.bucketed(lines.select("value", *fingerprints.export_keys(schema)))
+    rows = first_pass.bucketed(items.select("*", *fingerprints.final_keys(schema)))
+    picked_lines = lines.join(chosen, first_pass.BUCKET, "left_semi").select("value")
+    picked_rows = rows.join(chosen, first_pass.BUCKET, "left_semi").select(*items.columns)
     exported = picked_lines.rdd.map(lambda r: r["value"]).map(_export_side(keys))
     held = picked_rows.rdd.map(_final_side(keys, schema))
     # The newest full export (by its time, as maintenance picks the one it keeps whole).

@@ -16,7 +16,7 @@ import pytest
 from canonical_case import ITEM, ROW, SCHEMA
 
 from ingestion.schema.types import Attribute, ColumnType, Schema, StructField, parse_type
-from ingestion.upkeep import fingerprints
+from ingestion.upkeep import fingerprints, first_pass
 
 # ``extra`` and ``mixed`` are `string` columns holding a map and a number: the second pass's.
 FAST = Schema(SCHEMA.table, tuple(a for a in SCHEMA.attributes if a.name not in ("extra", "mixed")))  # fmt: skip
@@ -213,11 +213,11 @@ def test_a_table_column_named_like_the_first_pass_columns_is_not_taken_for_them(
     exported, held = fingerprinted(spark, tmp_path, item, row, schema)
     assert exported == held
     frame = spark.createDataFrame([("a", "k", "b")], "id string, _keywords string, _bucket string")
-    bucketed = fingerprints.bucketed(fingerprints.final_fingerprints(frame, schema))
+    bucketed = first_pass.bucketed(fingerprints.final_fingerprints(frame, schema))
     assert fingerprints.key_names(bucketed) == [fingerprints.key_column(0)]
     lines = fingerprints.read_export(spark, [str(next(tmp_path.glob("export-0")) / "items.json")], schema)  # fmt: skip
-    exported_bucket = fingerprints.bucketed(fingerprints.export_fingerprints(lines, schema))
+    exported_bucket = first_pass.bucketed(fingerprints.export_fingerprints(lines, schema))
     assert (
-        exported_bucket.select(fingerprints.BUCKET, fingerprints.DIGEST).collect()
-        == bucketed.select(fingerprints.BUCKET, fingerprints.DIGEST).collect()
+        exported_bucket.select(first_pass.BUCKET, first_pass.DIGEST).collect()
+        == bucketed.select(first_pass.BUCKET, first_pass.DIGEST).collect()
     )
