@@ -126,6 +126,23 @@ def test_repair_makes_the_table_equal_and_newer_changes_still_win(
     assert report["counts"]["missing"] == 0 and lost["extra"] in report["first"]["not_comparable"]
 
 
+def test_repair_as_json_keeps_the_report_before_it(
+    spark, clean_lakehouse, samples, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    synced(spark, samples["orders"])
+    truth, lost = outage(export_items(samples["orders"]))
+    start = manifest.read_export(samples["orders"]).export_time
+    assert start is not None
+    export = sample_exports.write_items_export(tmp_path / "truth", "orders", truth, start + timedelta(minutes=30))  # fmt: skip
+    code, report = verified(export, capsys, "--repair")
+    assert code == 0 and report["equal"] is True and report["counts"]["equal"] == 60
+    before = report["before_repair"]
+    assert before["equal"] is False and before["export"] == report["export"]
+    assert before["first"]["missing"] == [lost["missing"]]
+    assert before["first"]["extra"] == [lost["extra"]]
+    assert before["different_attributes"] == {lost["different"]: ["status"]}
+
+
 def test_what_cannot_repair_is_refused(
     spark, clean_lakehouse, samples, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
