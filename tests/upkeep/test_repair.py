@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from botocore.stub import ANY
+from support import copy_project
 from verifying import ARN, export_items, key, stubbed, synced, verified
 
 from ingestion import cli
@@ -228,13 +229,15 @@ def all_equal_metrics(items: int) -> dict[str, Any]:
     return {"Namespace": "DynamoDBLakehouse", "MetricData": data}
 
 
+@pytest.mark.parametrize("heal_by", ["flag", "entry"])
 def test_a_chain_broken_beyond_recovery_heals_with_a_full_export(
-    spark, clean_lakehouse, samples, tmp_path: Path, monkeypatch, capsys
+    spark, clean_lakehouse, samples, tmp_path: Path, monkeypatch, capsys, heal_by: str
 ) -> None:
     """The last applied export ended more than 35 days ago: `sync --from-dynamodb` refuses,
-    naming the command that heals; with `--heal` it takes a full export (the request checked),
-    reports the keys the outage changed, and the healed table verifies equal to that export, as
-    does a `verify --from-dynamodb` export, whose counts go to CloudWatch."""
+    naming the command that heals; with `--heal` (or the table's `heal: true`, for a scheduled
+    sync) it takes a full export (the request checked), reports the keys the outage changed,
+    and the healed table verifies equal to that export, as does a `verify --from-dynamodb`
+    export, whose counts go to CloudWatch."""
     synced(spark, samples["orders"])
     client, stub = stubbed()
     monkeypatch.setattr(sync, "dynamodb_client", lambda arn: client)
@@ -261,8 +264,15 @@ def test_a_chain_broken_beyond_recovery_heals_with_a_full_export(
     request = export_request("ddb")
     # ... while a verify export of the table is in progress: the sync does not wait for it.
     completed(stub, request, heal_key, len(truth), verifying=f"ddb/{export_control.VERIFY_PREFIX}")
+    heal = ["--heal"]
+    if heal_by == "entry":
+        project = copy_project(tmp_path, monkeypatch)
+        text = (project / "dbt_project.yml").read_text()
+        entry = "      sort_key: order_id:S\n"
+        (project / "dbt_project.yml").write_text(text.replace(entry, entry + "      heal: true\n"))
+        heal = []
     with stub:
-        assert cli.main(["sync", "--table", "orders", "--from-dynamodb", *where, "--heal"]) == 0
+        assert cli.main(["sync", "--table", "orders", "--from-dynamodb", *where, *heal]) == 0
         stub.assert_no_pending_responses()
     printed = capsys.readouterr().out
     assert "beyond point-in-time recovery; healing" in printed
@@ -272,6 +282,8 @@ def test_a_chain_broken_beyond_recovery_heals_with_a_full_export(
     ) in printed
     code, report = verified(healing, capsys)
     assert code == 0 and report["counts"]["equal"] == len(truth)
+    if heal_by == "entry":
+        return
 
     # verify --from-dynamodb: its own prefix, and its counts published.
     metrics, metrics_stub = stubbed("cloudwatch")
