@@ -68,3 +68,27 @@ ROW = {
     "extra": '{"k": [1, "a"]}',
     "mixed": "007.10",
 }
+
+
+# A row that differs from ROW, each in one attribute: what both comparisons must tell apart.
+ROW_DIFFERENCES = [
+    ("total", Decimal("12.3"), "a number that lost digits"),
+    ("qty", 4, "another number"),
+    ("qty", None, "a value lost"),
+    ("gift", False, "another boolean"),
+    ("photo", bytearray(b"\x00"), "other bytes"),
+    ("tags", ["a"], "a set element lost"),
+    ("sizes", [Decimal("2.5")], "a number set element lost"),
+    ("note", "x", "a value where DynamoDB holds NULL"),
+    ("shipping", {"city": "Bergen", "floor": 4, "code": None}, "a map value changed"),
+    ("shipping", {"city": "Oslo", "floor": None, "code": None}, "a map key lost"),
+    ("lines", [{"sku": "x", "price": Decimal("1.5")}], "a list element lost"),
+    ("lines", [None, {"sku": "x", "price": Decimal("1.5")}], "list order changed"),
+]
+# ... and in the `string` columns holding other types as text (the Python comparison's alone).
+TEXT_DIFFERENCES = [
+    ("extra", '{"k": [1, "b"]}', "JSON text of another value"),
+    ("extra", '{"k": [1, "a"], "z": 1}', "JSON text with a key too many"),
+    ("mixed", "7.11", "a number's text of another value"),
+    ("mixed", "not a number", "text that is no number"),
+]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from canonical_case import ITEM, ROW, SCHEMA
+from canonical_case import ITEM, ROW, ROW_DIFFERENCES, SCHEMA
 
 from ingestion.schema.types import Attribute, ColumnType, Schema, StructField, parse_type
 from ingestion.upkeep import fingerprints, first_pass
@@ -52,23 +52,7 @@ def test_an_item_and_the_row_decoded_from_it_fingerprint_alike(spark, tmp_path: 
     assert exported == held
 
 
-@pytest.mark.parametrize(
-    ("attribute", "value", "why"),
-    [
-        ("total", Decimal("12.3"), "a number that lost digits"),
-        ("qty", 4, "another number"),
-        ("qty", None, "a value lost"),
-        ("gift", False, "another boolean"),
-        ("photo", bytearray(b"\x00"), "other bytes"),
-        ("tags", ["a"], "a set element lost"),
-        ("sizes", [Decimal("2.5")], "a number set element lost"),
-        ("note", "x", "a value where DynamoDB holds NULL"),
-        ("shipping", {"city": "Bergen", "floor": 4, "code": None}, "a map value changed"),
-        ("shipping", {"city": "Oslo", "floor": None, "code": None}, "a map key lost"),
-        ("lines", [{"sku": "x", "price": Decimal("1.5")}], "a list element lost"),
-        ("lines", [None, {"sku": "x", "price": Decimal("1.5")}], "list order changed"),
-    ],
-)
+@pytest.mark.parametrize(("attribute", "value", "why"), ROW_DIFFERENCES)
 def test_a_row_that_differs_fingerprints_apart(
     spark, tmp_path: Path, attribute: str, value: object, why: str
 ) -> None:
