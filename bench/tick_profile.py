@@ -17,6 +17,7 @@ and one `MERGE INTO` (delete, update, insert) of them into a second Iceberg tabl
 That is the least a tick can do with a staging change log and a final table.
 
 Usage: .venv/bin/python bench/tick_profile.py [--tables 10] [--ticks 4] [--rate 50]
+       [--stats FILE]  (FILE: the raw cProfile stats of the profiled ticks, for pstats)
 Writes bench/results/tick_profile.json.
 """
 
@@ -159,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tables", type=int, default=10)
     parser.add_argument("--ticks", type=int, default=4, help="ticks, the first a warm-up")
     parser.add_argument("--rate", type=int, default=50, help="changes a second, in total")
+    parser.add_argument("--stats", type=Path, help="also write the raw cProfile stats there")
     args = parser.parse_args(argv)
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     scratch = Path(tempfile.mkdtemp(prefix="lakehouse-bench-"))
@@ -191,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             dbt_models += [r["execution_time"] for r in run["results"]]
     profiled = len(seconds)
     stats = pstats.Stats(profile)
+    if args.stats:
+        stats.dump_stats(str(args.stats))
     per_table = len(tables) * profiled
     steps = {
         label: round(cumulative(stats, path, function) / per_table, 3)

@@ -8,14 +8,12 @@ import importlib.util
 import json
 import os
 import sqlite3
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from ingestion.config import names, settings
 from ingestion.sources.locations import s3_client
 from ingestion.spark import spark_config
+from ingestion.spark.table_metadata import Metadata
 
 LIGHT_TARGETS = ("local", "rehearsal")
 
@@ -34,55 +32,6 @@ def catalog_file() -> Path:
     """The SQLite file of the target's catalog (``spark.sql.catalog.lake.uri``)."""
     uri = spark_config.spark_conf().get(f"spark.sql.catalog.{names.CATALOG}.uri", "")
     return Path(uri.removeprefix("jdbc:sqlite:").removeprefix("file:"))
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    snapshot_id: int
-    parent_id: int | None
-    committed_at: datetime
-    summary: dict[str, str]
-
-
-@dataclass(frozen=True)
-class Metadata:
-    location: str  # the metadata file's own location
-    raw: dict[str, Any]
-
-    @property
-    def snapshots(self) -> list[Snapshot]:
-        return [
-            Snapshot(
-                int(s["snapshot-id"]),
-                s.get("parent-snapshot-id"),
-                datetime.fromtimestamp(int(s["timestamp-ms"]) / 1000, UTC),
-                {k: str(v) for k, v in (s.get("summary") or {}).items()},
-            )
-            for s in self.raw.get("snapshots") or []
-        ]
-
-    @property
-    def current(self) -> Snapshot | None:
-        current = self.raw.get("current-snapshot-id")
-        return next((s for s in self.snapshots if s.snapshot_id == current), None)
-
-    @property
-    def properties(self) -> dict[str, str]:
-        return dict(self.raw.get("properties") or {})
-
-    @property
-    def columns(self) -> dict[str, str]:
-        """Top-level column name -> Iceberg type (a nested type as its JSON) of the current
-        schema."""
-        current = self.raw.get("current-schema-id")
-        schema = next(
-            (s for s in self.raw.get("schemas") or [] if s.get("schema-id") == current),
-            self.raw.get("schema") or {},
-        )
-        return {
-            f["name"]: f["type"] if isinstance(f["type"], str) else json.dumps(f["type"])
-            for f in schema.get("fields") or []
-        }
 
 
 def metadata_location(namespace: str, table: str) -> str | None:

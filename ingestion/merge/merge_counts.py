@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.spark import table_metadata
 
 
 @dataclass(frozen=True)
@@ -22,30 +23,23 @@ class MergeCounts:
 
 
 def current_snapshot(spark: SparkSession, table: str) -> int | None:
-    if not spark.catalog.tableExists(names.final_table(table)):
-        return None
-    row = (
-        spark.table(f"{names.final_table(table)}.snapshots")
-        .orderBy(F.col("committed_at").desc())
-        .select("snapshot_id")
-        .first()
-    )
-    return int(row["snapshot_id"]) if row else None
+    """The final table's newest snapshot, or None (no final table, or no commit yet)."""
+    metadata = table_metadata.read(spark, names.final_table(table))
+    newest = metadata.newest if metadata is not None else None
+    return newest.snapshot_id if newest is not None else None
 
 
 def _merge_commits(spark: SparkSession, name: str, before: int, after: int) -> list[dict]:
     """The summaries of the merge's own commits: the snapshots from ``after`` back to ``before``
     (excluded) along the parent chain, without compactions (``replace``) that a ``maintain``
     elsewhere may have committed in between."""
-    rows = spark.table(f"{name}.snapshots").select(
-        "snapshot_id", "parent_id", "operation", "summary"
-    )
-    by_id = {r["snapshot_id"]: r for r in rows.collect()}
+    metadata = table_metadata.read(spark, name)
+    by_id = {s.snapshot_id: s for s in (metadata.snapshots if metadata else [])}
     commits, current = [], by_id.get(after)
-    while current is not None and current["snapshot_id"] != before:
-        if current["operation"] != "replace":
-            commits.append(dict(current["summary"] or {}))
-        current = by_id.get(current["parent_id"])
+    while current is not None and current.snapshot_id != before:
+        if current.operation != "replace":
+            commits.append(dict(current.summary))
+        current = by_id.get(current.parent_id) if current.parent_id is not None else None
     return commits
 
 
@@ -70,9 +64,8 @@ def commit_counts(
         return MergeCounts(table.name, 0, 0, 0, 0)
     total = spark.sql(f"select count(*) from {name} version as of {int(after)}").first()
     rows = int(total[0]) if total else 0
-    if before is None or (  # first build, or a full refresh re-created the table
-        spark.table(f"{name}.snapshots").where(f"snapshot_id = {int(before)}").isEmpty()
-    ):
+    if before is None or not _has_snapshot(spark, name, int(before)):
+        # first build, or a full refresh re-created the table
         return MergeCounts(table.name, rows, rows, 0, 0)
     if before == after or not batches:
         return MergeCounts(table.name, rows, 0, 0, 0)
@@ -80,8 +73,7 @@ def commit_counts(
     touched = (
         spark.table(names.staging_table(table.name))
         .where(F.col("_batch_id").isin(list(batches)))
-        .select(*keys)
-        .distinct()
+        .select(*keys)  # a semi join needs no distinct keys: no shuffle
     )
 
     def state(snapshot: int, side: str) -> DataFrame:
@@ -94,6 +86,11 @@ def commit_counts(
         removed = sum(int(c.get("added-position-deletes", 0)) for c in commits)
         deleted = max(deleted, removed - updated)
     return MergeCounts(table.name, rows, inserted, updated, deleted)
+
+
+def _has_snapshot(spark: SparkSession, name: str, snapshot: int) -> bool:
+    metadata = table_metadata.read(spark, name)
+    return metadata is not None and any(s.snapshot_id == snapshot for s in metadata.snapshots)
 
 
 def versions(rows: DataFrame, table: TableConfig, side: str) -> DataFrame:
@@ -126,9 +123,17 @@ def refresh_counts(
 
 
 def _diff(old: DataFrame, new: DataFrame, keys: list[str]) -> tuple[int, int, int]:
-    """Inserted, deleted and updated keys between two (key, version) states."""
-    joined = old.join(new, on=keys, how="full_outer")
-    counts = joined.agg(
+    """Inserted, deleted and updated keys between two (key, version) states: both states as one
+    union grouped by key (one shuffle, where a full outer join shuffles each side)."""
+    both = (
+        old.select(*keys, "old", F.lit(None).cast(old.schema["old"].dataType).alias("new"))
+        .unionByName(
+            new.select(*keys, F.lit(None).cast(new.schema["new"].dataType).alias("old"), "new")
+        )
+        .groupBy(*keys)
+        .agg(F.max("old").alias("old"), F.max("new").alias("new"))
+    )
+    counts = both.agg(
         F.count_if(F.col("old").isNull()).alias("inserted"),
         F.count_if(F.col("new").isNull()).alias("deleted"),
         F.count_if(

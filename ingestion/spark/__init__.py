@@ -7,6 +7,8 @@ built from it, the jars it needs, the embedded catalog, and progress for long wo
 - ``jars``: the jars a session loads (Iceberg runtime, SQLite JDBC) and the opt-in S3A jars
   (``python -m ingestion.spark.jars install-aws``);
 - ``catalog``: the embedded Iceberg JDBC catalog on SQLite and its namespaces;
+- ``table_metadata``: a table's Iceberg metadata (snapshots, properties) read from the
+  session's catalog without a Spark job;
 - ``progress``: a line every few seconds on long Spark work: tasks done, time left.
 
 May import: ``ingestion.schema``, ``ingestion.dynamodb``, ``ingestion.sources``,

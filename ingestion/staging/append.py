@@ -25,6 +25,7 @@ from ingestion.dynamodb.values import sql_string
 from ingestion.schema import typed_columns
 from ingestion.schema.types import METADATA_COLUMNS, Schema
 from ingestion.sources.manifest import FULL, Export
+from ingestion.spark import table_metadata
 from ingestion.staging import ledger, table_types
 from ingestion.staging.drift import Drift, drift_report
 
@@ -123,7 +124,8 @@ def _ensure_table(spark: SparkSession, table: TableConfig, rows: DataFrame, sche
 
 def _in_table_order(spark: SparkSession, table: str, rows: DataFrame) -> DataFrame:
     """The table's columns in its order, then new ones (Iceberg appends them at the end)."""
-    existing = [c for c in spark.table(names.staging_table(table)).columns if c in rows.columns]
+    metadata = table_metadata.read(spark, names.staging_table(table))  # no plan to analyse
+    existing = [c for c in (metadata.columns if metadata else {}) if c in rows.columns]
     return rows.select(*existing, *[c for c in rows.columns if c not in existing])
 
 
@@ -219,18 +221,12 @@ def duplicate_batches(spark: SparkSession, table: str) -> list[str]:
     name = names.staging_table(table)
     if not spark.catalog.tableExists(name):
         return []
-    commits = (
-        spark.table(f"{name}.snapshots")
-        .where(F.col("summary").getItem(ledger.SOURCE).isNotNull())
-        .orderBy("committed_at", "snapshot_id")
-        .select(
-            F.col("summary").getItem(ledger.SOURCE).alias("source"),
-            F.col("summary").getItem(ledger.BATCH).alias("batch"),
-        )
-        .collect()  # one row per staging commit still in the table's history
-    )
     first: dict[str, str] = {}
-    later = [c["batch"] for c in commits if first.setdefault(c["source"], c["batch"]) != c["batch"]]
+    later = [
+        batch
+        for source, batch in _source_commits(spark, table)
+        if first.setdefault(source, batch) != batch
+    ]
     if not later:
         return []
     present = spark.table(name).where(F.col("_batch_id").isin(later)).select("_batch_id")
@@ -256,19 +252,28 @@ def _keep_first_commit(spark: SparkSession, table: str, entry: ledger.Entry) -> 
     """Two processes staging one source at once both commit (Iceberg appends never conflict).
     The first commit counts; a later one deletes its own rows again and fails, so no row is
     staged twice (a process killed in between leaves identical rows, which a merge collapses)."""
-    commits = (
-        spark.table(f"{names.staging_table(table)}.snapshots")
-        .where(F.col("summary").getItem(ledger.SOURCE) == entry.source)
-        .orderBy("committed_at", "snapshot_id")
-        .select(F.col("summary").getItem(ledger.BATCH).alias("batch"))
-        .collect()  # one row per commit of this source: one, or two in a race
-    )
-    if len(commits) > 1 and commits[0]["batch"] != entry.batch_id:
+    # One commit of this source, or two in a race.
+    commits = [batch for source, batch in _source_commits(spark, table) if source == entry.source]
+    if len(commits) > 1 and commits[0] != entry.batch_id:
         spark.sql(
             f"delete from {names.staging_table(table)} where `_batch_id` = {sql_string(entry.batch_id)}"
         )
         raise StagingError(
             f"{table}: {entry.source} was staged by another process at the same time (batch "
-            f"{commits[0]['batch']}); this run's copy (batch {entry.batch_id}) was removed again "
+            f"{commits[0]}); this run's copy (batch {entry.batch_id}) was removed again "
             "and nothing more is needed"
         )
+
+
+def _source_commits(spark: SparkSession, table: str) -> list[tuple[str, str]]:
+    """(source, batch) of each staging commit still in the table's history that staged a
+    source, in commit order (the table's metadata, no Spark job)."""
+    metadata = table_metadata.read(spark, names.staging_table(table))
+    snapshots = sorted(
+        metadata.snapshots if metadata else [], key=lambda s: (s.committed_at, s.snapshot_id)
+    )
+    return [
+        (s.summary[ledger.SOURCE], s.summary.get(ledger.BATCH, ""))
+        for s in snapshots
+        if ledger.SOURCE in s.summary
+    ]

@@ -13,11 +13,11 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
-from ingestion.config import clock, names
+from ingestion.config import names
 from ingestion.light import catalog as light_catalog
 from ingestion.sources.manifest import FULL, Export
+from ingestion.spark import table_metadata
 
 _KEYS = names.SUMMARY_KEYS  # the snapshot-summary keys, written once in config/names
 SOURCE, BATCH, KIND, TABLE_ARN, START, END = (
@@ -75,19 +75,11 @@ def snapshot_properties(entry: Entry) -> dict[str, str]:
 
 
 def entries(spark: SparkSession, table: str) -> list[Entry]:
-    """The ledger, in commit order."""
-    if not spark.catalog.tableExists(names.staging_table(table)):
+    """The ledger, in commit order (the staging table's metadata, no Spark job)."""
+    metadata = table_metadata.read(spark, names.staging_table(table))
+    if metadata is None:
         return []
-    rows = (
-        spark.table(f"{names.staging_table(table)}.snapshots")
-        .select("committed_at", "summary")
-        .where(
-            F.col("summary").getItem(SOURCE).isNotNull()
-            | F.col("summary").getItem(LEDGER).isNotNull()
-        )
-        .collect()  # one row per commit: small by construction
-    )
-    return entries_from([(clock.from_spark(r["committed_at"]), r["summary"]) for r in rows])
+    return entries_from([(s.committed_at, s.summary) for s in metadata.snapshots])
 
 
 def light_entries(table: str) -> list[Entry]:

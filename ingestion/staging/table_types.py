@@ -23,6 +23,7 @@ from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import sql_string
 from ingestion.schema import schema_file, types
+from ingestion.spark import table_metadata
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +38,9 @@ def document(schema: types.Schema) -> str:
 def stored_document(spark: SparkSession, table: str) -> str | None:
     """The property's text, or None (no staging table yet, or one staged by an earlier version
     that kept types only in the schema file)."""
-    name = names.staging_table(table)
-    if not spark.catalog.tableExists(name):
-        return None
-    spark.sql(f"refresh table {name}")  # another process may have rebuilt it
-    rows = spark.sql(f"show tblproperties {name}").where(f"key = {sql_string(PROPERTY)}")
-    row = rows.first()
-    return str(row["value"]) if row else None
+    # Fresh from the catalog: another process may have rebuilt the table.
+    metadata = table_metadata.read(spark, names.staging_table(table), fresh=True)
+    return metadata.properties.get(PROPERTY) if metadata is not None else None
 
 
 def parse(text: str, table: TableConfig) -> types.Schema:

@@ -33,6 +33,7 @@ from ingestion.dynamodb import decode
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge import merge_log
 from ingestion.schema import detect, schema_file, type_rules, typed_columns, types
+from ingestion.spark import table_metadata
 from ingestion.staging import append, exports, ledger, table_types
 
 log = logging.getLogger(__name__)
@@ -58,10 +59,10 @@ class Commit:
 
 
 def _commits(spark: SparkSession, name: str) -> list[Commit]:
-    rows = spark.table(f"{name}.snapshots").select("snapshot_id", "parent_id", "summary")
+    metadata = table_metadata.read(spark, name)  # no Spark job
     return [
-        Commit(int(r["snapshot_id"]), r["parent_id"], dict(r["summary"] or {}))
-        for r in rows.collect()  # one row per snapshot still in the table's history
+        Commit(s.snapshot_id, s.parent_id, dict(s.summary))
+        for s in (metadata.snapshots if metadata else [])
     ]
 
 

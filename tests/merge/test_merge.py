@@ -248,3 +248,34 @@ def test_composite_keys_and_dbt_test_guarding_quality(spark, clean_lakehouse, sa
     spark.sql("insert into lake.lakehouse.orders select * from lake.lakehouse.orders limit 1")
     with pytest.raises(runner.DbtError, match="dbt test"):
         runner.dbt_invoke(["test", "--select", "orders"])
+
+
+def test_the_merge_log_is_read_again_only_after_a_commit_to_it(spark, clean_lakehouse) -> None:
+    """``merged_batches`` keeps its last read while the merge log's metadata file is the same (a
+    tick asks three times); any commit (a merge recorded, batches forgotten) makes it read the
+    rows again."""
+    from ingestion.merge import merge_log
+
+    merge_log.ensure_merge_log(spark)
+    context = spark.sparkContext
+
+    def jobs_of(call):
+        group = f"probe-{uuid.uuid4().hex}"
+        context.setJobGroup(group, "merge log probe")
+        try:
+            found = call()
+        finally:
+            context.setLocalProperty("spark.jobGroup.id", None)
+        return found, len(context.statusTracker().getJobIdsForGroup(group))
+
+    assert jobs_of(lambda: merge_log.merged_batches(spark, "probe"))[0] == set()
+    merge_log.record_merged(spark, {"probe": ["b-1", "b-2"], "other": ["b-9"]})
+    merged, jobs = jobs_of(lambda: merge_log.merged_batches(spark, "probe"))
+    assert merged == {"b-1", "b-2"} and jobs >= 1
+    again, jobs = jobs_of(lambda: merge_log.merged_batches(spark, "probe"))
+    assert again == {"b-1", "b-2"} and jobs == 0  # the same metadata file: no Spark job
+    again.add("mutated")  # a caller's set is its own
+    assert merge_log.merged_batches(spark, "probe") == {"b-1", "b-2"}
+    merge_log.forget(spark, "probe", ["b-1"])
+    assert merge_log.merged_batches(spark, "probe") == {"b-2"}
+    assert merge_log.new_batches(spark, "probe") == []  # no staging table: no ledger

@@ -1,0 +1,45 @@
+"""A table's metadata read through the session's catalog (no Spark job) says what Spark's own
+metadata tables say: the same snapshots, times, summaries and properties."""
+
+from __future__ import annotations
+
+from ingestion.config import clock
+from ingestion.spark import table_metadata
+
+NAME = "lake.staging.metadata_probe"
+
+
+def test_no_table_and_no_namespace_read_as_none(spark, clean_lakehouse) -> None:
+    assert table_metadata.read(spark, "lake.staging.no_such_table") is None
+    assert table_metadata.read(spark, "lake.no_such_namespace.t") is None
+    assert table_metadata.read(spark, "lake.staging.no_such_table", fresh=True) is None
+
+
+def test_snapshots_and_properties_match_the_metadata_tables(spark, clean_lakehouse) -> None:
+    spark.sql(f"create table {NAME} (id bigint) using iceberg tblproperties ('probe.kept' = 'one')")
+    empty = table_metadata.read(spark, NAME)
+    assert empty is not None and empty.snapshots == [] and empty.newest is None
+    for i, batch in enumerate(["b-1", "b-2", "b-3"]):
+        spark.range(i, i + 2).writeTo(NAME).option("snapshot-property.probe.batch", batch).append()
+    spark.sql(f"delete from {NAME} where id = 0")
+
+    metadata = table_metadata.read(spark, NAME)
+    assert metadata is not None
+    expected = spark.table(f"{NAME}.snapshots").orderBy("committed_at").collect()
+    got = sorted(metadata.snapshots, key=lambda s: s.committed_at)
+    assert [s.snapshot_id for s in got] == [r["snapshot_id"] for r in expected]
+    assert [s.parent_id for s in got] == [r["parent_id"] for r in expected]
+    assert [s.committed_at for s in got] == [clock.from_spark(r["committed_at"]) for r in expected]
+    assert [s.summary.get("probe.batch") for s in got] == ["b-1", "b-2", "b-3", None]
+    assert [s.operation for s in got] == [r["operation"] for r in expected]
+    assert all(s.summary == dict(r["summary"]) | {"operation": r["operation"]} for s, r in zip(got, expected, strict=True))  # fmt: skip
+    assert metadata.newest == metadata.current == got[-1]
+    assert metadata.properties["probe.kept"] == "one"
+    assert metadata.columns == {"id": "long"}
+
+
+def test_fresh_reads_a_property_changed_since(spark, clean_lakehouse) -> None:
+    spark.sql(f"create table {NAME} (id bigint) using iceberg")
+    assert "probe.kept" not in table_metadata.read(spark, NAME).properties  # type: ignore[union-attr]
+    spark.sql(f"alter table {NAME} set tblproperties ('probe.kept' = 'two')")
+    assert table_metadata.read(spark, NAME, fresh=True).properties["probe.kept"] == "two"  # type: ignore[union-attr]
