@@ -79,6 +79,9 @@ class Progress:
 
     merged: int = 0
     untested: dict[str, list[str]] = field(default_factory=dict)
+    # Per table, the batches this watch staged and saw no drift in, until they are merged: the
+    # drift check before the merge leaves them out (ingestion.upkeep.adopt.adopt_before_merge).
+    clean: dict[str, set[str]] = field(default_factory=dict)
 
 
 def tick(
@@ -97,9 +100,12 @@ def tick(
     failed: dict[str, str] = {}
     for table in tables:
         try:
-            ingested[table.name] = _ingest(spark, table, options)
+            ingested[table.name] = staged = _ingest(spark, table, options)
         except Exception as exc:  # reported on its line, retried next tick
             failed[table.name] = append.spark_reason(exc)
+            continue
+        if staged.batch_id and not staged.drift:
+            progress.clean.setdefault(table.name, set()).add(staged.batch_id)
     merging = [t for t in tables if t.name in ingested and _has_news(spark, t, ingested)]
     counts, merge_seconds = _merge_each_apart(spark, merging, options, progress, failed)
     done = []
@@ -197,13 +203,15 @@ def _merge(
     if not tables:
         return {}, 0.0
     for table in tables:
-        for line in adopt.adopt_before_merge(spark, table):
+        clean = progress.clean.get(table.name, set())
+        for line in adopt.adopt_before_merge(spark, table, known_clean=clean):
             log.info(line)
     test = options.test_every > 0 and (progress.merged + 1) % options.test_every == 0
     also = {t.name: list(progress.untested.get(t.name, [])) for t in tables}
     results, merge_seconds = runner.run_merge(spark, tables, test=test, also_test=also)
     progress.merged += 1
     for table, counts in zip(tables, results, strict=True):
+        progress.clean.get(table.name, set()).difference_update(counts.batches)
         untested = progress.untested.setdefault(table.name, [])
         if test:
             untested.clear()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
 from pyspark.sql import SparkSession
@@ -107,12 +107,17 @@ def adopt_drift(
 
 
 def adopt_before_merge(
-    spark: SparkSession, table: TableConfig, guard: Guard = nullcontext
+    spark: SparkSession,
+    table: TableConfig,
+    guard: Guard = nullcontext,
+    known_clean: Collection[str] = (),
 ) -> list[str]:
     """Before a merge: the restage of a rebuild killed after its replace done
     (``rebuild.recover_lost_commits``), and drift in batches staged and not merged yet adopted
     (a run that staged them and failed to adopt, or was killed first); the summary lines. A
-    merge never writes such a batch with its values null while the table adopts drift."""
+    merge never writes such a batch with its values null while the table adopts drift.
+    ``known_clean``: batches this process staged and saw no drift in (its ``watch``): not read
+    again (their drift report is a Spark job on their rows, a tenth of a second every tick)."""
     lines = [
         f"{table.name}: batch {batch} was overwritten by a rebuild that stopped before staging "
         "it again: staged again"
@@ -121,7 +126,7 @@ def adopt_before_merge(
     if not table.adopt_drift:
         return lines
     merge_log.ensure_merge_log(spark)
-    pending = merge_log.new_batches(spark, table.name)
+    pending = [b for b in merge_log.new_batches(spark, table.name) if b not in known_clean]
     if not pending:
         return lines
     found = staged_drift.drift_report(spark, table.name, pending)

@@ -100,6 +100,30 @@ def test_stream_changes_reach_the_final_table_in_sequence_order(
     assert (again.files, again.changes, again.batch_id) == (0, 0, "")
 
 
+@pytest.mark.parametrize(
+    "one_task_bytes", [streams.ONE_TASK_BYTES, 0], ids=["one task", "every core"]
+)
+def test_redelivered_records_collapse_staged_by_one_task_or_by_every_core(
+    spark, clean_lakehouse, books_export, tmp_path: Path, monkeypatch, one_task_bytes: int
+) -> None:
+    """A tick's few files are staged by one task (the dedupe needs no shuffle); a backlog over
+    ``ONE_TASK_BYTES`` by every core: either way each re-delivered record is staged once."""
+    monkeypatch.setattr(streams, "ONE_TASK_BYTES", one_task_bytes)
+    exports.ingest_export(spark, get_table("books"), str(books_export))
+    location = tmp_path / "streams"
+    write_stream(location, sample_stream.books_stream_records(ITEMS, SEED))
+    lines = sum(
+        len(gzip.decompress(f.read_bytes()).splitlines()) for f in (location / "books").iterdir()
+    )
+    result = streams.ingest_stream(spark, get_table("books"), str(location), settle_seconds=0)
+    staged = spark.table("lake.staging.books").where(f"_batch_id = '{result.batch_id}'")
+    assert staged.count() == result.changes < lines  # the sample re-delivers some records
+    assert (
+        staged.select("id", "_version", "_sequence", "_operation").distinct().count()
+        == result.changes
+    )
+
+
 def test_settle_time_and_max_files_leave_files_for_later(
     spark, clean_lakehouse, tmp_path: Path
 ) -> None:

@@ -254,3 +254,34 @@ def test_a_writer_with_older_types_never_writes_them_back(spark, table_t, tmp_pa
     assert not table_types.store(spark, t, older)  # a writer that read before the rebuild
     kept = table_types.stored_schema(spark, t)
     assert kept is not None and kept.get("qty").type.sql() == "decimal(38,1)"
+
+
+def test_the_drift_check_before_a_merge_skips_only_batches_seen_clean(
+    spark, table_t, tmp_path: Path
+) -> None:
+    """A `watch` hands the merge the batches it staged and saw no drift in; the drift check
+    before the merge reads every other unmerged batch, and a batch the watch merged leaves the
+    list."""
+    from ingestion.jobs import ticks
+    from ingestion.upkeep import adopt
+
+    a = {"id": s("a"), "n": n("1")}
+    full = sample_exports.write_items_export(tmp_path / "full", "t", [a])
+    assert main(["sync", "--table", "t", str(full)]) == 0
+    location = tmp_path / "drift"
+    write_batch([modify(a, {"id": s("a"), "n": n("1.5")}, 1)], str(location))
+    staged = streams.ingest_stream(spark, get_table("t"), str(location), settle_seconds=0)
+    assert staged.drift  # 1.5 does not fit the bigint column; nothing adopted yet
+    skipped = adopt.adopt_before_merge(spark, get_table("t"), known_clean={staged.batch_id})
+    assert skipped == [] and column_types(spark, "lake.staging.t")["n"] == "bigint"
+    lines = adopt.adopt_before_merge(spark, get_table("t"), known_clean={"another batch"})
+    assert any("drift adopted" in line for line in lines)
+    assert column_types(spark, "lake.staging.t")["n"] != "bigint"
+
+    write_batch([modify(a, {"id": s("a"), "n": n("2.5")}, 2)], str(location))
+    progress = ticks.Progress()
+    options = ticks.WatchOptions(stream=str(location), interval=0, settle=0, maintain_every=0)
+    done = ticks.tick(spark, [get_table("t")], options, 1, progress)
+    assert [t.error for t in done] == [None] and done[0].changes == 1
+    assert progress.clean == {"t": set()}  # seen clean, then merged: nothing left to skip
+    assert final(spark)["a"]["n"] == 2.5
