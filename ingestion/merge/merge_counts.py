@@ -73,7 +73,8 @@ def commit_counts(
     touched = (
         spark.table(names.staging_table(table.name))
         .where(F.col("_batch_id").isin(list(batches)))
-        .select(*keys)  # a semi join needs no distinct keys: no shuffle
+        .select(*keys)
+        .distinct()  # broadcast: each key once, however often the batches changed it
     )
 
     def state(snapshot: int, side: str) -> DataFrame:

@@ -7,7 +7,7 @@ snapshots and the kept types several times a merge; as metadata-table queries
 (``<table>.snapshots``, ``show tblproperties``) each was a Spark job of 0.05 to 0.15 s, about a
 second of every `watch` tick (bench/tick_profile.py). It sees what those queries saw: the table
 as the session's catalog holds it, the cache included (Iceberg's catalog cache; a commit of this
-session refreshes it), or re-read from the catalog first with ``fresh`` (as ``refresh table``).
+session refreshes it), or re-read from the catalog first with ``fresh``.
 """
 
 from __future__ import annotations
@@ -92,8 +92,9 @@ class Metadata:
 
 def read(spark: SparkSession, name: str, fresh: bool = False) -> Metadata | None:
     """The metadata of the Iceberg table ``name`` (``catalog.namespace.table``) as this
-    session's catalog holds it, re-read from the catalog first when ``fresh``; None when there
-    is no such table."""
+    session's catalog holds it, re-read from the catalog first when ``fresh`` (the cached table
+    refreshed in place, or loaded anew when another process created the table again); None
+    when there is no such table."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     try:
@@ -103,7 +104,17 @@ def read(spark: SparkSession, name: str, fresh: bool = False) -> Metadata | None
             return None
         raise
     operations = table.operations()
-    current = operations.refresh() if fresh else operations.current()
+    try:
+        current = operations.refresh() if fresh else operations.current()
+    except Exception as exc:  # Iceberg's ValidationException, through Py4J
+        if fresh and "NoSuchTableException" in str(exc):
+            return None  # another process dropped it
+        if not fresh or "UUID does not match" not in str(exc):
+            raise
+        # Another process dropped the table and created it again since this session cached
+        # it: the cached one cannot refresh into it. Load it anew, as `refresh table` does.
+        spark.catalog.refreshTable(name)
+        return read(spark, name)
     # Written by the JVM to a local file rather than returned: Py4J takes about 40 ms to return
     # a string of a few kilobytes (TCP's delayed acknowledgement), the file about 2 ms. The
     # driver's JVM always runs beside this process.

@@ -23,12 +23,14 @@ from contextlib import AbstractContextManager, nullcontext
 
 from pyspark.sql import SparkSession
 
+from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge import merge_log
 from ingestion.schema import schema_file, types
+from ingestion.spark import table_metadata
 from ingestion.staging import drift as staged_drift
-from ingestion.staging import table_types
+from ingestion.staging import ledger, table_types
 from ingestion.staging.drift import Drift
 from ingestion.upkeep import rebuild
 
@@ -126,8 +128,28 @@ def adopt_before_merge(
     if not table.adopt_drift:
         return lines
     merge_log.ensure_merge_log(spark)
-    pending = [b for b in merge_log.new_batches(spark, table.name) if b not in known_clean]
+    clean = still_clean(spark, table.name, known_clean)
+    pending = [b for b in merge_log.new_batches(spark, table.name) if b not in clean]
     if not pending:
         return lines
     found = staged_drift.drift_report(spark, table.name, pending)
     return lines + adopt_drift(spark, table, found, guard)
+
+
+def still_clean(spark: SparkSession, table: str, seen_clean: Collection[str]) -> set[str]:
+    """Of the batches seen clean when staged, those whose rows are still the staged ones: first
+    committed after the table's last rebuild (a rebuild, here or by the restage of one that was
+    stopped, decodes the rows it restages again, with the types it detected)."""
+    if not seen_clean:
+        return set()
+    metadata = table_metadata.read(spark, names.staging_table(table))
+    snapshots = metadata.snapshots if metadata is not None else []
+    rebuilt = max(
+        (s.sequence_number for s in snapshots if rebuild.REBUILT_FROM in s.summary), default=-1
+    )
+    first: dict[str, int] = {}
+    for snapshot in sorted(snapshots, key=lambda s: s.sequence_number):
+        batch = snapshot.summary.get(ledger.BATCH, "")
+        if batch in seen_clean:
+            first.setdefault(batch, snapshot.sequence_number)
+    return {batch for batch, sequence in first.items() if sequence > rebuilt}

@@ -3,6 +3,11 @@ metadata tables say: the same snapshots, times, summaries and properties."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
+from support import ROOT
+
 from ingestion.config import clock
 from ingestion.spark import table_metadata
 
@@ -38,8 +43,26 @@ def test_snapshots_and_properties_match_the_metadata_tables(spark, clean_lakehou
     assert metadata.columns == {"id": "long"}
 
 
-def test_fresh_reads_a_property_changed_since(spark, clean_lakehouse) -> None:
-    spark.sql(f"create table {NAME} (id bigint) using iceberg")
-    assert "probe.kept" not in table_metadata.read(spark, NAME).properties  # type: ignore[union-attr]
-    spark.sql(f"alter table {NAME} set tblproperties ('probe.kept' = 'two')")
-    assert table_metadata.read(spark, NAME, fresh=True).properties["probe.kept"] == "two"  # type: ignore[union-attr]
+def test_fresh_sees_what_another_process_committed_since(spark, clean_lakehouse) -> None:
+    """Another process (its own catalog cache) sets a property on one table, drops and creates
+    again a second, and drops a third: the cached read still shows this session's view, the
+    fresh read the catalog's."""
+    kept, again, gone = NAME, NAME + "_again", NAME + "_gone"
+    for name in (kept, again, gone):
+        spark.sql(f"create table {name} (id bigint) using iceberg")
+        assert "probe.kept" not in table_metadata.read(spark, name).properties  # type: ignore[union-attr]
+    script = (
+        "from ingestion.spark.spark_config import build_spark\n"
+        "spark = build_spark('other process')\n"
+        f"spark.sql(\"alter table {kept} set tblproperties ('probe.kept' = 'two')\")\n"
+        f"spark.sql('drop table {again}')\n"
+        f"spark.sql(\"create table {again} (id bigint) using iceberg tblproperties ('probe.kept' = 'new')\")\n"
+        f"spark.sql('drop table {gone}')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    assert "probe.kept" not in table_metadata.read(spark, kept).properties  # type: ignore[union-attr]
+    assert table_metadata.read(spark, kept, fresh=True).properties["probe.kept"] == "two"  # type: ignore[union-attr]
+    assert table_metadata.read(spark, again, fresh=True).properties["probe.kept"] == "new"  # type: ignore[union-attr]
+    assert table_metadata.read(spark, gone, fresh=True) is None

@@ -115,7 +115,16 @@ def test_redelivered_records_collapse_staged_by_one_task_or_by_every_core(
     lines = sum(
         len(gzip.decompress(f.read_bytes()).splitlines()) for f in (location / "books").iterdir()
     )
-    result = streams.ingest_stream(spark, get_table("books"), str(location), settle_seconds=0)
+    context, group = spark.sparkContext, f"stream-ingest-{one_task_bytes}"
+    context.setJobGroup(group, "stream ingest")
+    try:
+        result = streams.ingest_stream(spark, get_table("books"), str(location), settle_seconds=0)
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    tracker = context.statusTracker()
+    jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(group)]
+    stages = sum(len(job.stageIds) for job in jobs if job is not None)
+    assert stages == 1 if one_task_bytes else stages >= 2  # a shuffle only across cores
     staged = spark.table("lake.staging.books").where(f"_batch_id = '{result.batch_id}'")
     assert staged.count() == result.changes < lines  # the sample re-delivers some records
     assert (

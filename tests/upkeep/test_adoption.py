@@ -272,11 +272,14 @@ def test_the_drift_check_before_a_merge_skips_only_batches_seen_clean(
     write_batch([modify(a, {"id": s("a"), "n": n("1.5")}, 1)], str(location))
     staged = streams.ingest_stream(spark, get_table("t"), str(location), settle_seconds=0)
     assert staged.drift  # 1.5 does not fit the bigint column; nothing adopted yet
+    assert adopt.still_clean(spark, "t", {staged.batch_id, "unknown"}) == {staged.batch_id}
     skipped = adopt.adopt_before_merge(spark, get_table("t"), known_clean={staged.batch_id})
     assert skipped == [] and column_types(spark, "lake.staging.t")["n"] == "bigint"
     lines = adopt.adopt_before_merge(spark, get_table("t"), known_clean={"another batch"})
     assert any("drift adopted" in line for line in lines)
     assert column_types(spark, "lake.staging.t")["n"] != "bigint"
+    # A rebuild decoded the batch's rows again: what was seen at staging no longer holds.
+    assert adopt.still_clean(spark, "t", {staged.batch_id}) == set()
 
     write_batch([modify(a, {"id": s("a"), "n": n("2.5")}, 2)], str(location))
     progress = ticks.Progress()
