@@ -106,15 +106,19 @@ def read(spark: SparkSession, name: str, fresh: bool = False) -> Metadata | None
     operations = table.operations()
     try:
         current = operations.refresh() if fresh else operations.current()
-    except Exception as exc:  # Iceberg's ValidationException, through Py4J
+    except Exception as exc:  # Iceberg's NoSuchTableException or IllegalStateException
         if fresh and "NoSuchTableException" in str(exc):
-            return None  # another process dropped it
+            _forget(spark, name)  # another process dropped it
+            return None
         if not fresh or "UUID does not match" not in str(exc):
             raise
         # Another process dropped the table and created it again since this session cached
         # it: the cached one cannot refresh into it. Load it anew, as `refresh table` does.
-        spark.catalog.refreshTable(name)
+        _forget(spark, name)
         return read(spark, name)
+    if current is None:  # the cached table's refresh found it dropped (an earlier fresh read)
+        _forget(spark, name)
+        return None
     # Written by the JVM to a local file rather than returned: Py4J takes about 40 ms to return
     # a string of a few kilobytes (TCP's delayed acknowledgement), the file about 2 ms. The
     # driver's JVM always runs beside this process.
@@ -124,3 +128,12 @@ def read(spark: SparkSession, name: str, fresh: bool = False) -> Metadata | None
         jvm.org.apache.iceberg.TableMetadataParser.overwrite(current, output)
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     return Metadata(str(current.metadataFileLocation()), raw)
+
+
+def _forget(spark: SparkSession, name: str) -> None:
+    """Drop ``name`` from the session catalog's cache, without loading it (the next look-up
+    reads the catalog)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    found = jvm.org.apache.iceberg.spark.Spark3Util.catalogAndIdentifier(spark._jsparkSession, name)
+    found.catalog().invalidateTable(found.identifier())

@@ -66,3 +66,6 @@ def test_fresh_sees_what_another_process_committed_since(spark, clean_lakehouse)
     assert table_metadata.read(spark, kept, fresh=True).properties["probe.kept"] == "two"  # type: ignore[union-attr]
     assert table_metadata.read(spark, again, fresh=True).properties["probe.kept"] == "new"  # type: ignore[union-attr]
     assert table_metadata.read(spark, gone, fresh=True) is None
+    assert table_metadata.read(spark, gone, fresh=True) is None  # and again: the cache forgot it
+    assert table_metadata.read(spark, gone) is None
+    assert not spark.catalog.tableExists(gone)
