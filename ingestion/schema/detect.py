@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import replace
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -204,6 +205,38 @@ def detect_images(
         time.monotonic() - started,
     )
     return detected
+
+
+def first_items_schema(
+    images: DataFrame, table: TableConfig, overrides: dict | None, source: str
+) -> types.Schema | None:
+    """The types of the first ``SAMPLE_ITEMS`` items of ``images``, to be proven on every item
+    by the pass that stages them (``types.Schema.sampled``); None where that pass could not
+    prove them: no items, or a path whose text type stands only for what was not seen (only
+    empty maps or lists: a later non-empty one would be a struct or an array, yet fit text)."""
+    stats = statistics(images.limit(SAMPLE_ITEMS))
+    if not stats.items:
+        return None
+    detected = type_rules.resolve(
+        table.name, stats, table.key_descriptors, overrides, source=source
+    )
+    if any(_unprovable(a.info) for a in detected.attributes):
+        return None
+    log.info(
+        "%s: types of the first %d items (%d attributes), checked on every item as it is staged",
+        table.name,
+        stats.items,
+        len(detected.attributes),
+    )
+    return replace(detected, sampled=stats.items)
+
+
+def _unprovable(info: dict) -> bool:
+    note = str(info.get("note", ""))
+    if note.startswith(("only empty maps", "only empty lists")):
+        return True
+    below = [*(info.get("fields") or {}).values(), info.get("element")]
+    return any(_unprovable(b) for b in below if isinstance(b, dict) and b)
 
 
 def detect_unconfigured(spark: SparkSession, export: manifest.Export) -> types.Schema:

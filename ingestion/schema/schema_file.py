@@ -180,6 +180,8 @@ def to_json(schema: Schema) -> dict[str, Any]:
         document["source"] = schema.source
     if schema.conflicts:
         document["conflicts"] = list(schema.conflicts)
+    if schema.sampled is not None:  # counts of the first items (staging.table_types.SAMPLED)
+        document["sampled"] = schema.sampled
     document["attributes"] = {
         a.name: ({"key": True} if a.key else {}) | _entry(a.type, a.column, a.info)
         for a in schema.attributes

@@ -7,6 +7,8 @@ decision is made once, and top-level scalars stay plain expressions that Spark c
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -23,6 +25,7 @@ from ingestion.dynamodb.values import (
     text_sql,
 )
 from ingestion.schema.layouts import TEXT, Layout, layout, typed_attributes_ddl
+from ingestion.schema.type_rules import DETECTED_MARK
 from ingestion.schema.types import Attribute, ColumnType, Schema
 
 # The message an item with attributes the schema does not know yet fails its batch with:
@@ -61,16 +64,63 @@ def _value_of(descriptor: str, element: str, shape: Layout) -> str:
     return f"named_struct({members})"
 
 
+# The message a batch staged with types from its first items (``Schema.sampled``) fails with when
+# a value does not fit them: staging (ingestion/staging/exports.py) then detects the types from
+# every item and stages the batch again.
+SAMPLE_MISFIT = "dynamodb-lakehouse: values the first items' types do not describe"
+
+
+def seen_descriptors(info: dict[str, Any] | None) -> list[str] | None:
+    """The descriptors a value may have where detection saw ``info`` (its ``dynamodb_types``),
+    for a schema learnt from the first items: those seen there (NULL always, being no value);
+    where only NULL was seen, S too (its type, text, is what S would give). None: any (a
+    declared entry, or no detection record)."""
+    if not info or DETECTED_MARK not in info:
+        return None
+    kinds = [d for d in info[DETECTED_MARK] if d != "NULL"]
+    return kinds or ["S"]
+
+
 def typed(
     value: str,
     column_type: ColumnType,
     depth: int = 0,
     shape: Layout = TEXT,
     compiled: bool = False,
+    seen: dict[str, Any] | None = None,
 ) -> str:
     """SQL for the value decoded to ``column_type``: null when absent, NULL or not fitting.
     ``shape``: whether the value's ``M`` and ``L`` arrive typed or as text (ingestion.schema.layouts);
-    ``compiled``: a typed map at the top decoded by plain expressions, not in a lambda."""
+    ``compiled``: a typed map at the top decoded by plain expressions, not in a lambda.
+    ``seen``: detection's record of the path (types learnt from the first items): a value of a
+    descriptor not seen there does not fit either, at every depth (``seen_descriptors``)."""
+    decoded = _typed(value, column_type, depth, shape, compiled, seen)
+    kinds = seen_descriptors(seen)
+    others = [d for d in DESCRIPTORS if kinds is not None and d not in kinds and d != "NULL"]
+    if not others:
+        return decoded
+    unseen = " or ".join(f"{field(value, d)} is not null" for d in others)
+    return f"case when not ({unseen}) then {decoded} end"
+
+
+def _below(
+    seen: dict[str, Any] | None, step: str, name: str | None = None
+) -> dict[str, Any] | None:
+    """Detection's record of a struct field (``step`` ``fields``) or of a list's elements."""
+    if not seen or step not in seen:
+        return None
+    below = seen[step] if name is None else seen[step].get(name)
+    return below if isinstance(below, dict) else None
+
+
+def _typed(
+    value: str,
+    column_type: ColumnType,
+    depth: int,
+    shape: Layout,
+    compiled: bool,
+    seen: dict[str, Any] | None,
+) -> str:
     kind = column_type.kind
     if kind == "string":
         return text_sql(value)
@@ -88,14 +138,19 @@ def typed(
         fitted = fits_decimal(number, column_type.precision, column_type.scale)
         return f"case when {fitted} then cast({number} as {column_type.sql()}) end"
     if kind == "struct":
-        return _struct(value, column_type, depth, shape, compiled)
+        return _struct(value, column_type, depth, shape, compiled, seen)
     if kind == "array":
-        return _array(value, column_type, depth, shape)
+        return _array(value, column_type, depth, shape, seen)
     raise ValueError(f"unknown column type {column_type}")
 
 
 def _struct(
-    value: str, column_type: ColumnType, depth: int, shape: Layout, compiled: bool = False
+    value: str,
+    column_type: ColumnType,
+    depth: int,
+    shape: Layout,
+    compiled: bool = False,
+    seen: dict[str, Any] | None = None,
 ) -> str:
     below = shape.maps or TEXT
     known = ", ".join(sql_string(f.name) for f in column_type.fields)
@@ -113,7 +168,10 @@ def _struct(
         )
 
     def decode(i: int, key: str) -> str:
-        return typed(key, column_type.fields[i].type, depth + 1, below)
+        name = column_type.fields[i].name
+        return typed(
+            key, column_type.fields[i].type, depth + 1, below, seen=_below(seen, "fields", name)
+        )
 
     if shape.maps and depth == 0 and compiled:
         # A typed map at the top: plain expressions, compiled (no lambda to bind values in);
@@ -127,7 +185,13 @@ def _struct(
     return _bind(entries, m, _bind(f"named_struct({decoded})", r, inner))
 
 
-def _array(value: str, column_type: ColumnType, depth: int, shape: Layout) -> str:
+def _array(
+    value: str,
+    column_type: ColumnType,
+    depth: int,
+    shape: Layout,
+    seen: dict[str, Any] | None = None,
+) -> str:
     assert column_type.element is not None
     es, e, rs = f"es{depth}", f"e{depth}", f"rs{depth}"
     below = shape.lists or TEXT
@@ -140,7 +204,7 @@ def _array(value: str, column_type: ColumnType, depth: int, shape: Layout) -> st
         )
         + ")"
     )
-    element = typed(e, column_type.element, depth + 1, below)
+    element = typed(e, column_type.element, depth + 1, below, seen=_below(seen, "element"))
     pairs = f"transform({es}, {e} -> named_struct('e', {e}, 'v', {element}))"
     values = f"transform({rs}, p -> p.v)"
     sets_sorted = (
@@ -161,7 +225,7 @@ def _attribute(name: str) -> str:
 TYPED_ATTRIBUTES = 100
 
 
-def _decoded(attributes: list[Attribute]):
+def _decoded(attributes: list[Attribute], strict: bool = False):
     """A function adding ``__c<i>``, each attribute decoded to its column type (null when it
     does not fit): nested ones from ``_typed`` (their maps and lists filled by Spark's JSON
     parser once, ingestion.schema.layouts) where the table is narrow enough, the rest from
@@ -182,7 +246,8 @@ def _decoded(attributes: list[Attribute]):
         values = []
         for i, attribute in enumerate(attributes):
             value, shape = source(attribute)
-            sql = typed(value, attribute.type, 0, shape, compiled=narrow)
+            seen = attribute.info if strict and not attribute.key else None
+            sql = typed(value, attribute.type, 0, shape, compiled=narrow, seen=seen)
             values.append(F.expr(sql).alias(f"__c{i}"))
         return df.select("*", *values)
 
@@ -197,8 +262,11 @@ UNKNOWN_DESCRIPTOR = (
 
 
 def with_typed_columns(schema: Schema, table: str):
-    """The schema's attributes as typed columns (keys first, never null) and ``_drift``."""
+    """The schema's attributes as typed columns (keys first, never null) and ``_drift``. A
+    schema of the first items' types (``Schema.sampled``) stages strictly: a value they do not
+    describe fails the batch with ``SAMPLE_MISFIT`` (it would be a drift otherwise)."""
     attributes = list(schema.attributes)
+    strict = schema.sampled is not None
     known = ", ".join(sql_string(a.name) for a in attributes)
     unknown = f"array_except(map_keys(`_attrs`), array({known}))"
 
@@ -230,7 +298,7 @@ def with_typed_columns(schema: Schema, table: str):
         return F.expr(f"case {' '.join(checks)} else `__c{i}` end").alias(attribute.column)
 
     def transform(df: DataFrame) -> DataFrame:
-        decoded = df.transform(_decoded(attributes))
+        decoded = df.transform(_decoded(attributes, strict))
         columns, first = [], True
         for i, attribute in enumerate(attributes):
             if attribute.key:
@@ -244,10 +312,13 @@ def with_typed_columns(schema: Schema, table: str):
             if not a.key
         )
         drifted = f"filter(array({drift}), x -> x is not null)" if drift else "array()"
+        found = drifted
+        if strict:
+            found = f"raise_error(concat({sql_string(SAMPLE_MISFIT + ': ')}, array_join({drifted}, ', '), ' in ', _source_file))"  # fmt: skip
         return decoded.select(
             *columns,
             "*",
-            F.expr(f"case when size({drifted}) > 0 then {drifted} end")
+            F.expr(f"case when size({drifted}) > 0 then {found} end")
             .cast("array<string>")
             .alias("_drift"),
         ).drop("_attrs", "_typed", "_line", *[f"__c{i}" for i in range(len(attributes))])

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ingestion.config.errors import LakehouseError
@@ -132,6 +132,11 @@ class Schema:
     items: int | None = None
     source: str | None = None
     conflicts: tuple[str, ...] = ()
+    # Types learnt from the first ``sampled`` items only, not yet proven on the rest: staging
+    # such a schema fails on any value they would not describe exactly (``typed_columns``), and
+    # the source is then detected whole (``staging.exports.stage_with_evolution``). None: the
+    # types are proven (detected from every item, declared, or kept by a commit).
+    sampled: int | None = None
 
     @property
     def names(self) -> list[str]:
@@ -141,9 +146,7 @@ class Schema:
         return next((a for a in self.attributes if a.name == name), None)
 
     def with_attributes(self, added: list[Attribute]) -> Schema:
-        return Schema(
-            self.table, self.attributes + tuple(added), self.items, self.source, self.conflicts
-        )
+        return replace(self, attributes=self.attributes + tuple(added))
 
 
 # --- types from text --------------------------------------------------------------------------

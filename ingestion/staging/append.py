@@ -115,8 +115,13 @@ def _ensure_table(spark: SparkSession, table: TableConfig, rows: DataFrame, sche
     existing one, its kept types brought up to ``schema`` before the append adds columns."""
     name = table.name
     if spark.catalog.tableExists(names.staging_table(name)):
-        table_types.store(spark, table, schema)
-        return
+        if schema.sampled is not None or not table_types.provisional(spark, name):
+            table_types.store(spark, table, schema)
+            return
+        # Created for types of the first items that a staging pass did not prove (nothing
+        # committed): its columns may be of other types than those now staged.
+        spark.sql(f"drop table {names.staging_table(name)} purge")
+        log.info("%s: replaced the uncommitted staging table of the first items' types", name)
     properties = ", ".join(
         f"{sql_string(k)}={sql_string(v)}"
         for k, v in {**TABLE_PROPERTIES, table_types.PROPERTY: table_types.document(schema)}.items()

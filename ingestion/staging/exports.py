@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
@@ -49,9 +49,7 @@ def with_keys(table: TableConfig, current: types.Schema) -> types.Schema:
         for k in table.keys
     ]
     rest = [a for a in current.attributes if a.name not in declared]
-    return types.Schema(
-        current.table, tuple(keys + rest), current.items, current.source, current.conflicts
-    )
+    return replace(current, attributes=tuple(keys + rest))
 
 
 Images = Callable[[], DataFrame]
@@ -77,10 +75,30 @@ def schema_for(
     """The table's types (``table_types.current_schema``: kept with its staging table, or a
     complete schema file before the first commit); detected from ``images`` when there are none
     yet, a person's declared entries kept. They are kept with the staging table by the commit
-    that stages the batch. Returns the schema and what changed, for the run summary."""
+    that stages the batch. Returns the schema and what changed, for the run summary.
+
+    Decision: a first batch's types come from its first items (``detect.first_items_schema``),
+    and the pass that stages the batch proves them on every item, failing before its commit on
+    any value they would not describe exactly (``stage_with_evolution`` then detects the types
+    from every item and stages again). A separate detection pass read the whole source before
+    staging read it again: it cost more than the typed read of the export itself
+    (docs/performance.md). The types are the same either way; the counts kept with them are
+    then those of the first items (``sampled`` in the kept document)."""
     current = table_types.current_schema(spark, table)
     if current is not None:
         return with_keys(table, current), []
+    declared = schema_file.declared_entries(schema_file.table_schema_file(table))
+    sampled = detect.first_items_schema(images(), table, declared or None, source)
+    if sampled is not None:
+        changes = [f"schema detected from the first {sampled.items} items of {label}, checked on every item as it was staged"]  # fmt: skip
+        return with_keys(table, sampled), changes + [f"conflict: {c}" for c in sampled.conflicts]
+    return _detected_whole(table, label, images, source)
+
+
+def _detected_whole(
+    table: TableConfig, label: str, images: Images, source: str
+) -> tuple[types.Schema, list[str]]:
+    """The types detected from every item of ``images`` (a person's declared entries kept)."""
     declared = schema_file.declared_entries(schema_file.table_schema_file(table))
     detected = detect.detect_images(images(), table, declared or None, source)
     changes = [f"schema detected from {label} ({detected.items} items)"]
@@ -114,12 +132,21 @@ def stage_with_evolution(
     current: types.Schema,
 ) -> tuple[append.StagedBatch, list[str]]:
     """``stage(current)``; when the batch holds attributes the schema lacks, add them to the
-    schema file and stage again (the first attempt committed nothing)."""
+    schema file and stage again (the first attempt committed nothing). Types of the first items
+    (``current.sampled``) that some value does not fit: the types detected from every item, and
+    the batch staged again with them; the changes then replace those of ``schema_for``."""
     try:
         with spark_config.quiet_task_failures(spark):
             return stage(current), []
     except append.StagingError as exc:
-        if typed_columns.NEW_ATTRIBUTES not in str(exc):
+        text = str(exc)
+        misfit = typed_columns.SAMPLE_MISFIT in text or typed_columns.NEW_ATTRIBUTES in text
+        if current.sampled is not None and misfit:
+            detected, changes = _detected_whole(table, label, images, source)
+            log.info("%s: the first %d items' types did not hold: %s", table.name, current.sampled, append.spark_reason(exc))  # fmt: skip
+            note = f"the first {current.sampled} items' types did not hold for every item of {label}"  # fmt: skip
+            return stage(detected), [note, *changes]
+        if typed_columns.NEW_ATTRIBUTES not in text:
             raise
     updated, added = add_new_attributes(table, label, images, source, current)
     return stage(updated), added
