@@ -114,6 +114,10 @@ TASK_FAILURE_LOGGERS = (
     "org.apache.spark.executor.Executor",
     "org.apache.spark.scheduler.TaskSetManager",
     "org.apache.spark.storage.DiskBlockObjectWriter",
+    # A write whose own task fails (no shuffle before it): the task's trace ("Aborting task",
+    # logged by Utils, which the properties filter out by message) and the write's abort.
+    "org.apache.spark.sql.execution.datasources.v2",
+    "org.apache.spark.util.Utils",
 )
 
 
