@@ -11,6 +11,7 @@ back to compare with DynamoDB's.
 - ``shape_stats``: statistics of every path in one aggregation, from the typed parse;
 - ``layouts``: how an attribute's values are parsed (typed, or as text);
 - ``typed_columns``: an item's image -> the schema's typed columns, drift flagged;
+- ``first_items``: types of a batch's first items, checked at every path as the batch is staged;
 - ``canonical``: DynamoDB JSON canonical, a final row encoded back, the two compared (``verify``).
 
 May import: ``ingestion.dynamodb``, ``ingestion.sources``, ``ingestion.config``,

@@ -29,7 +29,7 @@ from ingestion.dynamodb import decode
 from ingestion.dynamodb.numbers import fits_long, number_digits
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import descriptor, expand_values, parse_item
-from ingestion.schema import shape_stats, shapes, type_rules, types
+from ingestion.schema import shape_stats, shapes, type_rules, typed_columns, types
 from ingestion.sources import manifest
 
 log = logging.getLogger(__name__)
@@ -212,14 +212,18 @@ def first_items_schema(
 ) -> types.Schema | None:
     """The types of the first ``SAMPLE_ITEMS`` items of ``images``, to be proven on every item
     by the pass that stages them (``types.Schema.sampled``); None where that pass could not
-    prove them: no items, or a path whose text type stands only for what was not seen (only
-    empty maps or lists: a later non-empty one would be a struct or an array, yet fit text)."""
+    prove them: no items, more attributes than the typed decode takes (``typed_columns``), or a
+    path whose text type stands only for what was not seen (only empty maps or lists: a later
+    non-empty one would be a struct or an array, yet fit text), or text holding maps or lists
+    below the top (``_unprovable``)."""
     stats = statistics(images.limit(SAMPLE_ITEMS))
     if not stats.items:
         return None
     detected = type_rules.resolve(
         table.name, stats, table.key_descriptors, overrides, source=source
     )
+    if len(detected.attributes) > typed_columns.TYPED_ATTRIBUTES:
+        return None  # a check per path of a wide item would grow the generated code it shares
     if any(_unprovable(a.info) for a in detected.attributes):
         return None
     log.info(
@@ -231,12 +235,18 @@ def first_items_schema(
     return replace(detected, sampled=stats.items)
 
 
-def _unprovable(info: dict) -> bool:
+def _unprovable(info: dict, nested: bool = False) -> bool:
+    """A path (or one below it) whose type the staging pass could not prove: text standing for
+    maps or lists not seen yet (only empty ones), or, below the top, text holding maps or lists,
+    whose keys staging never looks at but which count towards their attribute's ``MAX_PATHS``
+    (more of them would make the whole attribute text)."""
     note = str(info.get("note", ""))
     if note.startswith(("only empty maps", "only empty lists")):
         return True
+    if nested and note and {"M", "L"} & set(info.get(type_rules.DETECTED_MARK) or {}):
+        return True
     below = [*(info.get("fields") or {}).values(), info.get("element")]
-    return any(_unprovable(b) for b in below if isinstance(b, dict) and b)
+    return any(_unprovable(b, nested=True) for b in below if isinstance(b, dict) and b)
 
 
 def detect_unconfigured(spark: SparkSession, export: manifest.Export) -> types.Schema:

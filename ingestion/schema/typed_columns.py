@@ -24,8 +24,8 @@ from ingestion.dynamodb.values import (
     sql_string,
     text_sql,
 )
+from ingestion.schema import first_items
 from ingestion.schema.layouts import TEXT, Layout, layout, typed_attributes_ddl
-from ingestion.schema.type_rules import DETECTED_MARK
 from ingestion.schema.types import Attribute, ColumnType, Schema
 
 # The message an item with attributes the schema does not know yet fails its batch with:
@@ -64,23 +64,6 @@ def _value_of(descriptor: str, element: str, shape: Layout) -> str:
     return f"named_struct({members})"
 
 
-# The message a batch staged with types from its first items (``Schema.sampled``) fails with when
-# a value does not fit them: staging (ingestion/staging/exports.py) then detects the types from
-# every item and stages the batch again.
-SAMPLE_MISFIT = "dynamodb-lakehouse: values the first items' types do not describe"
-
-
-def seen_descriptors(info: dict[str, Any] | None) -> list[str] | None:
-    """The descriptors a value may have where detection saw ``info`` (its ``dynamodb_types``),
-    for a schema learnt from the first items: those seen there (NULL always, being no value);
-    where only NULL was seen, S too (its type, text, is what S would give). None: any (a
-    declared entry, or no detection record)."""
-    if not info or DETECTED_MARK not in info:
-        return None
-    kinds = [d for d in info[DETECTED_MARK] if d != "NULL"]
-    return kinds or ["S"]
-
-
 def typed(
     value: str,
     column_type: ColumnType,
@@ -92,25 +75,9 @@ def typed(
     """SQL for the value decoded to ``column_type``: null when absent, NULL or not fitting.
     ``shape``: whether the value's ``M`` and ``L`` arrive typed or as text (ingestion.schema.layouts);
     ``compiled``: a typed map at the top decoded by plain expressions, not in a lambda.
-    ``seen``: detection's record of the path (types learnt from the first items): a value of a
-    descriptor not seen there does not fit either, at every depth (``seen_descriptors``)."""
+    ``seen``: detection's record of the path, for types of the first items (``first_items``)."""
     decoded = _typed(value, column_type, depth, shape, compiled, seen)
-    kinds = seen_descriptors(seen)
-    others = [d for d in DESCRIPTORS if kinds is not None and d not in kinds and d != "NULL"]
-    if not others:
-        return decoded
-    unseen = " or ".join(f"{field(value, d)} is not null" for d in others)
-    return f"case when not ({unseen}) then {decoded} end"
-
-
-def _below(
-    seen: dict[str, Any] | None, step: str, name: str | None = None
-) -> dict[str, Any] | None:
-    """Detection's record of a struct field (``step`` ``fields``) or of a list's elements."""
-    if not seen or step not in seen:
-        return None
-    below = seen[step] if name is None else seen[step].get(name)
-    return below if isinstance(below, dict) else None
+    return first_items.guarded(value, decoded, seen)
 
 
 def _typed(
@@ -170,7 +137,11 @@ def _struct(
     def decode(i: int, key: str) -> str:
         name = column_type.fields[i].name
         return typed(
-            key, column_type.fields[i].type, depth + 1, below, seen=_below(seen, "fields", name)
+            key,
+            column_type.fields[i].type,
+            depth + 1,
+            below,
+            seen=first_items.below(seen, "fields", name),
         )
 
     if shape.maps and depth == 0 and compiled:
@@ -204,7 +175,9 @@ def _array(
         )
         + ")"
     )
-    element = typed(e, column_type.element, depth + 1, below, seen=_below(seen, "element"))
+    element = typed(
+        e, column_type.element, depth + 1, below, seen=first_items.below(seen, "element")
+    )
     pairs = f"transform({es}, {e} -> named_struct('e', {e}, 'v', {element}))"
     values = f"transform({rs}, p -> p.v)"
     sets_sorted = (
@@ -314,7 +287,7 @@ def with_typed_columns(schema: Schema, table: str):
         drifted = f"filter(array({drift}), x -> x is not null)" if drift else "array()"
         found = drifted
         if strict:
-            found = f"raise_error(concat({sql_string(SAMPLE_MISFIT + ': ')}, array_join({drifted}, ', '), ' in ', _source_file))"  # fmt: skip
+            found = f"raise_error(concat({sql_string(first_items.SAMPLE_MISFIT + ': ')}, array_join({drifted}, ', '), ' in ', _source_file))"  # fmt: skip
         return decoded.select(
             *columns,
             "*",

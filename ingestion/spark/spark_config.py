@@ -118,6 +118,7 @@ TASK_FAILURE_LOGGERS = (
     # logged by Utils, which the properties filter out by message) and the write's abort.
     "org.apache.spark.sql.execution.datasources.v2",
     "org.apache.spark.util.Utils",
+    "org.apache.iceberg.spark.source.SparkWrite",  # its abort: "Skipping cleanup of written files"
 )
 
 

@@ -3,6 +3,8 @@
 
 - ``append``: one staging commit per source, its ledger entry in the snapshot summary; duplicate
   commits removed;
+- ``staging_table``: the staging table's properties, its creation (by a first batch's commit when
+  its types are still to be proven), its column order;
 - ``ledger``: the ledger: which sources each staging commit applied, read back from the snapshot
   summaries;
 - ``chain``: the chain of exports: gaps, fillings, overlaps, the windows still to export;

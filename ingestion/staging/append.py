@@ -18,7 +18,6 @@ from pyspark.sql import functions as F
 from ingestion import fault_points
 from ingestion.config import clock, names
 from ingestion.config.errors import LakehouseError
-from ingestion.config.names import quote_table
 from ingestion.dynamodb import decode
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import sql_string
@@ -26,30 +25,10 @@ from ingestion.schema import typed_columns
 from ingestion.schema.types import METADATA_COLUMNS, Schema
 from ingestion.sources.manifest import FULL, Export
 from ingestion.spark import table_metadata
-from ingestion.staging import ledger, table_types
+from ingestion.staging import ledger, staging_table
 from ingestion.staging.drift import Drift, drift_report
 
 log = logging.getLogger(__name__)
-
-TABLE_PROPERTIES = {
-    "format-version": "2",
-    "write.format.default": "parquet",
-    "write.parquet.compression-codec": "zstd",
-    # New attributes in the table configuration become new columns on the next append.
-    "write.spark.accept-any-schema": "true",
-    # Iceberg reads commit retries from the table, not the catalog: a stream ingest, a merge
-    # and maintenance may commit at once (the default 4 retries give up too early).
-    "commit.retry.num-retries": "10",
-}
-
-
-# How a staging write lays its rows out, whatever the table's property says (tables staged by
-# earlier versions included): as they come. Iceberg's default for a partitioned table, `hash`,
-# shuffles every row by partition first; but every row of a batch has the batch's one
-# `_ingested_at`, so that shuffle sends each row to the same single partition and only costs: the
-# whole export serialised once more on a first load, two stages instead of one on a `watch` tick.
-# Each task writes its own file instead (a file per input split); `maintain` compacts them.
-STAGING_DISTRIBUTION = "none"
 
 
 class StagingError(LakehouseError):
@@ -110,39 +89,6 @@ def read_export(
     return staging_rows(lines, columns, schema, export.export_arn, batch_id, ingested_at)
 
 
-def _ensure_table(spark: SparkSession, table: TableConfig, rows: DataFrame, schema: Schema) -> None:
-    """The staging table, created with its column types kept in it (``table_types``), or the
-    existing one, its kept types brought up to ``schema`` before the append adds columns."""
-    name = table.name
-    if spark.catalog.tableExists(names.staging_table(name)):
-        if schema.sampled is not None or not table_types.provisional(spark, name):
-            table_types.store(spark, table, schema)
-            return
-        # Created for types of the first items that a staging pass did not prove (nothing
-        # committed): its columns may be of other types than those now staged.
-        spark.sql(f"drop table {names.staging_table(name)} purge")
-        log.info("%s: replaced the uncommitted staging table of the first items' types", name)
-    properties = ", ".join(
-        f"{sql_string(k)}={sql_string(v)}"
-        for k, v in {**TABLE_PROPERTIES, table_types.PROPERTY: table_types.document(schema)}.items()
-    )
-    columns = ", ".join(
-        f"{quote_table(f.name)} {f.dataType.simpleString()}" for f in rows.schema.fields
-    )
-    spark.sql(
-        f"create table if not exists {names.staging_table(name)} ({columns}) using iceberg "
-        f"partitioned by (days(`_ingested_at`)) tblproperties ({properties})"
-    )
-    log.info("created %s", names.staging_table(name))
-
-
-def _in_table_order(spark: SparkSession, table: str, rows: DataFrame) -> DataFrame:
-    """The table's columns in its order, then new ones (Iceberg appends them at the end)."""
-    metadata = table_metadata.read(spark, names.staging_table(table))  # no plan to analyse
-    existing = [c for c in (metadata.columns if metadata else {}) if c in rows.columns]
-    return rows.select(*existing, *[c for c in rows.columns if c not in existing])
-
-
 def spark_reason(exc: Exception) -> str:
     """The useful line of a Spark failure: our raise_error message when there is one."""
     text = str(exc)
@@ -189,8 +135,7 @@ def append_batch(
 ) -> StagedBatch:
     """Append ``rows`` (typed by ``schema``) to the staging table in ONE commit whose snapshot
     summary is ``entry``."""
-    _ensure_table(spark, table, rows, schema)
-    rows = _in_table_order(spark, table.name, rows)
+    rows, create = staging_table.prepared(spark, table, rows, schema)
     observation = Observation(f"batch {entry.batch_id}")
     observed = rows.observe(
         observation,
@@ -200,18 +145,21 @@ def append_batch(
     )
     properties = ledger.snapshot_properties(entry)
     fault_points.point("before-staging-commit")
+    writer = (
+        observed.writeTo(names.staging_table(table.name))
+        .option("distribution-mode", staging_table.STAGING_DISTRIBUTION)
+        .options(**{f"snapshot-property.{k}": v for k, v in properties.items()})
+    )
     try:
-        (
-            observed.writeTo(names.staging_table(table.name))
-            .option("merge-schema", "true")
-            .option("distribution-mode", STAGING_DISTRIBUTION)
-            .options(**{f"snapshot-property.{k}": v for k, v in properties.items()})
-            .append()
-        )
+        staging_table.written(writer, schema, create)
     except Exception as exc:  # a Spark job failure arrives as a Py4J error with the JVM trace
-        raise StagingError(
-            f"{table.name}: nothing staged from {where}: {spark_reason(exc)}"
-        ) from exc
+        reason = spark_reason(exc)
+        if create and "already exists" in str(exc).lower():
+            reason = (
+                f"another process created {names.staging_table(table.name)} while this one "
+                "staged it; run the command again (what is staged by then is skipped)"
+            )
+        raise StagingError(f"{table.name}: nothing staged from {where}: {reason}") from exc
     fault_points.point("after-staging-commit")
     _keep_first_commit(spark, table.name, entry)
     metrics = observation.get

@@ -1,8 +1,9 @@
 """Ingest DynamoDB exports into a table's staging change log (the `ingest` command's library).
 
 The table's types decide the columns: those kept with its staging table (``table_types``), or
-before its first commit a complete schema file; with neither, the first export is scanned once
-to detect them (a person's declared entries kept). When a later export holds attributes the
+before its first commit a complete schema file; with neither, the types of the first export's
+first items, proven on every item by the pass that stages it, or else detected from every item
+(``schema_for``; a person's declared entries kept). When a later export holds attributes the
 schema does not know, the write stops before its commit; the new attributes are detected from
 that export, added to the types, and the export is staged again: they become new columns.
 """
@@ -18,8 +19,9 @@ from datetime import datetime
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.schema import detect, schema_file, typed_columns, types
+from ingestion.schema import detect, first_items, schema_file, typed_columns, types
 from ingestion.sources import manifest
 from ingestion.spark import spark_config
 from ingestion.staging import append, chain, ledger, table_types
@@ -83,10 +85,15 @@ def schema_for(
     from every item and stages again). A separate detection pass read the whole source before
     staging read it again: it cost more than the typed read of the export itself
     (docs/performance.md). The types are the same either way; the counts kept with them are
-    then those of the first items (``sampled`` in the kept document)."""
+    then those of the first items (``sampled`` in the kept document). Only for a first load: the
+    staging table is then created by the commit that proves them (``staging_table``)."""
     current = table_types.current_schema(spark, table)
     if current is not None:
         return with_keys(table, current), []
+    if spark.catalog.tableExists(names.staging_table(table.name)):
+        # Staged by an earlier version, which kept its types only in a schema file: its
+        # columns exist already, so its types come from every item, as they did then.
+        return _detected_whole(table, label, images, source)
     declared = schema_file.declared_entries(schema_file.table_schema_file(table))
     sampled = detect.first_items_schema(images(), table, declared or None, source)
     if sampled is not None:
@@ -140,7 +147,7 @@ def stage_with_evolution(
             return stage(current), []
     except append.StagingError as exc:
         text = str(exc)
-        misfit = typed_columns.SAMPLE_MISFIT in text or typed_columns.NEW_ATTRIBUTES in text
+        misfit = first_items.SAMPLE_MISFIT in text or typed_columns.NEW_ATTRIBUTES in text
         if current.sampled is not None and misfit:
             detected, changes = _detected_whole(table, label, images, source)
             log.info("%s: the first %d items' types did not hold: %s", table.name, current.sampled, append.spark_reason(exc))  # fmt: skip

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import replace
 
 from pyspark.sql import SparkSession
 
@@ -61,41 +60,16 @@ def stored_schema(spark: SparkSession, table: TableConfig) -> types.Schema | Non
     return parse(text, table) if text else None
 
 
-# The document's key for types learnt from the first items (``types.Schema.sampled``): their
-# count. Before the table's first commit such types are not proven yet (a staging pass that
-# would have proven them failed or was killed); after it they are, and the counts stay those of
-# the first items.
-SAMPLED = "sampled"
-
-
 def current_schema(spark: SparkSession, table: TableConfig) -> types.Schema | None:
-    """The table's types: those kept with its staging table (still to be proven when the first
-    items' types were kept and nothing is committed yet: ``provisional``); before its first
-    commit (or for a table staged by an earlier version), a complete schema file; else None
-    (detect them)."""
-    metadata = table_metadata.read(spark, names.staging_table(table.name), fresh=True)
-    text = metadata.properties.get(PROPERTY) if metadata is not None else None
-    if text:
-        stored = parse(text, table)
-        sampled = json.loads(text).get(SAMPLED)
-        if metadata is not None and not metadata.snapshots and isinstance(sampled, int):
-            return replace(stored, sampled=sampled)
+    """The table's types: those kept with its staging table; before its first commit (or for a
+    table staged by an earlier version), a complete schema file; else None (detect them)."""
+    stored = stored_schema(spark, table)
+    if stored is not None:
         return stored
     existing = schema_file.table_schema_file(table)
     if existing is not None and existing.complete:
         return schema_file.from_file(existing)
     return None
-
-
-def provisional(spark: SparkSession, table: str) -> bool:
-    """The staging table holds no commit and keeps types of the first items: created for a
-    staging pass that did not commit (it found values those types do not describe, or was
-    killed). Nothing reads it; staging replaces it when other types are to be staged."""
-    metadata = table_metadata.read(spark, names.staging_table(table), fresh=True)
-    if metadata is None or metadata.snapshots:
-        return False
-    text = metadata.properties.get(PROPERTY)
-    return text is not None and isinstance(json.loads(text).get(SAMPLED), int)
 
 
 def store(spark: SparkSession, table: TableConfig, schema: types.Schema) -> bool:

@@ -34,7 +34,7 @@ from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge import merge_log
 from ingestion.schema import detect, schema_file, type_rules, typed_columns, types
 from ingestion.spark import table_metadata
-from ingestion.staging import append, exports, ledger, table_types
+from ingestion.staging import append, exports, ledger, staging_table, table_types
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def rebuild_staging(
     )
     writer = rows.writeTo(name)
     for key, value in {
-        **append.TABLE_PROPERTIES,
+        **staging_table.TABLE_PROPERTIES,
         table_types.PROPERTY: table_types.document(detected),  # the types, in the same commit
     }.items():
         writer = writer.tableProperty(key, value)

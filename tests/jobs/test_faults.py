@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from decimal import Decimal
 
 import pytest
 from orders_reference import ITEMS, assert_final_equals
@@ -139,5 +140,43 @@ def test_kill_9_during_drift_adoption_then_the_same_command_again(
     assert {k: str(v) for k, v in rows.items()} == {"a": "1.5", "b": "2.0"}
     types = {f.name: f.dataType.simpleString() for f in spark.table("lake.lakehouse.t").schema}
     assert types["qty"] == "decimal(38,1)"
+    for name in ("lake.staging.t", "lake.lakehouse.t"):
+        spark.sql(f"drop table if exists {name}")
+
+
+def test_kill_9_before_a_first_loads_commit_then_the_same_command_again(
+    spark, clean_lakehouse, project_copy, tmp_path
+) -> None:
+    """A first load stages with its first items' types (``Schema.sampled``), proven by the
+    staging pass, which creates the staging table with its commit; killed before that commit,
+    it leaves no table. The same command again stages with the types of every item (here an
+    item after the first 1,000 holds a fraction): never a value cast into the first items'
+    ``bigint``, never a null."""
+    from ingestion.project import onboarding
+    from ingestion.samples import exports as sample_exports
+    from ingestion.schema import detect
+    from ingestion.staging import table_types
+
+    onboarding.add_table("t", "id:S", None)
+    items = [{"id": {"S": f"k{i:05d}"}, "qty": {"N": str(i)}} for i in range(detect.SAMPLE_ITEMS + 200)]  # fmt: skip
+    items.append({"id": {"S": "late"}, "qty": {"N": "2.5"}})
+    full = sample_exports.write_items_export(tmp_path / "full", "t", items)
+    command = ["sync", "--table", "t", str(full)]
+
+    killed = cli(*command, fault="before-staging-commit")
+    assert killed.returncode == -9, killed.stdout[-2000:] + killed.stderr[-2000:]
+    assert not spark.catalog.tableExists("lake.staging.t")  # created by its commit only
+    done = cli(*command)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "types did not hold for every item" in done.stdout
+    for name in ("lake.staging.t", "lake.lakehouse.t"):
+        spark.sql(f"refresh table {name}")
+    rows = {r["id"]: r["qty"] for r in spark.table("lake.lakehouse.t").collect()}
+    assert {k: str(v) for k, v in rows.items()} == {
+        i["id"]["S"]: str(Decimal(i["qty"]["N"]).quantize(Decimal("0.1"))) for i in items
+    }
+    export = manifest.read_export(str(full), verify=False)
+    whole = detect.detect_export(spark, export, get_table("t"))
+    assert table_types.stored_schema(spark, get_table("t")).get("qty").type == whole.get("qty").type  # type: ignore[union-attr]  # fmt: skip
     for name in ("lake.staging.t", "lake.lakehouse.t"):
         spark.sql(f"drop table if exists {name}")

@@ -1,0 +1,97 @@
+"""The staging table a batch is appended to: its properties, its creation, its column order.
+
+A table is created empty before its first append, its types kept in it (``table_types``), or,
+for a first batch staged with types of its first items (``types.Schema.sampled``), by the
+commit that stages it: then the table and the types it keeps exist only once a staging pass
+proved them on every item, and a pass that fails or is killed leaves no table behind.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.readwriter import DataFrameWriterV2
+
+from ingestion.config import names
+from ingestion.config.names import quote_table
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.dynamodb.values import sql_string
+from ingestion.schema.types import Schema
+from ingestion.spark import table_metadata
+from ingestion.staging import table_types
+
+log = logging.getLogger(__name__)
+
+TABLE_PROPERTIES = {
+    "format-version": "2",
+    "write.format.default": "parquet",
+    "write.parquet.compression-codec": "zstd",
+    # New attributes in the table configuration become new columns on the next append.
+    "write.spark.accept-any-schema": "true",
+    # Iceberg reads commit retries from the table, not the catalog: a stream ingest, a merge
+    # and maintenance may commit at once (the default 4 retries give up too early).
+    "commit.retry.num-retries": "10",
+}
+
+
+# How a staging write lays its rows out, whatever the table's property says (tables staged by
+# earlier versions included): as they come. Iceberg's default for a partitioned table, `hash`,
+# shuffles every row by partition first; but every row of a batch has the batch's one
+# `_ingested_at`, so that shuffle sends each row to the same single partition and only costs: the
+# whole export serialised once more on a first load, two stages instead of one on a `watch` tick.
+# Each task writes its own file instead (a file per input split); `maintain` compacts them.
+STAGING_DISTRIBUTION = "none"
+
+
+def prepared(
+    spark: SparkSession, table: TableConfig, rows: DataFrame, schema: Schema
+) -> tuple[DataFrame, bool]:
+    """``rows`` in the staging table's column order, and whether their write creates the table
+    (no table yet, and ``schema`` holds types still to be proven). Otherwise the table exists
+    once this returns: created empty, or its kept types brought up to ``schema``."""
+    if schema.sampled is not None and not spark.catalog.tableExists(
+        names.staging_table(table.name)
+    ):
+        return rows, True
+    _ensure_table(spark, table, rows, schema)
+    return _in_table_order(spark, table.name, rows), False
+
+
+def written(writer: DataFrameWriterV2, schema: Schema, create: bool) -> None:
+    """Run the staging write: an append, or the creation of the table by its first commit."""
+    if not create:
+        writer.option("merge-schema", "true").append()
+        return
+    for key, value in {**TABLE_PROPERTIES, table_types.PROPERTY: table_types.document(schema)}.items():  # fmt: skip
+        writer = writer.tableProperty(key, value)
+    writer.using("iceberg").partitionedBy(F.days("_ingested_at")).create()
+
+
+def _ensure_table(spark: SparkSession, table: TableConfig, rows: DataFrame, schema: Schema) -> None:
+    """The staging table, created with its column types kept in it (``table_types``), or the
+    existing one, its kept types brought up to ``schema`` before the append adds columns."""
+    name = table.name
+    if spark.catalog.tableExists(names.staging_table(name)):
+        table_types.store(spark, table, schema)
+        return
+    properties = ", ".join(
+        f"{sql_string(k)}={sql_string(v)}"
+        for k, v in {**TABLE_PROPERTIES, table_types.PROPERTY: table_types.document(schema)}.items()
+    )
+    columns = ", ".join(
+        f"{quote_table(f.name)} {f.dataType.simpleString()}" for f in rows.schema.fields
+    )
+    spark.sql(
+        f"create table if not exists {names.staging_table(name)} ({columns}) using iceberg "
+        f"partitioned by (days(`_ingested_at`)) tblproperties ({properties})"
+    )
+    log.info("created %s", names.staging_table(name))
+
+
+def _in_table_order(spark: SparkSession, table: str, rows: DataFrame) -> DataFrame:
+    """The table's columns in its order, then new ones (Iceberg appends them at the end)."""
+    metadata = table_metadata.read(spark, names.staging_table(table))  # no plan to analyse
+    existing = [c for c in (metadata.columns if metadata else {}) if c in rows.columns]
+    return rows.select(*existing, *[c for c in rows.columns if c not in existing])
