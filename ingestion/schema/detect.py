@@ -212,7 +212,8 @@ def first_items_schema(
 ) -> types.Schema | None:
     """The types of the first ``SAMPLE_ITEMS`` items of ``images``, to be proven on every item
     by the pass that stages them (``types.Schema.sampled``); None where that pass could not
-    prove them: no items, more attributes than the typed decode takes (``typed_columns``), or a
+    prove them: no items, more attributes than the typed decode takes (``typed_columns``) or
+    more paths than a shape (``MAX_SHAPE_PATHS``), or a
     path whose text type stands only for what was not seen (only empty maps or lists: a later
     non-empty one would be a struct or an array, yet fit text), or text holding maps or lists
     below the top (``_unprovable``)."""
@@ -222,8 +223,8 @@ def first_items_schema(
     detected = type_rules.resolve(
         table.name, stats, table.key_descriptors, overrides, source=source
     )
-    if len(detected.attributes) > typed_columns.TYPED_ATTRIBUTES:
-        return None  # a check per path of a wide item would grow the generated code it shares
+    if len(detected.attributes) > typed_columns.TYPED_ATTRIBUTES or len(stats.by_path) > MAX_SHAPE_PATHS:  # fmt: skip
+        return None  # a check per path of a wide item would swell the generated code it shares
     if any(_unprovable(a.info) for a in detected.attributes):
         return None
     log.info(

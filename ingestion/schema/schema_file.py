@@ -180,7 +180,7 @@ def to_json(schema: Schema) -> dict[str, Any]:
         document["source"] = schema.source
     if schema.conflicts:
         document["conflicts"] = list(schema.conflicts)
-    if schema.sampled is not None:  # counts of the first items (staging.table_types.SAMPLED)
+    if schema.sampled is not None:  # the counts are the first items' (detect.first_items_schema)
         document["sampled"] = schema.sampled
     document["attributes"] = {
         a.name: ({"key": True} if a.key else {}) | _entry(a.type, a.column, a.info)

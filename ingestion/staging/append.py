@@ -135,7 +135,12 @@ def append_batch(
 ) -> StagedBatch:
     """Append ``rows`` (typed by ``schema``) to the staging table in ONE commit whose snapshot
     summary is ``entry``."""
-    rows, create = staging_table.prepared(spark, table, rows, schema)
+    try:
+        rows, create = staging_table.prepared(spark, table, rows, schema)
+    except staging_table.CreatedMeanwhile:
+        raise StagingError(
+            f"{table.name}: nothing staged from {where}: {_meanwhile(table)}"
+        ) from None
     observation = Observation(f"batch {entry.batch_id}")
     observed = rows.observe(
         observation,
@@ -155,10 +160,7 @@ def append_batch(
     except Exception as exc:  # a Spark job failure arrives as a Py4J error with the JVM trace
         reason = spark_reason(exc)
         if create and "already exists" in str(exc).lower():
-            reason = (
-                f"another process created {names.staging_table(table.name)} while this one "
-                "staged it; run the command again (what is staged by then is skipped)"
-            )
+            reason = _meanwhile(table)
         raise StagingError(f"{table.name}: nothing staged from {where}: {reason}") from exc
     fault_points.point("after-staging-commit")
     _keep_first_commit(spark, table.name, entry)
@@ -173,6 +175,13 @@ def append_batch(
         drift=tuple(drift),
         newest_version=metrics.get("newest"),
         ingested_at=ingested_at,
+    )
+
+
+def _meanwhile(table: TableConfig) -> str:
+    return (
+        f"another process created {names.staging_table(table.name)} while this one staged its "
+        "first batch; run the command again (what is staged by then is skipped)"
     )
 
 

@@ -141,7 +141,8 @@ def stage_with_evolution(
     """``stage(current)``; when the batch holds attributes the schema lacks, add them to the
     schema file and stage again (the first attempt committed nothing). Types of the first items
     (``current.sampled``) that some value does not fit: the types detected from every item, and
-    the batch staged again with them; the changes then replace those of ``schema_for``."""
+    the batch staged again with them; the changes then say so after those of ``schema_for``
+    (conflicts it reported already left out)."""
     try:
         with spark_config.quiet_task_failures(spark):
             return stage(current), []
@@ -152,7 +153,8 @@ def stage_with_evolution(
             detected, changes = _detected_whole(table, label, images, source)
             log.info("%s: the first %d items' types did not hold: %s", table.name, current.sampled, append.spark_reason(exc))  # fmt: skip
             note = f"the first {current.sampled} items' types did not hold for every item of {label}"  # fmt: skip
-            return stage(detected), [note, *changes]
+            told = {f"conflict: {c}" for c in current.conflicts}
+            return stage(detected), [note, *(c for c in changes if c not in told)]
         if typed_columns.NEW_ATTRIBUTES not in text:
             raise
     updated, added = add_new_attributes(table, label, images, source, current)

@@ -45,15 +45,21 @@ TABLE_PROPERTIES = {
 STAGING_DISTRIBUTION = "none"
 
 
+class CreatedMeanwhile(Exception):
+    """Types still to be proven, and the staging table exists: another process created it since
+    they were chosen (only a first load chooses them). Never kept with it: the run stops."""
+
+
 def prepared(
     spark: SparkSession, table: TableConfig, rows: DataFrame, schema: Schema
 ) -> tuple[DataFrame, bool]:
     """``rows`` in the staging table's column order, and whether their write creates the table
-    (no table yet, and ``schema`` holds types still to be proven). Otherwise the table exists
-    once this returns: created empty, or its kept types brought up to ``schema``."""
-    if schema.sampled is not None and not spark.catalog.tableExists(
-        names.staging_table(table.name)
-    ):
+    (``schema`` holds types still to be proven: ``CreatedMeanwhile`` if it exists). Otherwise
+    the table exists once this returns: created empty, or its kept types brought up to
+    ``schema``."""
+    if schema.sampled is not None:
+        if spark.catalog.tableExists(names.staging_table(table.name)):
+            raise CreatedMeanwhile(names.staging_table(table.name))
         return rows, True
     _ensure_table(spark, table, rows, schema)
     return _in_table_order(spark, table.name, rows), False

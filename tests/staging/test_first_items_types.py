@@ -54,7 +54,7 @@ def _whole(spark, folder: Path) -> dict[str, str]:
     """The types a detection over every item gives (what `detect-schema` writes)."""
     export = manifest.read_export(str(folder), verify=False)
     table = get_table("t")
-    return _types(exports.with_keys(table, detect.detect_export(spark, export, table)))
+    return _types(exports.with_keys(table, exports.detect_table_schema(spark, export, table)))
 
 
 @pytest.fixture
@@ -89,6 +89,7 @@ def test_items_that_fit_the_first_items_types_are_staged_in_one_pass(
 LATER = {
     "new-attribute": {**_item(40), "added": {"S": "first seen later"}},
     "fraction-in-bigint": {**_item(40), "n": {"N": "2.5"}},
+    "beyond-bigint": {**_item(40), "n": {"N": "9" * 20}},
     "more-fraction-digits": {**_item(40), "price": {"N": "1.125"}},
     "beyond-decimal": {**_item(40), "price": {"N": "1" * 37 + ".25"}},
     "nested-fraction": {
@@ -169,18 +170,46 @@ def test_a_pass_that_fails_leaves_no_staging_table(
 _every_item = detect.detect_images
 
 
+@pytest.mark.parametrize("when", ["before-the-write", "during-the-write"])
 def test_a_table_created_meanwhile_by_another_process_fails_the_run_clearly(
-    spark, table_t, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark, table_t, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
 ) -> None:
+    """Another process creates the staging table after this one chose its first items' types:
+    before the write (seen when it starts) or during it (its create fails). Nothing of this run
+    is staged, its unproven types are not kept, and it says what to do."""
     folder = _export(tmp_path, [])
-    spark.sql("create table lake.staging.t (id string) using iceberg")  # the other process
+    chosen = detect.first_items_schema
+
+    def other_process_creates_it(*args, **kwargs):
+        spark.sql("create table lake.staging.t (id string) using iceberg")
+        return chosen(*args, **kwargs)
+
     with monkeypatch.context() as patched:
-        patched.setattr(spark.catalog, "tableExists", lambda name: False)  # not seen by this one
-        with pytest.raises(
-            append.StagingError, match=r"another process created `lake`.`staging`.`t` while"
-        ):
+        patched.setattr(detect, "first_items_schema", other_process_creates_it)
+        if when == "during-the-write":  # the table not seen before the write starts
+            real = spark.catalog.tableExists
+            patched.setattr(spark.catalog, "tableExists", lambda name: "staging" not in name and real(name))  # fmt: skip
+        with pytest.raises(append.StagingError, match=r"another process created `lake`.`staging`.`t` while this one staged its first batch; run the command again"):  # fmt: skip
             exports.ingest_export(spark, get_table("t"), str(folder))
     assert spark.table("lake.staging.t").count() == 0  # nothing staged by this run
+    assert table_types.stored_document(spark, "t") is None  # its types not kept
+
+
+def test_a_schema_files_declared_types_are_kept_on_a_first_load(
+    spark, table_t, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A person's declared type is no detection record: no check against the first items, and
+    the same type as a detection over every item; a declared name is kept."""
+    monkeypatch.setenv("LAKEHOUSE_SCHEMA_DIR", str(tmp_path / "schemas"))  # this test's own
+    schema_file.schema_path("t").parent.mkdir()
+    declared = {"n": {"type": "string"}, "note": {"column": "remark"}}  # a type, and a name
+    schema_file.schema_path("t").write_text(json.dumps({"attributes": declared}))
+    folder = _export(tmp_path, [LATER["fraction-in-bigint"]])
+    result = _ingest(spark, folder)
+    assert result.schema_changes[0].startswith(f"schema detected from the first {FIRST} items")
+    assert _staged_types(spark) == _whole(spark, folder) and _staged_types(spark)["n"] == "string"
+    assert "remark" in spark.table("lake.staging.t").columns
+    _assert_staged_exactly(spark, [LATER["fraction-in-bigint"]])
 
 
 @pytest.mark.parametrize(
@@ -219,10 +248,15 @@ def test_a_streams_first_batch_stages_with_every_items_types(
         sample_stream.stream_record("t", "INSERT", {"id": i["id"]}, None, i, start + n, n + 1)
         for n, i in enumerate(items)
     ]
+    for n, old in enumerate(
+        [None, {**_item(7), "id": {"S": "gone1"}}]
+    ):  # deletes: Keys alone, with the old image
+        key = {"id": {"S": f"gone{n}"}}
+        records.append(sample_stream.stream_record("t", "REMOVE", key, old, None, start + 50, 90 + n))  # fmt: skip
     location = tmp_path / "streams"
     assert write_batch(records, str(location))[1] is None
     result = streams.ingest_stream(spark, get_table("t"), str(location), settle_seconds=0)
-    assert result.changes == len(items)
+    assert result.changes == len(items) + 2
     assert result.schema_changes[1].startswith(f"the first {FIRST} items' types did not hold")
     lines = _types(table_types.stored_schema(spark, get_table("t")))["lines"]  # type: ignore[arg-type]
     assert lines == "array<struct<`qty`:decimal(38,1),`sku`:string>>"
