@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.readwriter import DataFrameWriterV2
 
 from ingestion.config import names
+from ingestion.config.errors import LakehouseError
 from ingestion.config.names import quote_table
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import sql_string
@@ -45,7 +46,7 @@ TABLE_PROPERTIES = {
 STAGING_DISTRIBUTION = "none"
 
 
-class CreatedMeanwhile(Exception):
+class CreatedMeanwhile(LakehouseError):
     """Types still to be proven, and the staging table exists: another process created it since
     they were chosen (only a first load chooses them). Never kept with it: the run stops."""
 
