@@ -28,6 +28,7 @@ from ingestion.merge.merge_counts import (
 from ingestion.merge.merge_log import ensure_merge_log, new_batches, record_merged
 from ingestion.merge.model_tests import check_model_tests
 from ingestion.sources import manifest
+from ingestion.spark import table_metadata
 from ingestion.staging import ledger
 
 log = logging.getLogger(__name__)
@@ -131,7 +132,7 @@ def run_merge(
     started = time.monotonic()
     check_model_tests(tables)
     ensure_merge_log(spark)
-    batches = {t.name: new_batches(spark, t.name) for t in tables}
+    batches = {t.name: _new_batches(spark, t.name) for t in tables}
     before = {t.name: current_snapshot(spark, t.name) for t in tables}
     # Drift adopted since the last build changed column types: only a full refresh changes them.
     refresh = {t.name for t in tables if full_refresh or needs_full_refresh(spark, t)}
@@ -178,6 +179,13 @@ def run_merge(
 
     counts = [replace(counted(t), batches=tuple(batches[t.name])) for t in tables]
     return counts, time.monotonic() - started
+
+
+def _new_batches(spark: SparkSession, table: str) -> list[str]:
+    """The batches to merge, from the staging table as the catalog holds it now: another
+    process (a spark-submit ingest, a watch) may have committed since this session cached it."""
+    table_metadata.read(spark, names.staging_table(table), fresh=True)
+    return new_batches(spark, table)
 
 
 def test_scope(

@@ -279,3 +279,25 @@ def test_the_merge_log_is_read_again_only_after_a_commit_to_it(spark, clean_lake
     merge_log.forget(spark, "probe", ["b-1"])
     assert merge_log.merged_batches(spark, "probe") == {"b-2"}
     assert merge_log.new_batches(spark, "probe") == []  # no staging table: no ledger
+
+
+def test_a_merge_sees_what_another_process_staged_since_this_session_read_the_table(
+    spark, clean_lakehouse, chain
+) -> None:
+    """`make demo` stages with spark-submit and merges in its own session: its second merge read
+    the staging table as the session had cached it after the first, found nothing new and left
+    the incrementals unmerged."""
+    import os
+    import subprocess
+    import sys
+
+    orders = get_table("orders")
+    ingest_export(spark, orders, str(chain[0]))
+    runner.run_merge(spark, [orders], test=False)  # the session now holds staging.orders
+    done = subprocess.run(
+        [sys.executable, "-m", "ingestion.cli", "ingest", "--table", "orders", str(chain[1])],
+        cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (counts,) = runner.run_merge(spark, [orders], test=False)[0]
+    assert len(counts.batches) == 1 and counts.inserted + counts.updated + counts.deleted > 0
