@@ -176,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_spark("bench tick profile")
     tables = [get_table(name) for name in names]
     location = scratch / "streams"
-    options = ticks.WatchOptions(stream=str(location), interval=0, settle=0, maintain_every=0)
+    options = ticks.WatchOptions(
+        stream=str(location), interval=0, settle=0, maintain_every=0, dbt_artifacts=True
+    )  # run_results.json: dbt's own time per model
     writer = argparse.Namespace(rate=args.rate, seconds=1, items=500)
     progress, profile, seconds, dbt_models = ticks.Progress(), cProfile.Profile(), [], []
     for number in range(1, args.ticks + 1):

@@ -8,6 +8,7 @@ from ingestion.cli import output
 from ingestion.cli.arguments import add_stream_arguments, options_from
 from ingestion.dynamodb.tables import get_table
 from ingestion.jobs.watch import WatchOptions, watch_tables
+from ingestion.upkeep.maintenance import UPKEEP_EVERY
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--maintain-every",
         type=int,
         default=60,
-        help="compact the final table every N ticks (default 60; 0 = never)",
+        help="compact the final table every N ticks (default 60; 0 = never); the rest of "
+        "`maintain` (retention, expiry) on such a tick when an hour has passed since the last",
     )
     p.add_argument(
         "--max-failures",
@@ -57,7 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    options = options_from(WatchOptions, args)
+    # No flags for these: the upkeep after compaction is due hourly (maintenance.UPKEEP_EVERY),
+    # and dbt's artifacts are not rewritten on every tick.
+    options = options_from(WatchOptions, args, upkeep_every=UPKEEP_EVERY, dbt_artifacts=False)
     tables = list({t.name: t for t in map(get_table, args.table)}.values())  # each once
     watch_tables(tables, options, output.Console().line, if_free=args.if_free)
     return 0

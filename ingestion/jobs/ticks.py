@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import SparkSession
 
@@ -69,6 +69,8 @@ class WatchOptions:
     max_rejects: int = streams.DEFAULT_MAX_REJECTS
     test_every: int = 10
     maintain_every: int = 60  # compaction and expiry (ingestion.upkeep.maintenance.maintain)
+    upkeep_every: timedelta = maintenance.UPKEEP_EVERY  # the rest of maintain, when due
+    dbt_artifacts: bool = False  # dbt's target/*.json written every tick (runner.dbt_invoke)
     max_failures: int = 5
 
 
@@ -182,13 +184,15 @@ def _merge_each_apart(
 def _maintain(
     spark: SparkSession, table: TableConfig, options: WatchOptions, number: int
 ) -> tuple[float, str | None]:
-    """Compaction every ``maintain_every`` ticks (tables of one watch take turns). A failed
-    compaction leaves the table as it was: reported, and the data keeps flowing."""
+    """Compaction every ``maintain_every`` ticks (tables of one watch take turns), and the rest
+    of ``maintain`` when it is due (``maintenance.UPKEEP_EVERY``). A failed compaction leaves
+    the table as it was: reported, and the data keeps flowing."""
     if not options.maintain_every or number % options.maintain_every:
         return 0.0, None
     started, error = time.monotonic(), None
     try:
-        for line in maintenance.maintain(spark, table).lines():
+        report = maintenance.maintain(spark, table, upkeep_every=options.upkeep_every)
+        for line in report.lines():
             print(f"maintenance: {line}", flush=True)  # the run summary, not a log
     except Exception as exc:
         error = append.spark_reason(exc)
@@ -208,7 +212,9 @@ def _merge(
             log.info(line)
     test = options.test_every > 0 and (progress.merged + 1) % options.test_every == 0
     also = {t.name: list(progress.untested.get(t.name, [])) for t in tables}
-    results, merge_seconds = runner.run_merge(spark, tables, test=test, also_test=also)
+    results, merge_seconds = runner.run_merge(
+        spark, tables, test=test, also_test=also, artifacts=options.dbt_artifacts
+    )
     progress.merged += 1
     for table, counts in zip(tables, results, strict=True):
         progress.clean.get(table.name, set()).difference_update(counts.batches)

@@ -62,13 +62,12 @@ def commit_counts(
     name = names.final_table(table.name)
     if after is None:
         return MergeCounts(table.name, 0, 0, 0, 0)
-    total = spark.sql(f"select count(*) from {name} version as of {int(after)}").first()
-    rows = int(total[0]) if total else 0
     if before is None or not _has_snapshot(spark, name, int(before)):
         # first build, or a full refresh re-created the table
+        rows = _counted(spark, table.name, int(after))
         return MergeCounts(table.name, rows, rows, 0, 0)
     if before == after or not batches:
-        return MergeCounts(table.name, rows, 0, 0, 0)
+        return MergeCounts(table.name, _counted(spark, table.name, int(after)), 0, 0, 0)
     keys = [k.column for k in table.keys]
     touched = (
         spark.table(names.staging_table(table.name))
@@ -86,7 +85,45 @@ def commit_counts(
         commits = _merge_commits(spark, name, int(before), int(after))
         removed = sum(int(c.get("added-position-deletes", 0)) for c in commits)
         deleted = max(deleted, removed - updated)
+    known = None if rebaselined else _known_rows(spark, table.name, int(before))
+    if known is None:
+        rows = _counted(spark, table.name, int(after))
+    else:  # exact: the counts are of keys, and a final table holds each key once
+        rows = _remember(table.name, int(after), known + inserted - deleted)
     return MergeCounts(table.name, rows, inserted, updated, deleted)
+
+
+# The rows of a final table at a snapshot this process counted or derived: the next merge's
+# ``before`` (a watch's next tick) then needs no count of the whole table (a scan that applies
+# every delete file: about 0.2 s of a tick at 500 rows, and growing with the table).
+_rows: dict[str, tuple[int, int]] = {}
+
+
+def _remember(table: str, snapshot: int, rows: int) -> int:
+    _rows[table] = (snapshot, rows)
+    return rows
+
+
+def _counted(spark: SparkSession, table: str, snapshot: int) -> int:
+    name = names.final_table(table)
+    total = spark.sql(f"select count(*) from {name} version as of {snapshot}").first()
+    return _remember(table, snapshot, int(total[0]) if total else 0)
+
+
+def _known_rows(spark: SparkSession, table: str, snapshot: int) -> int | None:
+    """The rows at ``snapshot`` when this process knows them: at that snapshot itself, or at an
+    ancestor from which only compactions (``replace``: the same rows) lead to it."""
+    known = _rows.get(table)
+    if known is None:
+        return None
+    metadata = table_metadata.read(spark, names.final_table(table))
+    by_id = {s.snapshot_id: s for s in (metadata.snapshots if metadata else [])}
+    current = by_id.get(snapshot)
+    while current is not None and current.snapshot_id != known[0]:
+        if current.operation != "replace" or current.parent_id is None:
+            return None
+        current = by_id.get(current.parent_id)
+    return known[1] if current is not None else None
 
 
 def _has_snapshot(spark: SparkSession, name: str, snapshot: int) -> bool:

@@ -47,15 +47,19 @@ RUN_VARIABLE = "DYNAMODB_LAKEHOUSE_RUN"
 TEST_THREADS = "4"
 
 
-def dbt_invoke(args: list[str], run_vars: dict[str, Any] | None = None) -> None:
+def dbt_invoke(
+    args: list[str], run_vars: dict[str, Any] | None = None, artifacts: bool = True
+) -> None:
     """Run one dbt command in this process (it shares this process's SparkSession), with
-    ``run_vars`` in ``DYNAMODB_LAKEHOUSE_RUN`` for the command's duration only."""
+    ``run_vars`` in ``DYNAMODB_LAKEHOUSE_RUN`` for the command's duration only. Without
+    ``artifacts``, dbt writes no ``target/manifest.json`` nor ``run_results.json`` (``watch``:
+    writing both on every tick cost about 0.2 s of it; a ``merge`` keeps them)."""
     from dbt.cli.main import dbtRunner
 
     settings.export_environment()
     project = settings.project_dir()
     full = [*args, "--project-dir", str(project), "--profiles-dir", str(project / "profiles")]
-    full += output_flags()
+    full += output_flags() + ([] if artifacts else ["--no-write-json"])
     log.info("dbt %s", " ".join(args))
     callbacks: list[Any] = []
     if (
@@ -117,6 +121,7 @@ def run_merge(
     test: bool = True,
     full_check: bool = False,
     also_test: dict[str, list[str]] | None = None,
+    artifacts: bool = True,
 ) -> tuple[list[MergeCounts], float]:
     """`dbt run` then `dbt test` for the tables' models; the counts of what changed.
 
@@ -148,7 +153,7 @@ def run_merge(
         for flag in (False, True):
             group = [t for t in to_run if (t.name in refresh) == flag]
             if group:
-                _dbt_run(spark, group, {t.name: batches[t.name] for t in group}, flag)
+                _dbt_run(spark, group, {t.name: batches[t.name] for t in group}, flag, artifacts)
         fault_points.point("after-merge-commit")
     else:
         log.info("nothing new to merge for %s", ", ".join(t.name for t in tables))
@@ -157,7 +162,7 @@ def run_merge(
         scope = {} if full_check else test_scope(spark, tables, batches, refresh, also_test or {})
         try:
             run_vars = {"dynamodb_test_batches": scope, "dynamodb_full_check": full_check}
-            dbt_invoke(["test", *dbt_test_args(tables)], run_vars)
+            dbt_invoke(["test", *dbt_test_args(tables)], run_vars, artifacts)
         except DbtError as exc:
             raise DbtError(
                 f"{exc}. The merged batches are not recorded as merged: the next merge applies "
@@ -229,11 +234,13 @@ def _dbt_run(
     tables: list[TableConfig],
     batches: dict[str, list[str]],
     full_refresh: bool,
+    artifacts: bool = True,
 ) -> None:
     try:
         dbt_invoke(
             ["run", *selector(tables), *(["--full-refresh"] if full_refresh else [])],
             {"dynamodb_batches": batches},
+            artifacts,
         )
     finally:
         # The changes a bucketed merge cached (merge_with_delete), in every outcome. dbt's

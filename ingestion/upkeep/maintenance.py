@@ -23,6 +23,7 @@ from ingestion.config import clock, names
 from ingestion.config.names import quote_table
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge import merge_log
+from ingestion.spark import table_metadata
 from ingestion.staging import append, ledger
 from ingestion.upkeep import expiry
 
@@ -33,6 +34,12 @@ MAX_MANIFESTS = 10  # rewrite manifests beyond this many
 DEFAULT_RETENTION = timedelta(hours=24)  # longer than your longest Athena query
 DEFAULT_KEEP_SNAPSHOTS = 5
 ORPHAN_AGE = timedelta(days=3)
+# How often a ``watch`` runs the upkeep after compaction (the change log's retention, the ledger
+# checkpoint, expiry, orphans, duplicate batches): each acts only on what is older than the
+# retention (24 h) or the orphan age (3 days), so running it every few ticks finds nothing new
+# and cost a watch tick about 4 s (bench/freshness.py): hourly, by the staging table's last
+# maintenance (or its first commit), which a restarted watch sees too.
+UPKEEP_EVERY = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -118,14 +125,19 @@ class Report:
     expired: tuple[expiry.Expiry, ...] = field(default=())
     seconds: float = 0.0
     pruned: int = 0  # superseded, merged changes removed from the staging change log
+    upkeep_due: datetime | None = None  # compaction only: when the rest is due (``watch``)
 
     def lines(self) -> list[str]:
         c = self.compaction
+        rest = (
+            f"retention and expiry next due {self.upkeep_due:%Y-%m-%d %H:%M} UTC"
+            if self.upkeep_due
+            else f"{self.pruned} superseded changes removed from staging"
+        )
         out = [
             f"{self.table}: data files {c.data_files[0]} -> {c.data_files[1]}, delete files "
             f"{c.delete_files[0]} -> {c.delete_files[1]}, manifests rewritten "
-            f"{self.manifests_rewritten}, {self.pruned} superseded changes removed from "
-            f"staging ({self.seconds:.1f}s)"
+            f"{self.manifests_rewritten}, {rest} ({self.seconds:.1f}s)"
         ]
         out += [
             f"  {e.table}: snapshots {e.snapshots[0]} -> {e.snapshots[1]}, "
@@ -141,10 +153,12 @@ def maintain(
     retention: timedelta = DEFAULT_RETENTION,
     keep_snapshots: int = DEFAULT_KEEP_SNAPSHOTS,
     now: datetime | None = None,
+    upkeep_every: timedelta | None = None,
 ) -> Report:
     """Compact the final table, carry the staging ledger forward, expire snapshots older than
     ``retention`` (keeping ``keep_snapshots``) and remove old orphan files, for the final table,
-    the staging change log and the merge log."""
+    the staging change log and the merge log. With ``upkeep_every`` (``watch``), only compact
+    when the last maintenance is more recent than that."""
     started = time.monotonic()
     now = clock.utc(now) if now else clock.utc_now()  # a naive ``now`` is UTC
     compaction = compact(spark, table.name)
@@ -153,6 +167,11 @@ def maintain(
         if spark.catalog.tableExists(names.final_table(table.name))
         else 0
     )
+    due = upkeep_due(spark, table.name, upkeep_every) if upkeep_every else None
+    if due is not None and due > now:
+        return Report(
+            table.name, compaction, manifests, seconds=time.monotonic() - started, upkeep_due=due
+        )
     cutoff, orphans = now - retention, now - ORPHAN_AGE
     expired, pruned = [], 0
     if spark.catalog.tableExists(names.staging_table(table.name)):
@@ -189,6 +208,16 @@ def maintain(
     return Report(
         table.name, compaction, manifests, tuple(expired), time.monotonic() - started, pruned
     )
+
+
+def upkeep_due(spark: SparkSession, table: str, every: timedelta) -> datetime | None:
+    """When the upkeep after compaction is next due: ``every`` after the staging table's last
+    maintenance, or after its first commit when it has none; None without a staging table."""
+    metadata = table_metadata.read(spark, names.staging_table(table))
+    snapshots = metadata.snapshots if metadata is not None else []
+    maintained = [s.committed_at for s in snapshots if ledger.MAINTAINED in s.summary]
+    since = max(maintained, default=None) or min((s.committed_at for s in snapshots), default=None)
+    return since + every if since is not None else None
 
 
 def metadata_bytes(spark: SparkSession, name: str) -> int:

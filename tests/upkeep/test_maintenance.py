@@ -228,3 +228,54 @@ def test_retention_is_measured_in_utc_whatever_the_local_time_zone(
     assert [e.source for e in ledger.entries(spark, "books")] == [e.source for e in entries]
     committed = datetime.fromisoformat(entries[-1].committed_at)
     assert abs(committed - datetime.now(UTC)) < timedelta(minutes=10)  # UTC, not local time
+
+
+def test_a_watch_compacts_on_its_ticks_and_runs_the_rest_when_due(
+    spark, clean_lakehouse, tmp_path: Path
+) -> None:
+    """``watch``'s maintenance (``upkeep_every``): compaction on every maintain tick; the change
+    log's retention, the ledger checkpoint and expiry only once the last maintenance (or, never
+    maintained, the staging table's first commit) is ``upkeep_every`` old. And the rows a merge
+    reports after a compaction, derived from the merge before it, equal the table's."""
+    from ingestion.merge import merge_counts
+    from ingestion.spark import table_metadata
+
+    build(spark, tmp_path)
+    books = get_table("books")
+    hour = timedelta(hours=1)
+
+    def checkpoints() -> list[datetime]:
+        metadata = table_metadata.read(spark, "lake.staging.books", fresh=True)
+        return [s.committed_at for s in metadata.snapshots if ledger.MAINTAINED in s.summary]
+
+    first = min(s.committed_at for s in table_metadata.read(spark, "lake.staging.books").snapshots)
+    assert maintenance.upkeep_due(spark, "books", hour) == first + hour
+    compacted = maintenance.maintain(spark, books, upkeep_every=hour)
+    assert compacted.upkeep_due == first + hour
+    assert compacted.compaction.data_files[0] > 1 and compacted.compaction.data_files[1] == 1
+    assert compacted.expired == () and checkpoints() == []
+    assert "retention and expiry next due" in compacted.lines()[0]
+
+    # After a compaction, a merge's rows come from the merge before it (a watch's next tick).
+    gone = {"id": {"S": final_ids(spark)[0]}}
+    changes = [
+        sample_stream.stream_record("books", "INSERT", {"id": {"S": f"book-new-{i}"}}, None, {"id": {"S": f"book-new-{i}"}, "title": {"S": "n"}}, 4_000_000_000, 10**30 + i)
+        for i in range(2)
+    ] + [sample_stream.stream_record("books", "REMOVE", gone, gone, None, 4_000_000_001, 10**30 + 2)]  # fmt: skip
+    write_batch(changes, str(tmp_path / "streams"))
+    streams.ingest_stream(spark, books, str(tmp_path / "streams"), settle_seconds=0)
+    rows_before = spark.table("lake.lakehouse.books").count()
+    compaction = merge_counts.current_snapshot(spark, "books")
+    assert merge_counts._known_rows(spark, "books", compaction) == rows_before  # through `replace`
+    [counts], _ = runner.run_merge(spark, [books], test=False)
+    assert (counts.inserted, counts.deleted) == (2, 1)
+    assert merge_counts._rows["books"] == (merge_counts.current_snapshot(spark, "books"), counts.rows)  # fmt: skip
+    assert counts.rows == spark.table("lake.lakehouse.books").count() == rows_before + 1
+
+    due = first + hour + timedelta(minutes=1)
+    full = maintenance.maintain(spark, books, upkeep_every=hour, now=due)
+    assert full.upkeep_due is None and len(full.expired) == 3
+    [checkpoint] = checkpoints()
+    assert maintenance.upkeep_due(spark, "books", hour) == checkpoint + hour
+    again = maintenance.maintain(spark, books, upkeep_every=hour)
+    assert again.upkeep_due == checkpoint + hour and again.expired == ()
