@@ -214,11 +214,11 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
     count_sql_time(spans)
     invoke = runner.dbt_invoke
 
-    def timed_invoke(args, run_vars=None):
+    def timed_invoke(args, run_vars=None, artifacts=True):
         began = time.monotonic()
         spans.clear()
         try:
-            invoke(args, run_vars)
+            invoke(args, run_vars, artifacts)
         finally:
             dbt_times.append((args[0], time.monotonic() - began))
             dbt_own.append(dbt_times[-1][1] - covered(spans))

@@ -11,7 +11,15 @@ clock with the JVM's start, every one with a 1 GB driver heap (LAKEHOUSE_DRIVER_
 (b) ``ddb-lakehouse detect-schema``;
 (c) ``ddb-lakehouse ingest`` with no schema file (detection included);
 (d) ``ddb-lakehouse merge`` (dbt run + dbt test: the first build);
-(e) ``ddb-lakehouse sync`` of the same export into a fresh lakehouse, no schema file.
+(e) ``ddb-lakehouse sync`` of the same export into a fresh lakehouse, no schema file;
+(f) the design's floor: what a change log and a final table cost even if everything else cost
+    nothing, in one process: the floor's typed read (with each line's text kept as the row's
+    ``_image``, as staging keeps the raw item), written once as an Iceberg table with staging's
+    table properties (zstd Parquet), then the final table created from it (``create table ...
+    as select`` of the typed columns: the first build's copy); no detection, no checks, no
+    ledger, no dbt, no tests. And (g), the same without ``_image``: the share of the raw image.
+    (f) / (a) above 2.0 says P1 cannot be met on this design (a change log that keeps the raw
+    item, and a final table), whatever the code; (g) says what a cheaper image could win.
 
 Targets (issue: export to queryable table faster than AWS's own sample), as ratios to (a) of the
 same run: detect <= 1.0x, ingest <= 2.0x, sync <= 2.0x. The final table is checked to hold N rows.
@@ -99,6 +107,41 @@ def floor_process(folder: Path, schema_file: Path) -> None:
     paths = [str(f.path) for f in manifest.read_export(folder, verify=False).files]
     frame = spark.read.schema(schema).json(paths).where("Item is not null").select("Item.*")
     frame.write.format("noop").mode("overwrite").save()
+
+
+def design_floor_process(folder: Path, schema_file: Path, image: bool) -> None:
+    """(f) and (g), in their own process: the typed read, the staging-like table (with each
+    line's text as ``_image`` for (f)), the final table copied from it. Prints the two parts'
+    seconds (``design floor parts: READ_AND_STAGE COPY``)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    from ingestion.sources import manifest
+    from ingestion.spark.spark_config import build_spark
+    from ingestion.staging.staging_table import TABLE_PROPERTIES
+
+    spark = build_spark("bench design floor")
+    schema = StructType.fromJson(json.loads(schema_file.read_text()))
+    paths = [str(f.path) for f in manifest.read_export(folder, verify=False).files]
+    started = time.monotonic()
+    lines = spark.read.text(paths)
+    parsed = lines.select(
+        F.from_json("value", schema).alias("line"), F.col("value").alias("_image")
+    )
+    rows = parsed.where("line.Item is not null").select("line.Item.*", *(["_image"] if image else []))  # fmt: skip
+    spark.sql("create namespace if not exists lake.bench")
+    writer = rows.writeTo("lake.bench.staging_floor").using("iceberg")
+    for key, value in TABLE_PROPERTIES.items():
+        writer = writer.tableProperty(key, value)
+    writer.createOrReplace()
+    staged = time.monotonic()
+    typed = ", ".join(f"`{name}`" for name in rows.columns if name != "_image")
+    spark.sql(
+        "create or replace table lake.bench.final_floor using iceberg tblproperties "
+        "('format-version'='2', 'write.parquet.compression-codec'='zstd') "
+        f"as select {typed} from lake.bench.staging_floor"
+    )
+    print(f"design floor parts: {staged - started:.1f} {time.monotonic() - staged:.1f}", flush=True)
 
 
 def infer_schema(folder: Path, out: Path) -> None:
@@ -200,6 +243,14 @@ def run(scratch: Path, table: str, items: int, log: Path) -> dict:
     subprocess.run([sys.executable, str(HERE), "--infer", str(folder), str(typed)], env=env, check=True)  # fmt: skip
     steps: dict[str, tuple[float, float]] = {
         "floor": timed([sys.executable, str(HERE), "--floor", str(folder), str(typed)], env, log),
+        "design_floor": timed(
+            [sys.executable, str(HERE), "--design-floor", str(folder), str(typed), "image"],
+            env,
+            log,
+        ),  # fmt: skip
+        "design_floor_no_image": timed(
+            [sys.executable, str(HERE), "--design-floor", str(folder), str(typed), "none"], env, log
+        ),  # fmt: skip
         "detect": timed([*cli, "detect-schema", "--table", table, str(folder)], env, log),
     }
     assert schema_file.exists(), f"detect-schema wrote no {schema_file}"
@@ -231,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tables", nargs="+", default=["orders", "flat"])
     parser.add_argument("--floor", nargs=2, type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--infer", nargs=2, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--design-floor", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument(
         "--add",
         action="store_true",
@@ -243,6 +295,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.infer:
         infer_schema(*args.infer)
+        return 0
+    if args.design_floor:
+        folder, schema_file, image = args.design_floor
+        design_floor_process(Path(folder), Path(schema_file), image == "image")
         return 0
     runs = []
     for table in args.tables:
