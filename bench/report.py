@@ -384,7 +384,7 @@ def export_to_final(doc: dict) -> list[Row]:
                         f"export to final table: {what}",
                         f"{r['table']}, {r['items']:,} items, {doc['driver_memory']} driver heap",
                         f"{r['seconds'][step]} s vs floor {r['seconds']['floor']} s = **{ratio}x**",
-                        "above 2.0x: P1 cannot be met on this design",
+                        "none; above 2.0x, P1 cannot be met on this design",
                         "n/a",
                     )
                 )
