@@ -14,10 +14,11 @@ clock with the JVM's start, every one with a 1 GB driver heap (LAKEHOUSE_DRIVER_
 (e) ``ddb-lakehouse sync`` of the same export into a fresh lakehouse, no schema file;
 (f) the design's floor: what a change log and a final table cost even if everything else cost
     nothing, in one process: the floor's typed read (with each line's text kept as the row's
-    ``_image``, as staging keeps the raw item), written once as an Iceberg table with staging's
-    table properties (zstd Parquet), then the final table created from it (``create table ...
-    as select`` of the typed columns: the first build's copy); no detection, no checks, no
-    ledger, no dbt, no tests. And (g), the same without ``_image``: the share of the raw image.
+    ``_image``, as staging keeps the raw item), each top-level value unwrapped from its type
+    descriptor, written once as an Iceberg table with staging's table properties (zstd
+    Parquet), then the final table created from it (``create table ... as select`` of the
+    typed columns: the first build's copy); no decode of nested values, no detection, no
+    checks, no ledger, no dbt, no tests. And (g), the same without ``_image``, read as (a) reads.
     (f) / (a) above 2.0 says P1 cannot be met on this design (a change log that keeps the raw
     item, and a final table), whatever the code; (g) says what a cheaper image could win.
 
@@ -111,7 +112,10 @@ def floor_process(folder: Path, schema_file: Path) -> None:
 
 def design_floor_process(folder: Path, schema_file: Path, image: bool) -> None:
     """(f) and (g), in their own process: the typed read, the staging-like table (with each
-    line's text as ``_image`` for (f)), the final table copied from it. Prints the two parts'
+    line's text as ``_image`` for (f)), the final table copied from it. A top-level attribute of
+    one type descriptor is written as its value (``Item.total.N`` as ``total``), as staging
+    writes a column, not the descriptor's wrapper. (g) reads as the floor does (Spark's JSON
+    reader); (f) reads the lines as text to keep them, then parses them. Prints the two parts'
     seconds (``design floor parts: READ_AND_STAGE COPY``)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
@@ -124,11 +128,21 @@ def design_floor_process(folder: Path, schema_file: Path, image: bool) -> None:
     schema = StructType.fromJson(json.loads(schema_file.read_text()))
     paths = [str(f.path) for f in manifest.read_export(folder, verify=False).files]
     started = time.monotonic()
-    lines = spark.read.text(paths)
-    parsed = lines.select(
-        F.from_json("value", schema).alias("line"), F.col("value").alias("_image")
-    )
-    rows = parsed.where("line.Item is not null").select("line.Item.*", *(["_image"] if image else []))  # fmt: skip
+    if image:
+        lines = spark.read.text(paths)
+        parsed = lines.select(F.from_json("value", schema).alias("line"), F.col("value").alias("_image"))  # fmt: skip
+        parsed = parsed.select("line.*", "_image")
+    else:
+        parsed = spark.read.schema(schema).json(paths)
+    item = schema["Item"].dataType
+    assert isinstance(item, StructType)
+    columns = []
+    for attribute in item.fields:
+        value = attribute.dataType
+        one = isinstance(value, StructType) and len(value.fields) == 1
+        path = f"Item.`{attribute.name}`" + (f".`{value.fields[0].name}`" if one else "")  # type: ignore[union-attr]
+        columns.append(F.col(path).alias(attribute.name))
+    rows = parsed.where("Item is not null").select(*columns, *(["_image"] if image else []))
     spark.sql("create namespace if not exists lake.bench")
     writer = rows.writeTo("lake.bench.staging_floor").using("iceberg")
     for key, value in TABLE_PROPERTIES.items():
@@ -276,6 +290,37 @@ def run(scratch: Path, table: str, items: int, log: Path) -> dict:
     }
 
 
+def design_floor_rounds(scratch: Path, table: str, items: int, rounds: int, log: Path) -> dict:
+    """(a), (f) and (g) only, interleaved ``rounds`` times on one export (``--rounds``): the
+    design's floor against the floor, each a process, as in ``run``."""
+    from ingestion.samples import exports as sample_exports
+
+    project = project_copy(scratch)
+    if table == "flat":
+        folder = write_flat(scratch / "exports", items)
+    else:
+        folder = sample_exports.write_samples(scratch / "exports", items, seed=1, tables=[table])[table]  # fmt: skip
+    env = dict(
+        os.environ,
+        SPARK_LOCAL_IP="127.0.0.1",
+        LAKEHOUSE_DRIVER_MEMORY="1g",
+        LAKEHOUSE_PROJECT_DIR=str(project),
+        PYTHONPATH=str(ROOT),
+        LAKEHOUSE_HOME=str(scratch / "home"),
+    )
+    typed = scratch / "typed_schema.json"
+    subprocess.run([sys.executable, str(HERE), "--infer", str(folder), str(typed)], env=env, check=True)  # fmt: skip
+    done = []
+    for _ in range(rounds):
+        step = {"floor": timed([sys.executable, str(HERE), "--floor", str(folder), str(typed)], env, log)[0]}  # fmt: skip
+        for name, image in (("design_floor", "image"), ("design_floor_no_image", "none")):
+            step[name] = timed([sys.executable, str(HERE), "--design-floor", str(folder), str(typed), image], env, log)[0]  # fmt: skip
+        done.append(step)
+        print(f"export_to_final --rounds: {table} {items}: {step}", flush=True)
+    parts = [line.split(": ")[1] for line in log.read_text().splitlines() if line.startswith("design floor parts")]  # fmt: skip
+    return {"table": table, "items": items, "rounds": done, "parts_s": parts}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 5_000_000])
@@ -283,6 +328,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floor", nargs=2, type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--infer", nargs=2, type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--design-floor", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        help="only the floor and the design's floors, this many interleaved rounds per table and "
+        "size; writes bench/results/design_floor.json",
+    )
     parser.add_argument(
         "--add",
         action="store_true",
@@ -299,6 +350,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.design_floor:
         folder, schema_file, image = args.design_floor
         design_floor_process(Path(folder), Path(schema_file), image == "image")
+        return 0
+    if args.rounds:
+        measured = []
+        for table in args.tables:
+            for items in args.sizes:
+                scratch = Path(tempfile.mkdtemp(prefix=f"lakehouse-bench-df-{table}-{items}-"))
+                try:
+                    log = scratch.parent / f"{scratch.name}.log"
+                    measured.append(design_floor_rounds(scratch, table, items, args.rounds, log))
+                finally:
+                    os.environ.pop("LAKEHOUSE_PROJECT_DIR", None)
+                    shutil.rmtree(scratch, ignore_errors=True)
+        results_file.write(
+            "design_floor",
+            {"target_ratio_to_floor": TARGETS["sync"], "driver_memory": "1g", "runs": measured},
+            f".venv/bin/python bench/export_to_final.py --sizes {' '.join(map(str, args.sizes))} "
+            f"--tables {' '.join(args.tables)} --rounds {args.rounds}",
+        )
         return 0
     runs = []
     for table in args.tables:

@@ -85,7 +85,7 @@ def commit_counts(
         commits = _merge_commits(spark, name, int(before), int(after))
         removed = sum(int(c.get("added-position-deletes", 0)) for c in commits)
         deleted = max(deleted, removed - updated)
-    known = None if rebaselined else _known_rows(spark, table.name, int(before))
+    known = None if rebaselined else _known_rows(spark, table.name, int(before), int(after))
     if known is None:
         rows = _counted(spark, table.name, int(after))
     else:  # exact: the counts are of keys, and a final table holds each key once
@@ -110,20 +110,25 @@ def _counted(spark: SparkSession, table: str, snapshot: int) -> int:
     return _remember(table, snapshot, int(total[0]) if total else 0)
 
 
-def _known_rows(spark: SparkSession, table: str, snapshot: int) -> int | None:
-    """The rows at ``snapshot`` when this process knows them: at that snapshot itself, or at an
-    ancestor from which only compactions (``replace``: the same rows) lead to it."""
+def _known_rows(spark: SparkSession, table: str, before: int, after: int) -> int | None:
+    """The rows at ``before`` when this process knows them, and the merge's own commit is the
+    only one since that changed rows: from ``after`` back to the snapshot it last counted or
+    derived, one commit that is not a compaction (``replace``: the same rows), ``before``'s
+    child. Another writer's commit in between (a ``merge`` of another process, a hand-made
+    ``DELETE``) makes it None: the rows are counted."""
     known = _rows.get(table)
     if known is None:
         return None
     metadata = table_metadata.read(spark, names.final_table(table))
     by_id = {s.snapshot_id: s for s in (metadata.snapshots if metadata else [])}
-    current = by_id.get(snapshot)
+    current, changed = by_id.get(after), []
     while current is not None and current.snapshot_id != known[0]:
-        if current.operation != "replace" or current.parent_id is None:
-            return None
-        current = by_id.get(current.parent_id)
-    return known[1] if current is not None else None
+        if current.operation != "replace":
+            changed.append(current)
+        current = by_id.get(current.parent_id) if current.parent_id is not None else None
+    if current is None or len(changed) != 1 or changed[0].parent_id != before:
+        return None
+    return known[1]
 
 
 def _has_snapshot(spark: SparkSession, name: str, snapshot: int) -> bool:

@@ -231,7 +231,7 @@ def test_retention_is_measured_in_utc_whatever_the_local_time_zone(
 
 
 def test_a_watch_compacts_on_its_ticks_and_runs_the_rest_when_due(
-    spark, clean_lakehouse, tmp_path: Path
+    spark, clean_lakehouse, tmp_path: Path, monkeypatch
 ) -> None:
     """``watch``'s maintenance (``upkeep_every``): compaction on every maintain tick; the change
     log's retention, the ledger checkpoint and expiry only once the last maintenance (or, never
@@ -265,12 +265,22 @@ def test_a_watch_compacts_on_its_ticks_and_runs_the_rest_when_due(
     write_batch(changes, str(tmp_path / "streams"))
     streams.ingest_stream(spark, books, str(tmp_path / "streams"), settle_seconds=0)
     rows_before = spark.table("lake.lakehouse.books").count()
-    compaction = merge_counts.current_snapshot(spark, "books")
-    assert merge_counts._known_rows(spark, "books", compaction) == rows_before  # through `replace`
+    counted: list[int] = []  # the snapshots merge_counts counted rather than derived
+    real_count = merge_counts._counted
+    monkeypatch.setattr(merge_counts, "_counted", lambda s, t, snap: counted.append(snap) or real_count(s, t, snap))  # fmt: skip
     [counts], _ = runner.run_merge(spark, [books], test=False)
-    assert (counts.inserted, counts.deleted) == (2, 1)
-    assert merge_counts._rows["books"] == (merge_counts.current_snapshot(spark, "books"), counts.rows)  # fmt: skip
+    assert (counts.inserted, counts.deleted) == (2, 1) and counted == []  # derived
+    after = merge_counts.current_snapshot(spark, "books")
+    assert merge_counts._rows["books"] == (after, counts.rows)
     assert counts.rows == spark.table("lake.lakehouse.books").count() == rows_before + 1
+
+    # Another writer's commit between a merge's start and its own commit: counted, not derived.
+    ids = final_ids(spark)
+    for key in ids[:2]:
+        spark.sql(f"delete from lake.lakehouse.books where id = '{key}'")
+    one, two = [s.snapshot_id for s in table_metadata.read(spark, "lake.lakehouse.books").snapshots[-2:]]  # fmt: skip
+    assert merge_counts._known_rows(spark, "books", after, one) == counts.rows  # one commit
+    assert merge_counts._known_rows(spark, "books", after, two) is None  # two: not this merge's
 
     due = first + hour + timedelta(minutes=1)
     full = maintenance.maintain(spark, books, upkeep_every=hour, now=due)
@@ -279,3 +289,6 @@ def test_a_watch_compacts_on_its_ticks_and_runs_the_rest_when_due(
     assert maintenance.upkeep_due(spark, "books", hour) == checkpoint + hour
     again = maintenance.maintain(spark, books, upkeep_every=hour)
     assert again.upkeep_due == checkpoint + hour and again.expired == ()
+    # A tenth of the period early counts as due (a watch's cadence close to the period).
+    nearly = maintenance.maintain(spark, books, upkeep_every=hour, now=checkpoint + timedelta(minutes=55))  # fmt: skip
+    assert nearly.upkeep_due is None and len(nearly.expired) == 3
