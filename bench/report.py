@@ -370,24 +370,6 @@ def export_to_final(doc: dict) -> list[Row]:
                     _met(ratio <= target),
                 )
             )
-        for step, what in (
-            (
-                "design_floor",
-                "the design's floor: typed read, change log with `_image`, final copy",
-            ),
-            ("design_floor_no_image", "the design's floor without `_image`"),
-        ):
-            if step in r["seconds"]:  # measured since the issue's P1 was examined for a block
-                ratio = r["ratio_to_floor"][step]
-                rows.append(
-                    (
-                        f"export to final table: {what}",
-                        f"{r['table']}, {r['items']:,} items, {doc['driver_memory']} driver heap",
-                        f"{r['seconds'][step]} s vs floor {r['seconds']['floor']} s = **{ratio}x**",
-                        "none; above P1's 2.0x, P1 is out of this design's reach",
-                        "n/a",
-                    )
-                )
         if "peak_driver_rss_mb" in r:  # a run finished only if every step fit its capped heap
             step, rss = max(r["peak_driver_rss_mb"].items(), key=lambda kv: kv[1])
             rows.append(
