@@ -228,26 +228,35 @@ def final_rows(env: dict[str, str], table: str) -> int:
     return int(out.stdout.strip().splitlines()[-1])
 
 
-def run(scratch: Path, table: str, items: int, log: Path) -> dict:
+def write_export(scratch: Path, table: str, items: int) -> Path:
+    """One full export of ``items`` items of ``table`` (``flat`` or a sample table)."""
     from ingestion.samples import exports as sample_exports
 
-    project = project_copy(scratch)
-    started = time.monotonic()
     if table == "flat":
-        folder = write_flat(scratch / "exports", items)
-    else:
-        folder = sample_exports.write_samples(scratch / "exports", items, seed=1, tables=[table])[table]  # fmt: skip
-    generated_s = time.monotonic() - started
-    raw_mb = sum(
-        len(gzip.open(p).read()) for p in (folder / "data").glob("*.json.gz")
-    ) / 2**20  # fmt: skip
-    base = dict(
+        return write_flat(scratch / "exports", items)
+    return sample_exports.write_samples(scratch / "exports", items, seed=1, tables=[table])[table]
+
+
+def step_environment(project: Path) -> dict[str, str]:
+    """Every step's environment: a 1 GB driver heap, the project copy, this checkout's code."""
+    return dict(
         os.environ,
         SPARK_LOCAL_IP="127.0.0.1",
         LAKEHOUSE_DRIVER_MEMORY="1g",
         LAKEHOUSE_PROJECT_DIR=str(project),
         PYTHONPATH=str(ROOT),
     )
+
+
+def run(scratch: Path, table: str, items: int, log: Path) -> dict:
+    project = project_copy(scratch)
+    started = time.monotonic()
+    folder = write_export(scratch, table, items)
+    generated_s = time.monotonic() - started
+    raw_mb = sum(
+        len(gzip.open(p).read()) for p in (folder / "data").glob("*.json.gz")
+    ) / 2**20  # fmt: skip
+    base = step_environment(project)
     cli = [sys.executable, "-m", "ingestion.cli"]
     schema_file = project / "schemas" / f"{table}.json"
     shutil.rmtree(project / "schemas", ignore_errors=True)
@@ -293,21 +302,9 @@ def run(scratch: Path, table: str, items: int, log: Path) -> dict:
 def design_floor_rounds(scratch: Path, table: str, items: int, rounds: int, log: Path) -> dict:
     """(a), (f) and (g) only, interleaved ``rounds`` times on one export (``--rounds``): the
     design's floor against the floor, each a process, as in ``run``."""
-    from ingestion.samples import exports as sample_exports
-
     project = project_copy(scratch)
-    if table == "flat":
-        folder = write_flat(scratch / "exports", items)
-    else:
-        folder = sample_exports.write_samples(scratch / "exports", items, seed=1, tables=[table])[table]  # fmt: skip
-    env = dict(
-        os.environ,
-        SPARK_LOCAL_IP="127.0.0.1",
-        LAKEHOUSE_DRIVER_MEMORY="1g",
-        LAKEHOUSE_PROJECT_DIR=str(project),
-        PYTHONPATH=str(ROOT),
-        LAKEHOUSE_HOME=str(scratch / "home"),
-    )
+    folder = write_export(scratch, table, items)
+    env = dict(step_environment(project), LAKEHOUSE_HOME=str(scratch / "home"))
     typed = scratch / "typed_schema.json"
     subprocess.run([sys.executable, str(HERE), "--infer", str(folder), str(typed)], env=env, check=True)  # fmt: skip
     done = []
