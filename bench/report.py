@@ -397,7 +397,7 @@ def design_floor(doc: dict) -> list[Row]:
                     f"{r['table']}, {r['items']:,} items, {len(ratios)} interleaved rounds, "
                     f"{doc['driver_memory']} driver heap",
                     f"{', '.join(f'{x}x' for x in ratios)} the floor (lowest **{min(ratios)}x**)",
-                    "none; above P1's 2.0x, P1 is out of this design's reach",
+                    "none; at or above P1's 2.0x, P1 is out of this design's reach",
                     "n/a",
                 )
             )

@@ -128,6 +128,9 @@ def _known_rows(spark: SparkSession, table: str, before: int, after: int) -> int
         current = by_id.get(current.parent_id) if current.parent_id is not None else None
     if current is None or len(changed) != 1 or changed[0].parent_id != before:
         return None
+    # And that commit is this process's (its dbt run shares this session): not another writer's.
+    if changed[0].summary.get("spark.app.id") != spark.sparkContext.applicationId:
+        return None
     return known[1]
 
 
