@@ -30,6 +30,8 @@ select max(`_version`) from {{ relation }} where `_operation` = 'snapshot'
 
 {#- A key's latest change (columns unprefixed) leaves a row: the baseline rule over `staged`. -#}
 {% macro dynamodb_leaves_a_row(table, staged) -%}
+  {#- An entity's changes are some of its change log's: the newest full export is the log's. -#}
+  {%- set staged = dynamodb_staging_relation(table) if dynamodb_entity(table) else staged -%}
   {%- if dynamodb_one_full_export() -%}true{%- else -%}
 not {{ dynamodb_removes_the_row(table, 'coalesce((' ~ dynamodb_newest_full_export_sql(staged) ~ '), 0)') }}
   {%- endif -%}

@@ -9,7 +9,7 @@
   `_operation = 'ttl_delete'`.
 -#}
 {% macro dynamodb_delete_operations(table) -%}
-  {%- set config = var('dynamodb_tables', {}).get(table) or {} -%}
+  {%- set config = dynamodb_entry(table) or {} -%}
   {%- if config.get('ttl_deletes', 'delete') == 'keep' -%}
 ('delete')
   {%- else -%}

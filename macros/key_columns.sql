@@ -1,10 +1,9 @@
 {#- The key columns of a configured DynamoDB table (vars.dynamodb_tables in dbt_project.yml). -#}
 {% macro dynamodb_key_columns(table) -%}
-  {%- set tables = var('dynamodb_tables', {}) -%}
-  {%- if table not in tables -%}
+  {%- set entry = dynamodb_entry(table) -%}
+  {%- if entry is none -%}
     {{ exceptions.raise_compiler_error("table " ~ table ~ " is not in vars.dynamodb_tables of dbt_project.yml") }}
   {%- endif -%}
-  {%- set entry = tables[table] -%}
   {%- set keys = [] -%}
   {%- for role in ['partition_key', 'sort_key'] if entry.get(role) -%}
     {%- do keys.append(dynamodb_column_name(entry[role].rsplit(':', 1)[0])) -%}

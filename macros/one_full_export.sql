@@ -11,7 +11,8 @@
 {% macro dynamodb_one_full_export() -%}
   {%- if not execute or model.resource_type != 'model' or is_incremental() -%}{{ return(false) }}{%- endif -%}
   {%- set table = this.identifier -%}
-  {%- if table not in var('dynamodb_tables', {}) -%}{{ return(false) }}{%- endif -%}
+  {#- An entity's final table takes some of its change log's rows: never a copy of it. -#}
+  {%- if table not in var('dynamodb_tables', {}) or dynamodb_entity(table) -%}{{ return(false) }}{%- endif -%}
   {#- No change log yet (`dbt compile` or sqlfluff on a fresh lakehouse): the general path. -#}
   {%- if adapter.get_relation(database=none, schema=dynamodb_staging_schema(), identifier=table) is none -%}
     {{ return(false) }}

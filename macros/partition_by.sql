@@ -6,7 +6,7 @@
   existing incremental table.
 -#}
 {% macro dynamodb_buckets(table) -%}
-  {{ return(var('dynamodb_tables', {}).get(table, {}).get('buckets')) }}
+  {{ return((dynamodb_entry(table) or {}).get('buckets')) }}
 {%- endmacro %}
 
 {% macro dynamodb_partition_by(table) -%}

@@ -28,7 +28,7 @@ select {{ columns }} from {{ relation }} where false
   {%- else -%}
 select {{ columns }} from {{ relation }}
 where ({{ keys | join(', ') }}) in (
-    select {{ keys | join(', ') }} from {{ source('dynamodb', table) }}
+    select {{ keys | join(', ') }} from {{ dynamodb_change_log(table) }}
     where `_batch_id` in ({{ dynamodb_quoted_list(batches) }})
 )
   {%- endif -%}
@@ -51,7 +51,7 @@ where ({{ keys | join(', ') }}) in (
 {% macro dynamodb_expected_latest(table) -%}
   {%- set keys = dynamodb_key_columns(table) -%}
   {%- set columns = lakehouse_quote_list(keys + dynamodb_change_order_columns()) -%}
-  {{ dynamodb_latest_change_per_key(dynamodb_tested(table, source('dynamodb', table), columns | join(', ')), keys) }}
+  {{ dynamodb_latest_change_per_key(dynamodb_tested(table, dynamodb_change_log(table), columns | join(', ')), keys) }}
 {%- endmacro %}
 
 {#-
@@ -73,7 +73,7 @@ where ({{ keys | join(', ') }}) in (
   {%- if not execute or dynamodb_run_var('dynamodb_full_check') -%}{{ return(false) }}{%- endif -%}
   {#- Scoped tests follow an incremental merge: never a first load, and no metadata query. -#}
   {%- if dynamodb_test_batches(table) is not none -%}{{ return(false) }}{%- endif -%}
-  {%- if not _dynamodb_key_test_runs(table) -%}{{ return(false) }}{%- endif -%}
+  {%- if not _dynamodb_key_test_runs(table) or dynamodb_entity(table) -%}{{ return(false) }}{%- endif -%}
   {%- if not dynamodb_change_log_is_one_full_export(table) -%}{{ return(false) }}{%- endif -%}
   {%- set query -%}
     select

@@ -58,6 +58,25 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="how the rendered deployment keeps it fresh: daily (an incremental export a day; "
         "the default) or stream (its DynamoDB stream, read by the one long-running watch)",
     )
+    rule = p.add_mutually_exclusive_group()
+    rule.add_argument(
+        "--entity-key",
+        metavar="KEY",
+        help="a single-table design: the entity is the text before the first '#' of this "
+        "string key (e.g. sk: ORDER#7 is ORDER); one final table per --entity",
+    )
+    rule.add_argument(
+        "--entity-attribute",
+        metavar="ATTR",
+        help="a single-table design: the entity is this attribute's value (e.g. type)",
+    )
+    p.add_argument(
+        "--entity",
+        action="append",
+        metavar="VALUE[=TABLE]",
+        help="an entity value and its final table (default <name>__<value>); repeat for each. "
+        "Items of no listed value go to <name>__unmatched (docs/single-table-design.md)",
+    )
     p.set_defaults(run=run_add_table)
 
     p = sub.add_parser(
@@ -99,6 +118,7 @@ def run_add_table(args: argparse.Namespace) -> int:
         args.buckets,
         lakehouse=name,
         cadence=args.cadence,
+        entities=onboarding.entity_block(args.entity_key, args.entity_attribute, args.entity),
     )
     shown = f"DynamoDB table {dynamodb_name} -> lakehouse table {names.FINAL}.{name}"
     print(f"{shown} registered" + ("" if name == dynamodb_name else " (--name to choose)"))

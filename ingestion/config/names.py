@@ -84,9 +84,16 @@ def quote_table(*parts: str) -> str:
     return ".".join(quote(p) for p in parts)
 
 
+# An entity's final table -> the table entry whose change log holds its changes (a single-table
+# design, ingestion.dynamodb.entities), set by every load of the table configuration
+# (``tables.load_tables``): ``staging_table`` and the ledger then take either name.
+STAGING_OF: dict[str, str] = {}
+
+
 def staging_table(table: str) -> str:
-    """The change log of a DynamoDB table, quoted: ``lake.staging.<table>``."""
-    return quote_table(CATALOG, STAGING, table)
+    """The change log of a DynamoDB table, quoted: ``lake.staging.<table>`` (for an entity's
+    final table, its entry's change log)."""
+    return quote_table(CATALOG, STAGING, STAGING_OF.get(table, table))
 
 
 def final_table(table: str) -> str:

@@ -16,6 +16,7 @@ import yaml
 
 from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
+from ingestion.dynamodb.entities import EntityRule, final_tables, parse_rule, register_finals
 from ingestion.dynamodb.naming import column_name
 from ingestion.sources.s3_uri import LocationError, parse_s3_uri
 
@@ -38,6 +39,7 @@ ENTRY_KEYS = (
     "cadence",
     "heal",
     "verify",
+    "entities",
 )
 # How a deployment keeps the table fresh (``ddb-lakehouse deploy render``): from its stream
 # through the one long-running ``watch``, or from a daily incremental export.
@@ -79,6 +81,13 @@ class TableConfig:
     cadence: str = "daily"  # how a deployment syncs it: daily | stream (CADENCES)
     heal: bool = False  # sync --from-dynamodb heals a broken chain with a full export
     verify: str = "weekly"  # how often a deployment verifies it (VERIFY_SCHEDULES)
+    entities: EntityRule | None = None  # a single-table design's rule (ingestion.dynamodb.entities)
+    staging: str = ""  # an entity's final table: the entry whose change log it reads
+
+    @property
+    def staging_name(self) -> str:
+        """The name of the change log this table's rows come from (``staging.<name>``)."""
+        return self.staging or self.name
 
     @property
     def dynamodb_name(self) -> str:
@@ -194,6 +203,8 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         raise TableConfigError(f"table {name}: partition_key is required")
     dynamodb_table = _source(name, entry)
     sort_key = parse_key(entry["sort_key"], name) if entry.get("sort_key") else None
+    partition_key = parse_key(entry["partition_key"], name)
+    keys = (partition_key,) + ((sort_key,) if sort_key else ())
     ttl = _choice(name, entry, "ttl_deletes", TTL_MODES, "delete")
     export_to = entry.get("export_to")
     if export_to is not None:
@@ -216,7 +227,7 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
     verify = _choice(name, {"verify": "off"} if entry.get("verify") is False else entry, "verify", VERIFY_SCHEDULES, "weekly")  # fmt: skip
     config = TableConfig(
         name,
-        parse_key(entry["partition_key"], name),
+        partition_key,
         sort_key,
         ttl,
         entry.get("table_arn"),
@@ -227,6 +238,7 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         cadence,
         heal,
         verify,
+        parse_rule(name, entry.get("entities"), {k.name: k.descriptor for k in keys}),
     )
     if sort_key and sort_key.column == config.partition_key.column:
         raise TableConfigError(
@@ -252,6 +264,7 @@ def check_distinct(tables: Any) -> None:
     name that is another table's lakehouse name would make ``--table`` ambiguous."""
     tables = list(tables)
     lakehouse = {t.name for t in tables}
+    register_finals(tables)
     for table in tables:
         if table.dynamodb_name != table.name and table.dynamodb_name in lakehouse:
             raise TableConfigError(

@@ -25,7 +25,11 @@ def needs_full_refresh(spark: SparkSession, table: TableConfig) -> bool:
     final, staging = names.final_table(table.name), names.staging_table(table.name)
     if not spark.catalog.tableExists(final) or not spark.catalog.tableExists(staging):
         return False
-    staged = {f.name: f.dataType.simpleString() for f in spark.table(staging).schema.fields}
+    staged_fields = spark.table(staging).schema.fields
+    staged = {f.name: f.dataType.simpleString() for f in staged_fields}
+    if table.staging:  # an entity's final table: its columns are its struct column's fields
+        entity = next((f.dataType for f in staged_fields if f.name == table.name), None)
+        staged |= {f.name: f.dataType.simpleString() for f in getattr(entity, "fields", [])}
     for field in spark.table(final).schema.fields:
         wanted = staged.get(field.name)
         built = field.dataType.simpleString()

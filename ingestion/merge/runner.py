@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from ingestion import fault_points
 from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
-from ingestion.dynamodb.tables import TableConfig
+from ingestion.dynamodb.tables import TableConfig, final_tables
 from ingestion.merge.full_refresh import needs_full_refresh
 from ingestion.merge.merge_counts import (
     MergeCounts,
@@ -135,6 +135,7 @@ def run_merge(
     ``also_test``). The data tests look only at the keys the merged batches touched
     (``test_scope``), or at whole tables with ``full_check``."""
     started = time.monotonic()
+    tables = [final for table in tables for final in final_tables(table)]
     check_model_tests(tables)
     ensure_merge_log(spark)
     batches = {t.name: _new_batches(spark, t.name) for t in tables}
@@ -217,6 +218,7 @@ def full_check(spark: SparkSession, tables: list[TableConfig]) -> tuple[list[str
     """`dbt test` of whole tables (``maintain``): (tables tested, tables left out). A table with
     no final table, or with batches staged and not merged yet (a watch between its ingest and
     its merge), is left out: its final table cannot match its change log yet."""
+    tables = [final for table in tables for final in final_tables(table)]
     check_model_tests(tables)
     ensure_merge_log(spark)
     ready = [

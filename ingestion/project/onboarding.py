@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from ingestion.config import settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import (
+    check_distinct,
     check_dynamodb_name,
     is_lakehouse_name,
     lakehouse_name,
@@ -51,6 +53,21 @@ def names_for(dynamodb_name: str, lakehouse: str | None = None) -> tuple[str, st
     return name, dynamodb_name
 
 
+def entity_block(
+    key: str | None, attribute: str | None, values: list[str] | None
+) -> dict[str, Any] | None:
+    """The ``entities`` block of ``add-table``'s ``--entity-key``/``--entity-attribute`` and
+    ``--entity VALUE[=TABLE]`` options (validated with the rest of the entry)."""
+    if not key and not attribute:
+        if values:
+            raise OnboardingError("--entity needs --entity-key KEY or --entity-attribute ATTR")
+        return None
+    if not values:
+        raise OnboardingError("a single-table design lists its entities: --entity VALUE[=TABLE], once each")  # fmt: skip
+    listed = dict(v.split("=", 1) if "=" in v else (v, None) for v in values)
+    return {"key": key} | {"values": listed} if key else {"attribute": attribute, "values": listed}
+
+
 def add_table(
     dynamodb_name: str,
     partition_key: str,
@@ -58,6 +75,7 @@ def add_table(
     buckets: int | None = None,
     lakehouse: str | None = None,
     cadence: str = "daily",
+    entities: dict[str, Any] | None = None,
 ) -> list[Path]:
     """Register DynamoDB table ``dynamodb_name`` as lakehouse table ``lakehouse`` (derived from
     it by default); the files written."""
@@ -89,7 +107,10 @@ def add_table(
         entry["buckets"] = buckets
     if cadence != "daily":
         entry["cadence"] = cadence
+    if entities:
+        entry["entities"] = entities
     table = table_from_entry(name, entry)  # validates names and keys
+    check_distinct([*configured.values(), table])  # entity tables named as no other table
 
     project_text = project_path.read_text().rstrip("\n") + "\n"
     project_text += f"    {name}:\n"
@@ -101,6 +122,9 @@ def add_table(
     for key in ("buckets", "cadence"):
         if key in entry:
             project_text += f"      {key}: {entry[key]}\n"
+    if entities:
+        block = yaml.safe_dump({"entities": entities}, sort_keys=False, default_flow_style=False)
+        project_text += "".join(f"      {line}\n" for line in block.splitlines())
     sources_text = sources_file.read_text().rstrip("\n") + "\n"
     sources_text += (
         f"      - name: {name}\n        description: Change log of the DynamoDB table "

@@ -18,7 +18,7 @@ from pathlib import Path
 import jinja2
 
 from ingestion.config import names
-from ingestion.dynamodb.tables import TableConfig
+from ingestion.dynamodb.tables import TableConfig, final_tables
 from ingestion.schema.types import METADATA_COLUMNS
 
 
@@ -47,12 +47,16 @@ def render(template: str, table: TableConfig) -> str:
 
 
 def files_for(table: TableConfig, root: Path) -> dict[Path, str]:
-    """Path -> content of the dbt files of ``table``."""
+    """Path -> content of the dbt files of ``table``: of each of its entity tables, for a
+    single-table design (their staging models read the entry's change log as theirs)."""
     staging = root / "models/staging" / names.SOURCE
-    model = names.staging_model(table.name)
-    return {
-        staging / f"{model}.sql": render("staging.sql.j2", table),
-        staging / f"{model}.yml": render("staging.yml.j2", table),
-        root / "models/marts" / f"{table.name}.sql": render("final.sql.j2", table),
-        root / "models/marts" / f"{table.name}.yml": render("final.yml.j2", table),
-    }
+    files = {}
+    for final in final_tables(table):
+        model = names.staging_model(final.name)
+        files |= {
+            staging / f"{model}.sql": render("staging.sql.j2", final),
+            staging / f"{model}.yml": render("staging.yml.j2", final),
+            root / "models/marts" / f"{final.name}.sql": render("final.sql.j2", final),
+            root / "models/marts" / f"{final.name}.yml": render("final.yml.j2", final),
+        }
+    return files

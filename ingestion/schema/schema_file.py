@@ -69,7 +69,7 @@ def parse_document(
     if not isinstance(raw, dict):
         raise SchemaError(f"{where_from}: a schema file is a JSON object")
     simple = "attributes" not in raw and all(isinstance(v, str) for v in raw.values())
-    entries: dict[str, Any] = raw if simple else raw.get("attributes")  # type: ignore[assignment]
+    entries: dict[str, Any] = raw if simple else raw.get("attributes", {} if "entities" in raw else None)  # type: ignore[assignment]  # fmt: skip
     if not isinstance(entries, dict):
         raise SchemaError(
             f'{where_from}: "attributes" must be an object of attribute name -> entry'
@@ -147,7 +147,15 @@ def declared_keys(table: TableConfig) -> dict[str, ColumnType]:
 
 def table_schema_file(table: TableConfig) -> SchemaFile | None:
     """A configured table's schema file, its keys typed as declared; None before its first
-    detection. The one way the project loads a table's schema."""
+    detection. The one way the project loads a table's schema. An entity's final table (a
+    single-table design) has its section of its entry's file, ``entities: {<final>: ...}``."""
+    if table.staging:
+        path = schema_path(table.staging)
+        raw = json.loads(path.read_text()) if path.exists() else {}
+        section = (raw.get("entities") or {}).get(table.name) if isinstance(raw, dict) else None
+        if section is None:
+            return None
+        return parse_document(section, f"{path}: entities: {table.name}", table.name, declared_keys(table))
     return load_schema(table.name, declared_keys(table))
 
 
@@ -186,6 +194,12 @@ def to_json(schema: Schema) -> dict[str, Any]:
         a.name: ({"key": True} if a.key else {}) | _entry(a.type, a.column, a.info)
         for a in schema.attributes
     }
+    if schema.rule is not None:  # a single-table design: its rule, and a section per entity
+        rule = schema.rule
+        document["rule"] = {rule.by: rule.attribute, "values": dict(rule.values)}
+        document["entities"] = {
+            e.table: {k: v for k, v in to_json(e).items() if k != "table"} for e in schema.entities
+        }
     return document
 
 

@@ -198,102 +198,35 @@ def _attribute(name: str) -> str:
 TYPED_ATTRIBUTES = 100
 
 
-def _decoded(attributes: list[Attribute], strict: bool = False):
-    """A function adding ``__c<i>``, each attribute decoded to its column type (null when it
-    does not fit): nested ones from ``_typed`` (their maps and lists filled by Spark's JSON
-    parser once, ingestion.schema.layouts) where the table is narrow enough, the rest from
-    ``_attrs``. Absence, keys and drift are decided from ``_attrs`` either way."""
+def decoded(attributes: list[Attribute], strict: bool = False, prefix: str = "__c", guard: str = ""):
+    """A function adding ``<prefix><i>``, each attribute decoded to its column type (null when
+    it does not fit): nested ones from ``<prefix>typed`` (their maps and lists filled by
+    Spark's JSON parser once, ingestion.schema.layouts) where the table is narrow enough, the
+    rest from ``_attrs``. Absence, keys and drift are decided from ``_attrs`` either way.
+    ``guard``: SQL a row must meet to be decoded at all (an entity's rows); null elsewhere."""
     narrow = len(attributes) <= TYPED_ATTRIBUTES
     nested = typed_attributes_ddl([(a.name, a.type) for a in attributes if not a.key])
     nested = nested if narrow else None
+    parsed = f"{prefix}typed"
+
+    def when(sql: str) -> str:
+        return f"case when {guard} then {sql} end" if guard else sql
 
     def source(attribute: Attribute) -> tuple[str, Layout]:
         shape = layout([attribute.type])
         if nested is None or attribute.key or not shape.typed:
             return _attribute(attribute.name), TEXT
-        return f"`_typed`.`{attribute.name.replace('`', '``')}`", shape
+        return f"`{parsed}`.`{attribute.name.replace('`', '``')}`", shape
 
     def add(df: DataFrame) -> DataFrame:
         if nested is not None:
-            df = df.withColumn("_typed", F.expr(f"from_json(`_image`, {sql_string(nested)})"))
+            df = df.withColumn(parsed, F.expr(when(f"from_json(`_image`, {sql_string(nested)})")))
         values = []
         for i, attribute in enumerate(attributes):
             value, shape = source(attribute)
             seen = attribute.info if strict and not attribute.key else None
             sql = typed(value, attribute.type, 0, shape, compiled=narrow, seen=seen)
-            values.append(F.expr(sql).alias(f"__c{i}"))
+            values.append(F.expr(when(sql)).alias(f"{prefix}{i}"))
         return df.select("*", *values)
 
     return add
-
-
-UNKNOWN_DESCRIPTOR = (
-    "table {table}: a value with an unknown type descriptor (expected one of "
-    + ", ".join(DESCRIPTORS)
-    + ") in attribute(s) "
-)
-
-
-def with_typed_columns(schema: Schema, table: str):
-    """The schema's attributes as typed columns (keys first, never null) and ``_drift``. A
-    schema of the first items' types (``Schema.sampled``) stages strictly: a value they do not
-    describe fails the batch with ``SAMPLE_MISFIT`` (it would be a drift otherwise)."""
-    attributes = list(schema.attributes)
-    strict = schema.sampled is not None
-    known = ", ".join(sql_string(a.name) for a in attributes)
-    unknown = f"array_except(map_keys(`_attrs`), array({known}))"
-
-    def key_column(i: int, attribute: Attribute, first: bool) -> F.Column:
-        where = f"table {table}: key attribute {attribute.name!r}"
-        checks = []
-        if first:
-            untyped = f"map_filter(`_attrs`, (k, v) -> v is not null and {descriptor('v')} is null)"
-            checks.append(
-                f"when size({untyped}) > 0 then raise_error(concat("
-                f"{sql_string(UNKNOWN_DESCRIPTOR.format(table=table))}, "
-                f"array_join(map_keys({untyped}), ', '), ' of an item of ', _source_file))"
-            )
-            checks.append(
-                f"when size({unknown}) > 0 then raise_error(concat({sql_string(NEW_ATTRIBUTES + ': ')}, "
-                f"array_join({unknown}, ', '), ' in ', _source_file))"
-            )
-        checks.append(
-            f"when {is_absent(_attribute(attribute.name))} then "
-            f"{fail(f'{where} is missing in an item of ')}"
-        )
-        misfit = f"not {fits(_attribute(attribute.name), f'`__c{i}`')}"
-        if attribute.type.kind == "string":  # a string column takes any value: a key only S
-            misfit += f" or {field(_attribute(attribute.name), 'S')} is null"
-        checks.append(
-            f"when {misfit} then "
-            f"{fail(f'{where} is not a value that fits {attribute.type.sql()} in ')}"
-        )
-        return F.expr(f"case {' '.join(checks)} else `__c{i}` end").alias(attribute.column)
-
-    def transform(df: DataFrame) -> DataFrame:
-        decoded = df.transform(_decoded(attributes, strict))
-        columns, first = [], True
-        for i, attribute in enumerate(attributes):
-            if attribute.key:
-                columns.append(key_column(i, attribute, first))
-                first = False
-            else:
-                columns.append(F.col(f"`__c{i}`").alias(attribute.column))
-        drift = ", ".join(
-            f"case when not {fits(_attribute(a.name), f'`__c{i}`')} then {sql_string(a.name)} end"
-            for i, a in enumerate(attributes)
-            if not a.key
-        )
-        drifted = f"filter(array({drift}), x -> x is not null)" if drift else "array()"
-        found = drifted
-        if strict:
-            found = f"raise_error(concat({sql_string(first_items.SAMPLE_MISFIT + ': ')}, array_join({drifted}, ', '), ' in ', _source_file))"  # fmt: skip
-        return decoded.select(
-            *columns,
-            "*",
-            F.expr(f"case when size({drifted}) > 0 then {found} end")
-            .cast("array<string>")
-            .alias("_drift"),
-        ).drop("_attrs", "_typed", "_line", *[f"__c{i}" for i in range(len(attributes))])
-
-    return transform

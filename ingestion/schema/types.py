@@ -32,6 +32,7 @@ from typing import Any
 
 from ingestion.config.errors import LakehouseError
 from ingestion.config.names import quote
+from ingestion.dynamodb.entities import EntityRule
 from ingestion.dynamodb.naming import column_name
 
 METADATA_COLUMNS = (
@@ -137,6 +138,13 @@ class Schema:
     # the source is then detected whole (``staging.exports.stage_with_evolution``). None: the
     # types are proven (detected from every item, declared, or kept by a commit).
     sampled: int | None = None
+    # A single-table design's (decision 0009): one schema per entity, named by its final table,
+    # its keys and its own attributes; ``attributes`` then holds the keys only.
+    entities: tuple[Schema, ...] = ()
+    rule: EntityRule | None = None  # the single-table design's rule these sections follow
+
+    def entity(self, final: str) -> Schema | None:
+        return next((e for e in self.entities if e.table == final), None)
 
     @property
     def names(self) -> list[str]:

@@ -21,7 +21,7 @@ from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb import decode
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import sql_string
-from ingestion.schema import typed_columns
+from ingestion.schema import typed_rows
 from ingestion.schema.types import METADATA_COLUMNS, Schema
 from ingestion.sources.manifest import FULL, Export
 from ingestion.spark import table_metadata
@@ -69,11 +69,11 @@ def staging_rows(
         .withColumn("_version", version)
         .withColumn("_sequence", sequence)
         .transform(decode.with_image)
-        .transform(typed_columns.with_typed_columns(schema, schema.table))
+        .transform(typed_rows.typed_rows(schema, schema.table))
         .withColumn("_source", F.lit(source))
         .withColumn("_batch_id", F.lit(batch_id))
         .withColumn("_ingested_at", F.timestamp_micros(F.lit(clock.epoch_micros(ingested_at))))
-        .select(*[a.column for a in schema.attributes], *METADATA_COLUMNS)
+        .select(*typed_rows.row_columns(schema), *METADATA_COLUMNS)
     )
 
 

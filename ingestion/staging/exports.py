@@ -24,7 +24,7 @@ from ingestion.dynamodb.tables import TableConfig
 from ingestion.schema import detect, first_items, schema_file, typed_columns, types
 from ingestion.sources import manifest
 from ingestion.spark import spark_config
-from ingestion.staging import append, chain, ledger, table_types
+from ingestion.staging import append, chain, entity_types, ledger, table_types
 from ingestion.staging.drift import Drift
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,11 @@ def with_keys(table: TableConfig, current: types.Schema) -> types.Schema:
         for k in table.keys
     ]
     rest = [a for a in current.attributes if a.name not in declared]
-    return replace(current, attributes=tuple(keys + rest))
+    return replace(current, attributes=tuple(keys + rest), rule=table.entities)
+
+
+def _declared(table: TableConfig) -> dict | None:
+    return schema_file.declared_entries(schema_file.table_schema_file(table)) or None
 
 
 Images = Callable[[], DataFrame]
@@ -94,8 +98,12 @@ def schema_for(
         # Staged by an earlier version, which kept its types only in a schema file: its
         # columns exist already, so its types come from every item, as they did then.
         return _detected_whole(table, label, images, source)
-    declared = schema_file.declared_entries(schema_file.table_schema_file(table))
-    sampled = detect.first_items_schema(images(), table, declared or None, source)
+    if table.entities is not None:  # each entity's first items, else that entity whole
+        sampled = entity_types.per_entity(table, images, lambda t, lines: detect.first_items_schema(lines(), t, _declared(t), source) or detect.detect_images(lines(), t, _declared(t), source))  # fmt: skip
+        if sampled.sampled is None:
+            return with_keys(table, sampled), [f"schema detected from {label} ({sampled.items} items)"]  # fmt: skip
+    else:
+        sampled = detect.first_items_schema(images(), table, _declared(table), source)
     if sampled is not None:
         changes = [f"schema detected from the first {sampled.items} items of {label}, checked on every item as it was staged"]  # fmt: skip
         return with_keys(table, sampled), changes + [f"conflict: {c}" for c in sampled.conflicts]
@@ -106,11 +114,18 @@ def _detected_whole(
     table: TableConfig, label: str, images: Images, source: str
 ) -> tuple[types.Schema, list[str]]:
     """The types detected from every item of ``images`` (a person's declared entries kept)."""
-    declared = schema_file.declared_entries(schema_file.table_schema_file(table))
-    detected = detect.detect_images(images(), table, declared or None, source)
+    detected = _whole(table, images, source)
     changes = [f"schema detected from {label} ({detected.items} items)"]
     changes += [f"conflict: {c}" for c in detected.conflicts]
     return with_keys(table, detected), changes
+
+
+def _whole(table: TableConfig, images: Images, source: str) -> types.Schema:
+    """Every item's types (per entity, for a single-table design)."""
+    if table.entities is None:
+        return detect.detect_images(images(), table, _declared(table), source)
+    whole = lambda t, lines: detect.detect_images(lines(), t, _declared(t), source)  # noqa: E731
+    return entity_types.per_entity(table, images, whole)
 
 
 def add_new_attributes(
@@ -118,11 +133,11 @@ def add_new_attributes(
 ) -> tuple[types.Schema, list[str]]:
     """Detect the attributes of ``images`` the schema lacks and add them to it (kept with the
     staging table by the append that stages them)."""
-    declared = schema_file.declared_entries(schema_file.table_schema_file(table))
-    detected = detect.detect_images(images(), table, declared, source)
-    added = [a for a in detected.attributes if current.get(a.name) is None]
-    updated = current.with_attributes(added)
-    types.check_columns(updated)
+    detected = _whole(table, images, source)
+    updated = entity_types.union(current, detected) or current
+    added = entity_types.added(current, updated)
+    for section in (updated, *updated.entities):
+        types.check_columns(section)
     names = ", ".join(f"{a.name!r} ({a.column} {a.type.sql()})" for a in added)
     log.info("%s: new attributes in %s: %s", table.name, label, names)
     conflicts = [c for c in detected.conflicts if any(f"attribute {a.name!r}" in c for a in added)]

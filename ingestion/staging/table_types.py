@@ -24,6 +24,7 @@ from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import sql_string
 from ingestion.schema import schema_file, types
 from ingestion.spark import table_metadata
+from ingestion.staging import entity_types
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +45,16 @@ def stored_document(spark: SparkSession, table: str) -> str | None:
 
 
 def parse(text: str, table: TableConfig) -> types.Schema:
-    """A stored document as a schema, its keys typed as the table declares them."""
+    """A stored document as a schema, its keys typed as the table declares them; for a
+    single-table design, with its entities' sections (``entity_types.sections``)."""
     where = f"{names.staging_table(table.name)} property {PROPERTY}"
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise types.SchemaError(f"{where}: not JSON: {exc}") from exc
-    parsed = schema_file.parse_document(raw, where, table.name, schema_file.declared_keys(table))
-    return schema_file.from_file(parsed)
+    keys = schema_file.declared_keys(table)
+    parsed = schema_file.parse_document(raw, where, table.name, keys)
+    return entity_types.sections(schema_file.from_file(parsed), raw, table, where)
 
 
 def stored_schema(spark: SparkSession, table: TableConfig) -> types.Schema | None:
@@ -79,10 +82,9 @@ def store(spark: SparkSession, table: TableConfig, schema: types.Schema) -> bool
     current = stored_document(spark, table.name)
     kept = parse(current, table) if current else None
     if kept is not None:
-        added = [a for a in schema.attributes if kept.get(a.name) is None]
-        if not added:
+        schema = entity_types.union(kept, schema)
+        if schema is None:
             return False
-        schema = kept.with_attributes(added)
     text = document(schema)
     if current == text:
         return False

@@ -39,12 +39,12 @@
   {%- endfor -%}
   {%- set quoted = lakehouse_quote_list(columns) -%}
   {%- set table = target.identifier -%}
-  {%- set batches = dynamodb_new_batches(table) if table in var('dynamodb_tables', {}) else [] -%}
+  {%- set batches = dynamodb_new_batches(table) if dynamodb_entry(table) is not none else [] -%}
   {%- set baseline = dynamodb_baseline_version(table, dynamodb_staging_relation(table), batches) if batches else none -%}
   {%- if baseline is none -%}
     {%- set predicates = predicates + _dynamodb_bucket_predicates(table, source, keys[0]) -%}
   {%- endif -%}
-  {%- set floor = dynamodb_baseline_version(table, dynamodb_staging_relation(table)) if table in var('dynamodb_tables', {}) else none -%}
+  {%- set floor = dynamodb_baseline_version(table, dynamodb_staging_relation(table)) if dynamodb_entry(table) is not none else none -%}
   {%- set removes = dynamodb_removes_the_row(table, floor, 'change') %}
 merge into {{ target }} as target
 using {{ source }} as change
@@ -66,7 +66,7 @@ when not matched by source and target.`_version` < {{ baseline }} then delete
 
 {#- The bucket filter of a merge into a bucketed table (see above): a list of 0 or 1 predicates. -#}
 {% macro _dynamodb_bucket_predicates(table, source, key) -%}
-  {%- set buckets = dynamodb_buckets(table) if table in var('dynamodb_tables', {}) else none -%}
+  {%- set buckets = dynamodb_buckets(table) if dynamodb_entry(table) is not none else none -%}
   {%- if not buckets or not execute -%}{{ return([]) }}{%- endif -%}
   {%- do run_query('cache table ' ~ source) -%}
   {%- set query = 'select distinct ' ~ dynamodb_bucket_function(buckets, lakehouse_quote(key)) ~ ' from ' ~ source -%}

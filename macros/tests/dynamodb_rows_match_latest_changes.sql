@@ -6,7 +6,7 @@
 with counts as (
   select
     (select coalesce(sum(record_count), 0) from {{ model }}.files where content = 0) as final_rows,
-    (select coalesce(sum(record_count), 0) from {{ source('dynamodb', table) }}.files where content = 0) as expected_rows
+    (select coalesce(sum(record_count), 0) from {{ dynamodb_staging_relation(table) }}.files where content = 0) as expected_rows
 )
 select * from counts where final_rows != expected_rows
 {%- else %}
@@ -14,7 +14,7 @@ with expected as ({{ dynamodb_expected_latest(table) }}),
 counts as (
   select
     (select count(*) from {{ dynamodb_tested(table, model) }}) as final_rows,
-    (select count(*) from expected where {{ dynamodb_leaves_a_row(table, source('dynamodb', table)) }}) as expected_rows
+    (select count(*) from expected where {{ dynamodb_leaves_a_row(table, dynamodb_change_log(table)) }}) as expected_rows
 )
 select * from counts where final_rows != expected_rows
 {%- endif %}

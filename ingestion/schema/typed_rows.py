@@ -1,0 +1,164 @@
+"""An item's image -> a staging row's typed columns: keys checked (never null), the other
+attributes decoded (``typed_columns``), drift flagged in ``_drift``; for a single-table design
+(decision 0009), ``_entity`` and one struct column per entity, so two entities' types never meet
+in one column.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ingestion.dynamodb.decode import fail
+from ingestion.dynamodb.entities import ENTITY_COLUMN, EntityRule, entity_sql
+from ingestion.dynamodb.values import DESCRIPTORS, descriptor, field, is_absent, sql_string
+from ingestion.schema import first_items
+from ingestion.schema.typed_columns import NEW_ATTRIBUTES, _attribute, decoded, fits
+from ingestion.schema.types import Attribute, Schema
+
+UNKNOWN_DESCRIPTOR = (
+    "table {table}: a value with an unknown type descriptor (expected one of "
+    + ", ".join(DESCRIPTORS)
+    + ") in attribute(s) "
+)
+
+
+def _key_column(i: int, attribute: Attribute, first: bool, table: str, unknown: str) -> Column:
+    """A key's typed column; the first key's case also fails the batch on an unknown type
+    descriptor, and on attributes the schema does not know (``unknown``: SQL of their names)."""
+    where = f"table {table}: key attribute {attribute.name!r}"
+    checks = []
+    if first:
+        untyped = f"map_filter(`_attrs`, (k, v) -> v is not null and {descriptor('v')} is null)"
+        checks.append(
+            f"when size({untyped}) > 0 then raise_error(concat("
+            f"{sql_string(UNKNOWN_DESCRIPTOR.format(table=table))}, "
+            f"array_join(map_keys({untyped}), ', '), ' of an item of ', _source_file))"
+        )
+        checks.append(
+            f"when size({unknown}) > 0 then raise_error(concat({sql_string(NEW_ATTRIBUTES + ': ')}, "
+            f"array_join({unknown}, ', '), ' in ', _source_file))"
+        )
+    checks.append(
+        f"when {is_absent(_attribute(attribute.name))} then "
+        f"{fail(f'{where} is missing in an item of ')}"
+    )
+    misfit = f"not {fits(_attribute(attribute.name), f'`__c{i}`')}"
+    if attribute.type.kind == "string":  # a string column takes any value: a key only S
+        misfit += f" or {field(_attribute(attribute.name), 'S')} is null"
+    checks.append(
+        f"when {misfit} then {fail(f'{where} is not a value that fits {attribute.type.sql()} in ')}"
+    )
+    return F.expr(f"case {' '.join(checks)} else `__c{i}` end").alias(attribute.column)
+
+
+def _unknown(attributes: list[Attribute]) -> str:
+    known = ", ".join(sql_string(a.name) for a in attributes)
+    return f"array_except(map_keys(`_attrs`), array({known}))"
+
+
+def _drift(attributes: list[Attribute], prefix: str, strict: bool) -> str:
+    """The names of the attributes whose value does not fit (null when none); with ``strict``
+    (types of the first items), a failure of the batch with ``SAMPLE_MISFIT`` instead."""
+    drift = ", ".join(
+        f"case when not {fits(_attribute(a.name), f'`{prefix}{i}`')} then {sql_string(a.name)} end"
+        for i, a in enumerate(attributes)
+        if not a.key
+    )
+    drifted = f"filter(array({drift}), x -> x is not null)" if drift else "array()"
+    found = drifted
+    if strict:
+        found = f"raise_error(concat({sql_string(first_items.SAMPLE_MISFIT + ': ')}, array_join({drifted}, ', '), ' in ', _source_file))"  # fmt: skip
+    return f"case when size({drifted}) > 0 then {found} end"
+
+
+def _keys(df: DataFrame, keys: list[Attribute], table: str, unknown: str) -> tuple[DataFrame, list[Column]]:  # fmt: skip
+    decoded_keys = df.transform(decoded(keys))
+    return decoded_keys, [_key_column(i, a, i == 0, table, unknown) for i, a in enumerate(keys)]
+
+
+def with_typed_columns(schema: Schema, table: str):
+    """The schema's attributes as typed columns (keys first, never null) and ``_drift``. A
+    schema of the first items' types (``Schema.sampled``) stages strictly: a value they do not
+    describe fails the batch with ``SAMPLE_MISFIT`` (it would be a drift otherwise)."""
+    attributes = list(schema.attributes)
+    keys = [a for a in attributes if a.key]
+    rest = [a for a in attributes if not a.key]
+
+    def transform(df: DataFrame) -> DataFrame:
+        given = list(df.columns)
+        df, key_columns = _keys(df, keys, table, _unknown(attributes))
+        df = df.transform(decoded(rest, schema.sampled is not None, prefix="__v"))
+        values = [F.col(f"`__v{i}`").alias(a.column) for i, a in enumerate(rest)]
+        drift = _drift(rest, "__v", schema.sampled is not None)
+        scratch = _scratch(df, given)
+        return df.select(
+            *key_columns, *values, "*", F.expr(drift).cast("array<string>").alias("_drift")
+        ).drop(*scratch)
+
+    return transform
+
+
+def typed_rows(schema: Schema, table: str):
+    """The transform that types a staging row by ``schema``: its rule's when it has one."""
+    if schema.rule is not None:
+        return with_entity_columns(schema, schema.rule, table)
+    return with_typed_columns(schema, table)
+
+
+def with_entity_columns(schema: Schema, rule: EntityRule, table: str):
+    """``_entity`` (``entities.entity_sql``), the keys as typed columns, and per entity with
+    attributes one struct column named by its final table, holding its attributes' typed
+    columns on its own rows (null on the others'), each decoded by that entity's types only.
+    An entity with no section yet takes no attribute: any is new (``NEW_ATTRIBUTES``)."""
+    keys = [a for a in schema.attributes if a.key]
+    sections = [(final, schema.entity(final)) for _, final in rule.values]
+    entities = [(f, [a for a in s.attributes if not a.key], s) for f, s in sections if s]
+    entities = [(f, attrs, s) for f, attrs, s in entities if attrs]
+    unknown_by = " ".join(
+        f"when {sql_string(final)} then {_unknown(keys + list(s.attributes if s else []))}"
+        for final, s in sections
+    )
+    unknown = f"(case `{ENTITY_COLUMN}` {unknown_by} else array() end)"
+
+    def transform(df: DataFrame) -> DataFrame:
+        df = df.withColumn(ENTITY_COLUMN, F.expr(entity_sql(rule)))
+        given = list(df.columns)
+        df, key_columns = _keys(df, keys, table, unknown)
+        structs, drifts = [], []
+        for j, (final, attributes, section) in enumerate(entities):
+            guard = f"`{ENTITY_COLUMN}` = {sql_string(final)}"
+            strict = section.sampled is not None
+            df = df.transform(decoded(attributes, strict, prefix=f"__e{j}_", guard=guard))
+            fields = ", ".join(
+                f"{sql_string(a.column)}, `__e{j}_{i}`" for i, a in enumerate(attributes)
+            )
+            structs.append(F.expr(f"case when {guard} then named_struct({fields}) end").alias(final))
+            drifts.append(f"when {sql_string(final)} then {_drift(attributes, f'__e{j}_', strict)}")
+        drift = f"case `{ENTITY_COLUMN}` {' '.join(drifts)} end" if drifts else "null"
+        scratch = _scratch(df, given)
+        return df.select(
+            *key_columns, *structs, "*", F.expr(drift).cast("array<string>").alias("_drift")
+        ).drop(*scratch)
+
+    return transform
+
+
+def _scratch(df: DataFrame, given: list[str]) -> list[str]:
+    """The decode's working columns (those it added to ``given``, and the parsed line and
+    image), dropped once the typed columns are taken from them."""
+    return [c for c in df.columns if c not in given] + ["_attrs", "_line"]
+
+
+def row_columns(schema: Schema) -> list[str]:
+    """A staging row's typed columns, in order: the attributes', or for a single-table design
+    the keys', ``_entity`` and each entity's struct column."""
+    rule = schema.rule
+    if rule is None:
+        return [a.column for a in schema.attributes]
+    structs = [
+        final
+        for _, final in rule.values
+        if (s := schema.entity(final)) and any(not a.key for a in s.attributes)
+    ]
+    return [a.column for a in schema.attributes if a.key] + [ENTITY_COLUMN, *structs]
