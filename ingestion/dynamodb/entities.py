@@ -108,7 +108,9 @@ def parse_rule(table: str, block: Any, keys: dict[str, str]) -> EntityRule | Non
         raise EntityRuleError(
             f"{where}: attribute {attribute!r} is a key; use `key: {attribute}` for a key's prefix"
         )
-    return EntityRule(by, attribute, _values(table, block.get("values"), by), f"{table}__{UNMATCHED}")
+    return EntityRule(
+        by, attribute, _values(table, block.get("values"), by), f"{table}__{UNMATCHED}"
+    )
 
 
 def _values(table: str, values: Any, by: str) -> tuple[tuple[str, str], ...]:

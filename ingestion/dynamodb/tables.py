@@ -16,7 +16,7 @@ import yaml
 
 from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
-from ingestion.dynamodb.entities import EntityRule, final_tables, parse_rule, register_finals
+from ingestion.dynamodb.entities import EntityRule, parse_rule, register_finals
 from ingestion.dynamodb.naming import column_name
 from ingestion.sources.s3_uri import LocationError, parse_s3_uri
 

@@ -16,7 +16,8 @@ from pyspark.sql import SparkSession
 from ingestion import fault_points
 from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
-from ingestion.dynamodb.tables import TableConfig, final_tables
+from ingestion.dynamodb.entities import final_tables
+from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge.full_refresh import needs_full_refresh
 from ingestion.merge.merge_counts import (
     MergeCounts,

@@ -64,7 +64,7 @@ def entity_block(
         return None
     if not values:
         raise OnboardingError("a single-table design lists its entities: --entity VALUE[=TABLE], once each")  # fmt: skip
-    listed = dict(v.split("=", 1) if "=" in v else (v, None) for v in values)
+    listed = {v.partition("=")[0]: v.partition("=")[2] or None for v in values}
     return {"key": key} | {"values": listed} if key else {"attribute": attribute, "values": listed}
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import jinja2
 
 from ingestion.config import names
-from ingestion.dynamodb.tables import TableConfig, final_tables
+from ingestion.dynamodb.entities import final_tables
+from ingestion.dynamodb.tables import TableConfig
 from ingestion.schema.types import METADATA_COLUMNS
 
 
@@ -50,7 +51,7 @@ def files_for(table: TableConfig, root: Path) -> dict[Path, str]:
     """Path -> content of the dbt files of ``table``: of each of its entity tables, for a
     single-table design (their staging models read the entry's change log as theirs)."""
     staging = root / "models/staging" / names.SOURCE
-    files = {}
+    files: dict[Path, str] = {}
     for final in final_tables(table):
         model = names.staging_model(final.name)
         files |= {

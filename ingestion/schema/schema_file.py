@@ -155,7 +155,9 @@ def table_schema_file(table: TableConfig) -> SchemaFile | None:
         section = (raw.get("entities") or {}).get(table.name) if isinstance(raw, dict) else None
         if section is None:
             return None
-        return parse_document(section, f"{path}: entities: {table.name}", table.name, declared_keys(table))
+        return parse_document(
+            section, f"{path}: entities: {table.name}", table.name, declared_keys(table)
+        )
     return load_schema(table.name, declared_keys(table))
 
 

@@ -12,11 +12,9 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ingestion.dynamodb.decode import fail
 from ingestion.dynamodb.numbers import canonical_number, fits_decimal, fits_long
 from ingestion.dynamodb.values import (
     DESCRIPTORS,
-    descriptor,
     field,
     is_absent,
     parse_list,
@@ -26,7 +24,7 @@ from ingestion.dynamodb.values import (
 )
 from ingestion.schema import first_items
 from ingestion.schema.layouts import TEXT, Layout, layout, typed_attributes_ddl
-from ingestion.schema.types import Attribute, ColumnType, Schema
+from ingestion.schema.types import Attribute, ColumnType
 
 # The message an item with attributes the schema does not know yet fails its batch with:
 # staging (ingestion/staging/exports.py) adds them to the schema and stages the batch again.
@@ -198,7 +196,9 @@ def _attribute(name: str) -> str:
 TYPED_ATTRIBUTES = 100
 
 
-def decoded(attributes: list[Attribute], strict: bool = False, prefix: str = "__c", guard: str = ""):
+def decoded(
+    attributes: list[Attribute], strict: bool = False, prefix: str = "__c", guard: str = ""
+):
     """A function adding ``<prefix><i>``, each attribute decoded to its column type (null when
     it does not fit): nested ones from ``<prefix>typed`` (their maps and lists filled by
     Spark's JSON parser once, ingestion.schema.layouts) where the table is narrow enough, the

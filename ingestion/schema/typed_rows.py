@@ -122,7 +122,8 @@ def with_entity_columns(schema: Schema, rule: EntityRule, table: str):
     unknown = f"(case `{ENTITY_COLUMN}` {unknown_by} else array() end)"
 
     def transform(df: DataFrame) -> DataFrame:
-        df = df.withColumn(ENTITY_COLUMN, F.expr(entity_sql(rule)))
+        if ENTITY_COLUMN not in df.columns:  # staged rows typed again keep theirs (rebuild)
+            df = df.withColumn(ENTITY_COLUMN, F.expr(entity_sql(rule)))
         given = list(df.columns)
         df, key_columns = _keys(df, keys, table, unknown)
         structs, drifts = [], []
@@ -133,7 +134,9 @@ def with_entity_columns(schema: Schema, rule: EntityRule, table: str):
             fields = ", ".join(
                 f"{sql_string(a.column)}, `__e{j}_{i}`" for i, a in enumerate(attributes)
             )
-            structs.append(F.expr(f"case when {guard} then named_struct({fields}) end").alias(final))
+            structs.append(
+                F.expr(f"case when {guard} then named_struct({fields}) end").alias(final)
+            )
             drifts.append(f"when {sql_string(final)} then {_drift(attributes, f'__e{j}_', strict)}")
         drift = f"case `{ENTITY_COLUMN}` {' '.join(drifts)} end" if drifts else "null"
         scratch = _scratch(df, given)

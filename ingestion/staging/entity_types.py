@@ -99,7 +99,9 @@ def union(kept: types.Schema, schema: types.Schema) -> types.Schema | None:
 def added(old: types.Schema, new: types.Schema) -> list[types.Attribute]:
     """The attributes of ``new`` that ``old`` lacks, top level and per entity."""
     pairs = [(old, new)] + [(old.entity(e.table), e) for e in new.entities]
-    return [a for was, now in pairs for a in now.attributes if was is None or was.get(a.name) is None]
+    return [
+        a for was, now in pairs for a in now.attributes if was is None or was.get(a.name) is None
+    ]
 
 
 def entity_lines(lines: DataFrame, rule: EntityRule, final: str) -> DataFrame:
@@ -133,13 +135,25 @@ def per_entity(table: TableConfig, images: Callable[[], DataFrame], detect: Dete
     that entity's lines only, the results as one schema: the keys, a section per entity."""
     rule = table.entities
     assert rule is not None
-    sections: list[types.Schema] = []
-    sampled, conflicts = [], []
-    for entity in final_tables(table)[:-1]:  # the unmatched table has no typed columns
-        found = detect(entity, lambda e=entity: entity_lines(images(), rule, e.name))
-        sections.append(found)
-        sampled += [found.sampled] if found.sampled is not None else []
-        conflicts += [f"{entity.name}: {c}" for c in found.conflicts]
+    sections = []
+    for entity in entity_tables(table):
+
+        def lines(final: str = entity.name) -> DataFrame:
+            return entity_lines(images(), rule, final)
+
+        sections.append(detect(entity, lines))
+    return combined(table, sections)
+
+
+def entity_tables(table: TableConfig) -> list[TableConfig]:
+    """The entity tables of a table's rule that have typed columns (not the unmatched one)."""
+    return final_tables(table)[:-1]
+
+
+def combined(table: TableConfig, sections: list[types.Schema]) -> types.Schema:
+    """The schema of a single-table design: the keys, and the entities' sections."""
+    sampled = [s.sampled for s in sections if s.sampled is not None]
+    conflicts = [f"{s.table}: {c}" for s in sections for c in s.conflicts]
     keys = tuple(a for a in sections[0].attributes if a.key)
     return types.Schema(
         table.name,
@@ -149,5 +163,5 @@ def per_entity(table: TableConfig, images: Callable[[], DataFrame], detect: Dete
         conflicts=tuple(conflicts),
         sampled=max(sampled) if sampled else None,
         entities=tuple(sections),
-        rule=rule,
+        rule=table.entities,
     )

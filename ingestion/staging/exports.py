@@ -51,7 +51,8 @@ def with_keys(table: TableConfig, current: types.Schema) -> types.Schema:
         for k in table.keys
     ]
     rest = [a for a in current.attributes if a.name not in declared]
-    return replace(current, attributes=tuple(keys + rest), rule=table.entities)
+    rule = None if table.staging else table.entities  # an entity's section holds no rule
+    return replace(current, attributes=tuple(keys + rest), rule=rule)
 
 
 def _declared(table: TableConfig) -> dict | None:
@@ -98,10 +99,12 @@ def schema_for(
         # Staged by an earlier version, which kept its types only in a schema file: its
         # columns exist already, so its types come from every item, as they did then.
         return _detected_whole(table, label, images, source)
+    sampled: types.Schema | None
     if table.entities is not None:  # each entity's first items, else that entity whole
-        sampled = entity_types.per_entity(table, images, lambda t, lines: detect.first_items_schema(lines(), t, _declared(t), source) or detect.detect_images(lines(), t, _declared(t), source))  # fmt: skip
-        if sampled.sampled is None:
-            return with_keys(table, sampled), [f"schema detected from {label} ({sampled.items} items)"]  # fmt: skip
+        split = entity_types.per_entity(table, images, lambda t, lines: detect.first_items_schema(lines(), t, _declared(t), source) or detect.detect_images(lines(), t, _declared(t), source))  # fmt: skip
+        if split.sampled is None:
+            return with_keys(table, split), [f"schema detected from {label} ({split.items} items)"]  # fmt: skip
+        sampled = split
     else:
         sampled = detect.first_items_schema(images(), table, _declared(table), source)
     if sampled is not None:

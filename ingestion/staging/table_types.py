@@ -82,9 +82,10 @@ def store(spark: SparkSession, table: TableConfig, schema: types.Schema) -> bool
     current = stored_document(spark, table.name)
     kept = parse(current, table) if current else None
     if kept is not None:
-        schema = entity_types.union(kept, schema)
-        if schema is None:
+        grown = entity_types.union(kept, schema)
+        if grown is None:
             return False
+        schema = grown
     text = document(schema)
     if current == text:
         return False

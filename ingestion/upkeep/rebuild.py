@@ -24,17 +24,18 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion import fault_points
 from ingestion.config import names
 from ingestion.dynamodb import decode
+from ingestion.dynamodb.entities import ENTITY_COLUMN
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge import merge_log
-from ingestion.schema import detect, schema_file, type_rules, typed_columns, types
+from ingestion.schema import detect, schema_file, type_rules, typed_rows, types
 from ingestion.spark import table_metadata
-from ingestion.staging import append, exports, ledger, staging_table, table_types
+from ingestion.staging import append, entity_types, exports, ledger, staging_table, table_types
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,44 @@ def lost_commits(commits: list[Commit], read_id: int, head_id: int) -> list[Comm
     return [c for _depth, c in sorted(lost, key=lambda x: x[0]) if ledger.SOURCE in c.summary]
 
 
+def _detected(table: TableConfig, staged: DataFrame, previous: types.Schema | None) -> types.Schema:
+    """Every staged image's types (of one entity's rows, for an entity's table), the column
+    names chosen already and a person's declared types kept."""
+    kept = schema_file.declared_entries(schema_file.table_schema_file(table))
+    for attribute in previous.attributes if previous else ():
+        kept.setdefault(attribute.name, {"column": attribute.column})
+    stats = detect.statistics(staged.select("_image"))
+    resolved = type_rules.resolve(table.name, stats, table.key_descriptors, kept, source="staging")
+    return exports.with_keys(table, resolved)
+
+
+def _changed(previous: types.Schema | None, detected: types.Schema) -> tuple[str, ...]:
+    """``attribute: old -> new`` of each type that changed (``entity.attribute`` in a section)."""
+    pairs = [("", previous, detected)] + [
+        (f"{e.table}.", previous.entity(e.table) if previous else None, e)
+        for e in detected.entities
+    ]
+    return tuple(
+        f"{prefix}{a.name}: {old.get(a.name).type.sql()} -> {a.type.sql()}"  # type: ignore[union-attr]
+        for prefix, old, new in pairs
+        for a in new.attributes
+        if old is not None and old.get(a.name) is not None and old.get(a.name).type != a.type  # type: ignore[union-attr]
+    )
+
+
+def retyped(staged: DataFrame, schema: types.Schema, table: TableConfig) -> DataFrame:
+    """Staged rows typed again from their ``_image`` by ``schema`` (an entity's rows keep their
+    ``_entity``: a rebuild never moves a row to another entity)."""
+    metadata = [c for c in types.METADATA_COLUMNS if c != "_drift"]
+    metadata += [ENTITY_COLUMN] if schema.rule is not None else []
+    return (
+        staged.select(*metadata)
+        .withColumn("_attrs", F.expr(decode.parse_item("`_image`")))
+        .transform(typed_rows.typed_rows(schema, table.name))
+        .select(*typed_rows.row_columns(schema), *types.METADATA_COLUMNS)
+    )
+
+
 def rebuild_staging(
     spark: SparkSession,
     table: TableConfig,
@@ -113,28 +152,17 @@ def rebuild_staging(
     read_id = _main_snapshot(spark, name)
     carried = ledger.carried(spark, table.name)
     previous = table_types.current_schema(spark, table)
-    kept = schema_file.declared_entries(schema_file.table_schema_file(table))
-    for attribute in previous.attributes if previous else ():
-        kept.setdefault(attribute.name, {"column": attribute.column})
     staged = spark.read.option("snapshot-id", read_id).table(name)
-    stats = detect.statistics(staged.select("_image"))
-    detected = exports.with_keys(
-        table,
-        type_rules.resolve(table.name, stats, table.key_descriptors, kept, source="staging"),
-    )
-    before = {a.name: a.type.sql() for a in (previous.attributes if previous else ())}
-    changed = tuple(
-        f"{a.name}: {before[a.name]} -> {a.type.sql()}"
-        for a in detected.attributes
-        if a.name in before and before[a.name] != a.type.sql()
-    )
-    metadata = [c for c in types.METADATA_COLUMNS if c != "_drift"]
-    rows = (
-        staged.select(*metadata)
-        .withColumn("_attrs", F.expr(decode.parse_item("`_image`")))
-        .transform(typed_columns.with_typed_columns(detected, table.name))
-        .select(*[a.column for a in detected.attributes], *types.METADATA_COLUMNS)
-    )
+    if table.entities is None:
+        detected = _detected(table, staged, previous)
+    else:  # each entity's types from its own staged rows (their `_entity`, kept)
+        entity = F.col(ENTITY_COLUMN)
+        detected = entity_types.combined(table, [
+            _detected(e, staged.where(entity == e.name), previous.entity(e.name) if previous else None)  # fmt: skip
+            for e in entity_types.entity_tables(table)
+        ])  # fmt: skip
+    changed = _changed(previous, detected)
+    rows = retyped(staged, detected, table)
     writer = rows.writeTo(name)
     for key, value in {
         **staging_table.TABLE_PROPERTIES,
@@ -214,15 +242,8 @@ def restage_lost_commits(
         merge_log.forget(spark, table.name, [batch])
         properties = {k: v for k, v in commit.summary.items() if k.startswith(names.SUMMARY_PREFIX)}
         try:
-            rows = (
-                spark.read.option("snapshot-id", commit.snapshot_id)
-                .table(name)
-                .where(F.col("_batch_id") == batch)
-                .select(*[c for c in types.METADATA_COLUMNS if c != "_drift"])
-                .withColumn("_attrs", F.expr(decode.parse_item("`_image`")))
-                .transform(typed_columns.with_typed_columns(schema, table.name))
-                .select(*[a.column for a in schema.attributes], *types.METADATA_COLUMNS)
-            )
+            staged = spark.read.option("snapshot-id", commit.snapshot_id).table(name)
+            rows = retyped(staged.where(F.col("_batch_id") == batch), schema, table)
             (
                 rows.writeTo(name)
                 .option("merge-schema", "true")

@@ -1,0 +1,174 @@
+"""A single-table design through the CLI (decision 0009): one DynamoDB table ``app`` of users,
+orders and addresses, split into one typed final table per entity, by the sort key's prefix and
+by a ``type`` attribute. A full export, then an incremental (updates, a delete of each entity, an
+item changing entity, a delete that carries only ``Keys``), then stream changes; after each, every
+entity table holds exactly the items of its entity, read by DuckDB (an independent reader), with
+only its own columns and types, and the typed values checked against the reference rules."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import readers
+from reference import expected, same
+
+from ingestion.cli import main
+from ingestion.dynamodb import tables
+from ingestion.samples import exports as sample_exports
+from ingestion.samples import single_table
+from ingestion.samples import stream as sample_stream
+from ingestion.samples.items import BASE_TIME
+from ingestion.schema import schema_file
+from ingestion.sources.stream_writer import write_batch
+from ingestion.staging import table_types
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+USERS = 12
+KEY_VALUES = {"USER": "app__user", "ORDER": "app__order", "ADDRESS": "app__address"}
+TYPE_VALUES = {"user": "app__user", "order": "app__order", "address": "app__address"}
+
+
+def key(item: dict[str, Any]) -> tuple[str, str]:
+    return item["pk"]["S"], item["sk"]["S"]
+
+
+def entity(item: dict[str, Any], by: str) -> str:
+    if by == "key":
+        prefix = item["sk"]["S"].split("#", 1)[0] if "#" in item["sk"]["S"] else None
+        return KEY_VALUES.get(prefix or "", "app__unmatched")
+    return TYPE_VALUES.get(item.get("type", {}).get("S", ""), "app__unmatched")
+
+
+def s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def add_app(by: str) -> None:
+    args = ["add-table", "app", "--partition-key", "pk:S", "--sort-key", "sk:S"]
+    values = KEY_VALUES if by == "key" else TYPE_VALUES
+    args += ["--entity-key", "sk"] if by == "key" else ["--entity-attribute", "type"]
+    for value in values:
+        args += ["--entity", value]
+    assert main(args) == 0
+
+
+def assert_entity_tables(spark, home: Path, state: dict, by: str) -> None:
+    """Each entity table holds exactly its entity's items (DuckDB), with its own columns only,
+    each typed value as the reference rules decode it (Spark)."""
+    app = tables.get_table("app")
+    kept = table_types.stored_schema(spark, app)
+    assert kept is not None
+    con = readers.connect()
+    for final in [*TYPE_VALUES.values(), "app__unmatched"]:
+        want = {k: item for k, item in state.items() if entity(item, by) == final}
+        rows = readers.read_rows(con, home, final, "pk, sk, _image")
+        assert {(r[0], r[1]): json.loads(r[2]) for r in rows} == want, final
+        location = readers.metadata_location(home, "lakehouse", final)
+        columns = [r[0] for r in con.execute(f"describe select * from iceberg_scan('{location}')").fetchall()]  # fmt: skip
+        section = kept.entity(final)
+        attributes = [a for a in section.attributes if not a.key] if section else []
+        own = {a for item in want.values() for a in item} - {"pk", "sk"}
+        own = set() if final == "app__unmatched" else own  # its items whole in _image only
+        assert {a.name for a in attributes} >= own, final  # every attribute its items hold
+        assert [c for c in columns if not c.startswith("_")] == ["pk", "sk"] + [a.column for a in attributes]  # fmt: skip
+        spark.sql(f"refresh table lake.lakehouse.{final}")
+        for row in spark.table(f"lake.lakehouse.{final}").collect():
+            item = want[(row["pk"], row["sk"])]
+            for attribute in attributes:
+                value = expected(item.get(attribute.name), attribute.type)
+                assert same(value, row[attribute.column]), (final, attribute.name, value)
+
+
+def incremental(tmp_path: Path, lines: list[dict], view: str) -> Path:
+    window = (BASE_TIME, BASE_TIME + timedelta(minutes=10))
+    return sample_exports.write_incremental_export(tmp_path / "incr", "app", lines, window, view)
+
+
+def change(old: dict | None, new: dict | None, view: str) -> dict[str, Any]:
+    micros = int((BASE_TIME + timedelta(minutes=5)).timestamp() * 1_000_000)
+    image = new or old
+    assert image is not None
+    line: dict[str, Any] = {
+        "Metadata": {"WriteTimestampMicros": {"N": str(micros)}},
+        "Keys": {"pk": image["pk"], "sk": image["sk"]},
+    }
+    if new is not None:
+        line["NewImage"] = new
+    if old is not None and view == "NEW_AND_OLD_IMAGES":
+        line["OldImage"] = old
+    return line
+
+
+@pytest.mark.parametrize("by", ["key", "attribute"])
+def test_a_single_table_design_splits_into_exact_entity_tables(
+    spark,
+    clean_lakehouse,
+    project_copy: Path,
+    lakehouse_home: Path,
+    tmp_path: Path,
+    capsys,
+    by: str,
+) -> None:
+    add_app(by)
+    items = single_table.items(USERS, seed=3)
+    state = {key(i): i for i in items}
+    full = sample_exports.write_items_export(tmp_path, "app", items)
+    assert main(["sync", "--table", "app", str(full)]) == 0
+    out = capsys.readouterr().out
+    assert "unmatched" in out and "app__unmatched" in out  # the run summary names them
+    assert_entity_tables(spark, lakehouse_home, state, by)
+    kept = table_types.stored_schema(spark, tables.get_table("app"))
+    assert kept is not None
+    assert kept.entity("app__user").get("total").type.sql() == "bigint"  # type: ignore[union-attr]
+    assert kept.entity("app__order").get("total").type.sql() == "decimal(38,2)"  # type: ignore[union-attr]
+
+    # An incremental: an update of each entity, a delete of each, an item changing entity
+    # (attribute rule: an order that becomes an address), new items.
+    view = "NEW_AND_OLD_IMAGES" if by == "key" else "NEW_IMAGE"
+    user1, order2, address3 = state[("USER#1", "USER#1")], state[("USER#1", "ORDER#00002")], state[("USER#3", "ADDRESS#0")]  # fmt: skip
+    lines = [
+        change(user1, {**user1, "name": s("Renamed"), "vip": {"BOOL": True}}, view),
+        change(order2, {**order2, "total": {"N": "12.345"}}, view),  # widens orders only
+        change(address3, {**address3, "zip": s("00042")}, view),
+    ]
+    for gone in [("USER#4", "USER#4"), ("USER#5", "ORDER#00010"), ("USER#6", "ADDRESS#0")]:
+        lines.append(change(state.pop(gone), None, view))  # Keys only under NEW_IMAGE
+    new_user = single_table.user(90, __import__("random").Random(1))
+    lines.append(change(None, new_user, view))
+    updated = {key(line.get("NewImage") or line["Keys"]): line.get("NewImage") for line in lines}
+    if by == "attribute":
+        moved = state[("USER#7", "ORDER#00014")]
+        became = {"pk": moved["pk"], "sk": moved["sk"], "type": s("address"), "city": s("Oslo")}
+        lines.append(change(moved, became, view))
+        updated[key(moved)] = became
+    state.update({k: v for k, v in updated.items() if v is not None})
+    assert main(["sync", "--table", "app", str(incremental(tmp_path, lines, view))]) == 0
+    assert_entity_tables(spark, lakehouse_home, state, by)
+    kept = table_types.stored_schema(spark, tables.get_table("app"))
+    assert kept is not None
+    assert kept.entity("app__order").get("total").type.sql() == "decimal(38,3)"  # type: ignore[union-attr]
+    assert kept.entity("app__user").get("total").type.sql() == "bigint"  # type: ignore[union-attr]
+    assert kept.entity("app__user").get("vip") is not None  # a new attribute, users' only
+    assert kept.entity("app__order").get("vip") is None  # type: ignore[union-attr]
+
+    # Stream changes: a modify of each entity and a remove.
+    location = tmp_path / "streams"
+    later = int(BASE_TIME.timestamp()) + 3600
+    records = []
+    for sequence, k in enumerate([("USER#8", "USER#8"), ("USER#8", "ORDER#00016"), ("USER#8", "ADDRESS#0")], 1):  # fmt: skip
+        old = state[k]
+        new = {**old, "status": s("STREAMED")} if "ORDER" in k[1] else {**old, "city" if "ADDRESS" in k[1] else "name": s("streamed")}  # fmt: skip
+        records.append(sample_stream.stream_record("app", "MODIFY", {"pk": old["pk"], "sk": old["sk"]}, old, new, later, sequence))  # fmt: skip
+        state[k] = new
+    gone = state.pop(("USER#9", "ORDER#00018"))
+    records.append(sample_stream.stream_record("app", "REMOVE", {"pk": gone["pk"], "sk": gone["sk"]}, gone, None, later, 9))  # fmt: skip
+    written, failed = write_batch(records, str(location))
+    assert failed is None and written
+    assert main(["sync", "--table", "app", "--stream", str(location), "--settle", "0"]) == 0
+    assert_entity_tables(spark, lakehouse_home, state, by)
+    assert schema_file.schema_path("app").exists() is False  # types live with the staging table
