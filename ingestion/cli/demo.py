@@ -15,7 +15,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sample", help="write sample DynamoDB exports in AWS's exact layout")
     p.add_argument("--out", type=Path, help="folder (default: $LAKEHOUSE_HOME/samples)")
     _size_and_seed(p)
-    p.add_argument("--table", action="append", choices=["books", "orders"], help="only these")
+    p.add_argument(
+        "--table",
+        action="append",
+        choices=["books", "orders", "app"],
+        help="only these (default books and orders); app: a single-table design of users, "
+        "orders and addresses, not written by default (docs/single-table-design.md)",
+    )
     p.add_argument(
         "--incrementals",
         type=int,

@@ -75,6 +75,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a full export's folder (.../AWSDynamoDB/<ExportId>)",
     )
     p.add_argument("--table", help="a configured table: its keys, and its schema file as output")
+    rule = p.add_mutually_exclusive_group()
+    rule.add_argument(
+        "--entity-key",
+        metavar="KEY",
+        help="count the items of each entity value: the text before the first '#' of this key "
+        "(a single-table design; default: the table's rule)",
+    )
+    rule.add_argument(
+        "--entity-attribute",
+        metavar="ATTR",
+        help="count the items of each entity value: this attribute's value",
+    )
     p.add_argument(
         "-o",
         "--output",
@@ -129,10 +141,17 @@ def run_sync(args: argparse.Namespace) -> int:
 
 def run_detect_schema(args: argparse.Namespace) -> int:
     table = get_table(args.table) if args.table else None
-    found = stage.detect_schema(args.export, table, args.output)
+    by = ("key", args.entity_key) if args.entity_key else None
+    by = ("attribute", args.entity_attribute) if args.entity_attribute else by
+    found = stage.detect_schema(args.export, table, args.output, by)
     detected, seconds = found.schema, found.seconds
     shown_on = sys.stderr if found.written is None else sys.stdout  # stdout: the schema itself
     print(output.schema_table(detected.attributes), file=shown_on)
+    for section in detected.entities:
+        print(f"entity table {section.table}:", file=shown_on)
+        print(output.schema_table(section.attributes), file=shown_on)
+    if found.values is not None:
+        print(output.entity_values(found.values, table), file=shown_on)
     for conflict in detected.conflicts:
         print(f"conflict: {conflict}", file=sys.stderr)
     rate = (detected.items or 0) / seconds if seconds else 0.0

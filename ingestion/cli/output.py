@@ -142,6 +142,28 @@ def print_merge(counts: Sequence[Any], seconds: float) -> None:
     print(f"merge (dbt run + dbt test): {seconds:.1f}s")
 
 
+def entity_values(values: dict[str | None, int], table: Any) -> str:
+    """A single-table design's entity values found, with their items and the final table each
+    goes to under the table's rule (``-`` without one): what a rule's ``values`` are written
+    from."""
+    rule = table.entities if table is not None else None
+    listed = dict(rule.values) if rule else {}
+
+    def goes_to(value: str | None) -> str:
+        if rule is None:
+            return "-"
+        return listed.get(value or "", "") or f"{rule.unmatched} (not listed)"
+
+    ordered = sorted(values.items(), key=lambda v: (v[0] is None, -v[1], v[0] or ""))
+    return format_table(
+        ["entity value", "items", "final table"],
+        [
+            [value if value is not None else "(none)", count, goes_to(value)]
+            for value, count in ordered
+        ],
+    )
+
+
 def schema_table(attributes: Sequence[Any]) -> str:
     """A detected schema (``schema.types.Attribute``) as a table: column, type, what was seen."""
 

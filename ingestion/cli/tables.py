@@ -121,6 +121,10 @@ def run_add_table(args: argparse.Namespace) -> int:
         entities=onboarding.entity_block(args.entity_key, args.entity_attribute, args.entity),
     )
     shown = f"DynamoDB table {dynamodb_name} -> lakehouse table {names.FINAL}.{name}"
+    rule = get_table(name).entities
+    if rule is not None:  # a single-table design: a final table per entity
+        finals = ", ".join(f"{names.FINAL}.{f}" for f in rule.finals)
+        shown = f"DynamoDB table {dynamodb_name} ({name}) -> entity tables {finals}"
     print(f"{shown} registered" + ("" if name == dynamodb_name else " (--name to choose)"))
     print("wrote:")
     for path in written:

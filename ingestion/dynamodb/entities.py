@@ -143,15 +143,22 @@ def _values(table: str, values: Any, by: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def value_sql(by: str, attribute: str) -> str:
+    """SQL for a decoded line's entity value (``_attrs``: its image as a map): the text before
+    the first ``#`` of the key ``attribute`` (null without one), or the text of the attribute
+    (null when absent or not a string)."""
+    text = field(f"`_attrs`[{sql_string(attribute)}]", "S")
+    if by == "key":
+        return f"case when instr({text}, '#') > 0 then substring_index({text}, '#', 1) end"
+    return text
+
+
 def entity_sql(rule: EntityRule) -> str:
     """SQL for ``_entity`` of a decoded line (``_attrs``: its image as a map; ``_line``: its
     envelope): the final table of its entity value, the unmatched table, or null for a record
     that carries only ``Keys`` and no attribute to tell its entity by (attribute rule)."""
     text = field(f"`_attrs`[{sql_string(rule.attribute)}]", "S")
-    if rule.by == "key":
-        value = f"case when instr({text}, '#') > 0 then substring_index({text}, '#', 1) end"
-    else:
-        value = text
+    value = value_sql(rule.by, rule.attribute)
     cases = " ".join(f"when {sql_string(v)} then {sql_string(n)}" for v, n in rule.values)
     matched = f"case {value} {cases} else {sql_string(rule.unmatched)} end"
     if rule.by == "key":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from ingestion.config import names
+from ingestion.config import names, settings
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
 from ingestion.jobs.reporter import Reporter
@@ -13,6 +13,7 @@ from ingestion.light import catalog as light_catalog
 from ingestion.merge import merge_log
 from ingestion.merge.merge_counts import MergeCounts
 from ingestion.merge.runner import dbt_log_file, on_screen, run_merge
+from ingestion.project import scaffold
 from ingestion.spark import progress, spark_config
 from ingestion.upkeep.adopt import adopt_before_merge
 from ingestion.upkeep.rebuild import rebuild_staging
@@ -34,6 +35,8 @@ def merge_tables(
     if not staged:
         return []
     for table in staged:
+        for path in scaffold.write_missing(table, settings.project_dir()):
+            reporter.line(f"{table.name}: wrote {path.relative_to(settings.project_dir())} (an entity table's model)")  # fmt: skip
         guard = functools.partial(held_table, table.name, "adopt")
         for line in adopt_before_merge(spark, table, guard):
             reporter.line(line)

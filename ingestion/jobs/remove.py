@@ -12,26 +12,30 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from ingestion.config import names
+from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
 from ingestion.merge import merge_log
 from ingestion.upkeep import verify_log
 
 
-def owned(table: str) -> list[str]:
-    """The catalog tables a lakehouse table owns (quoted names)."""
+def owned(table: TableConfig) -> list[str]:
+    """The catalog tables a lakehouse table owns (quoted names): its change log, its rejects,
+    and its final table (a single-table design's: one per entity)."""
     return [
-        names.staging_table(table),
-        names.rejects_table(table),
-        names.final_table(table),
+        names.staging_table(table.name),
+        names.rejects_table(table.name),
+        *(names.final_table(final.name) for final in final_tables(table)),
     ]
 
 
-def present(spark: SparkSession, table: str) -> list[str]:
-    """The owned tables that exist, and the merge log's rows of the table (as one item)."""
+def present(spark: SparkSession, table: TableConfig) -> list[str]:
+    """The owned tables that exist, and the merge log's rows of its final tables (an item each)."""
     found = [name for name in owned(table) if spark.catalog.tableExists(name)]
-    if spark.catalog.tableExists(merge_log.MERGE_LOG) and merge_log.merged_batches(spark, table):
-        found.append(f"{merge_log.MERGE_LOG} rows of {table}")
+    if spark.catalog.tableExists(merge_log.MERGE_LOG):
+        for final in final_tables(table):
+            if merge_log.merged_batches(spark, final.name):
+                found.append(f"{merge_log.MERGE_LOG} rows of {final.name}")
     return found
 
 
@@ -39,9 +43,10 @@ def drop_table_data(table: TableConfig) -> list[str]:
     """Drop the table's staging, rejects and final tables (their files too) and its rows of the
     merge log; what was removed. The table's lease goes with the hold."""
     with held_table(table.name, "remove") as (spark, _lease):
-        removed = present(spark, table.name)
-        for name in owned(table.name):
+        removed = present(spark, table)
+        for name in owned(table):
             spark.sql(f"drop table if exists {name} purge")
-        merge_log.forget_table(spark, table.name)
+        for final in final_tables(table):
+            merge_log.forget_table(spark, final.name)
         verify_log.forget_table(spark, table.name)
     return removed

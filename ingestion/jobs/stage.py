@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
 from ingestion.jobs.reporter import Reporter
@@ -19,7 +20,7 @@ from ingestion.schema import detect, schema_file, types
 from ingestion.sources import manifest
 from ingestion.sources.stream_files import store_for
 from ingestion.spark import progress, spark_config
-from ingestion.staging import ledger
+from ingestion.staging import entity_types, ledger
 from ingestion.staging.chain import check_stageable
 from ingestion.staging.drift import Drift
 from ingestion.staging.exports import (
@@ -99,6 +100,7 @@ def stage_exports(
             reporter.line(r.chain_note)
         for change in r.schema_changes:
             reporter.line(f"{r.table}: {change}")
+        report_unmatched(reporter, table, r.unmatched)
     adopt_or_explain(spark, table, [d for r in results for d in r.drift], reporter)
     return all(r.skipped or r.rows == r.expected for r in results)
 
@@ -155,7 +157,17 @@ def stage_stream(table: TableConfig, stream: StreamSource, reporter: Reporter) -
     )
     for change in r.schema_changes:
         reporter.line(f"{r.table}: {change}")
+    report_unmatched(reporter, table, r.unmatched)
     adopt_or_explain(spark, table, r.drift, reporter)
+
+
+def report_unmatched(reporter: Reporter, table: TableConfig, unmatched: int) -> None:
+    """A single-table design's changes of no listed entity value, and where they went."""
+    if unmatched and table.entities is not None:
+        reporter.line(
+            f"{table.name}: {unmatched} change(s) of no listed entity value (entities: values) "
+            f"went to {names.FINAL}.{table.entities.unmatched}"
+        )
 
 
 @dataclass(frozen=True)
@@ -163,12 +175,20 @@ class Detected:
     schema: types.Schema
     seconds: float
     written: Path | None  # the schema file written, or None (the caller shows the schema)
+    # A single-table design's entity values found (None: no value), with their item counts.
+    values: dict[str | None, int] | None = None
 
 
-def detect_schema(folder: str, table: TableConfig | None, output: Path | None = None) -> Detected:
+def detect_schema(
+    folder: str,
+    table: TableConfig | None,
+    output: Path | None = None,
+    entity: tuple[str, str] | None = None,
+) -> Detected:
     """Every item of a full export scanned once: the schema (of ``table``, with its keys and
     declared entries, or of an unconfigured table) and how long it took. Written to ``output``,
-    or to the table's schema file when a table is given and no ``output``."""
+    or to the table's schema file when a table is given and no ``output``. ``entity``: (``key``
+    or ``attribute``, its name) to count the entity values found (default: the table's rule)."""
     export = manifest.read_export(folder)
     started = time.monotonic()
     spark = spark_config.build_spark("detect-schema")
@@ -177,6 +197,9 @@ def detect_schema(folder: str, table: TableConfig | None, output: Path | None = 
             detected = detect.detect_unconfigured(spark, export)
         else:
             detected = detect_table_schema(spark, export, table)
+        rule = table.entities if table is not None else None
+        entity = entity or ((rule.by, rule.attribute) if rule else None)
+        values = entity_types.value_counts(detect.export_images(spark, export), *entity) if entity else None  # fmt: skip
     seconds = time.monotonic() - started
     written = schema_file.write_schema(detected, output) if output or table else None
-    return Detected(detected, seconds, written)
+    return Detected(detected, seconds, written, values)

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import SparkSession
 
+from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge import merge_counts, merge_log, runner
 from ingestion.staging import append, streams
@@ -145,10 +146,10 @@ def _ingest(spark: SparkSession, table: TableConfig, options: WatchOptions) -> S
 
 
 def _has_news(spark: SparkSession, table: TableConfig, ingested: dict[str, StreamResult]) -> bool:
-    return bool(
-        ingested[table.name].files
-        or merge_counts.current_snapshot(spark, table.name) is None
-        or merge_log.new_batches(spark, table.name)
+    return bool(ingested[table.name].files) or any(
+        merge_counts.current_snapshot(spark, final.name) is None
+        or merge_log.new_batches(spark, final.name)
+        for final in final_tables(table)
     )
 
 
@@ -216,6 +217,7 @@ def _merge(
         spark, tables, test=test, also_test=also, artifacts=options.dbt_artifacts
     )
     progress.merged += 1
+    results = merge_counts.per_entry(tables, results)
     for table, counts in zip(tables, results, strict=True):
         progress.clean.get(table.name, set()).difference_update(counts.batches)
         untested = progress.untested.setdefault(table.name, [])

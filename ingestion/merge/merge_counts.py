@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import names
+from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.spark import table_metadata
 
@@ -20,6 +21,21 @@ class MergeCounts:
     updated: int
     deleted: int
     batches: tuple[str, ...] = ()  # the batches this merge applied
+
+
+def per_entry(tables: list[TableConfig], counts: list[MergeCounts]) -> list[MergeCounts]:
+    """The counts of a merge of ``tables`` (a count per final table) summed per table entry:
+    a single-table design's entity tables as one (its merge applied the same batches to each)."""
+    by_final = {c.table: c for c in counts}
+    summed = []
+    for table in tables:
+        parts = [by_final[f.name] for f in final_tables(table) if f.name in by_final]
+        rows, inserted, updated, deleted = (
+            sum(getattr(p, n) for p in parts) for n in ("rows", "inserted", "updated", "deleted")
+        )
+        batches = parts[0].batches if parts else ()
+        summed.append(MergeCounts(table.name, rows, inserted, updated, deleted, batches))
+    return summed
 
 
 def current_snapshot(spark: SparkSession, table: str) -> int | None:

@@ -61,3 +61,15 @@ def files_for(table: TableConfig, root: Path) -> dict[Path, str]:
             root / "models/marts" / f"{final.name}.yml": render("final.yml.j2", final),
         }
     return files
+
+
+def write_missing(table: TableConfig, root: Path) -> list[Path]:
+    """The dbt files of a single-table design's entity tables that do not exist yet, written
+    (its rule was changed in ``dbt_project.yml`` and the table reset, docs/single-table-design.md);
+    a person's edits to existing ones are kept. Nothing for a table without a rule."""
+    if table.entities is None:
+        return []
+    missing = {path: text for path, text in files_for(table, root).items() if not path.exists()}
+    for path, text in missing.items():
+        path.write_text(text)
+    return list(missing)

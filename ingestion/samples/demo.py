@@ -20,6 +20,7 @@ from ingestion.samples.exports import write_samples
 from ingestion.samples.items import SAMPLE_TABLES
 from ingestion.samples.live import live_items
 from ingestion.samples.orders_chain import write_orders_chain
+from ingestion.samples.single_table import TABLE, write_single_table
 from ingestion.samples.stream import write_books_stream
 from ingestion.spark import spark_config
 from ingestion.spark.spark_submit import spark_submit
@@ -49,6 +50,9 @@ def items_of(table: str, items: int | None) -> int:
     return int(items or SAMPLE_TABLES[table].default_items)
 
 
+SINGLE_TABLE_USERS = 200  # the single-table sample's users (5 items each, and a few more)
+
+
 def write_sample_files(
     out: Path,
     items: int | None,
@@ -59,9 +63,14 @@ def write_sample_files(
 ) -> None:
     """``sample``: full exports of ``tables`` (default both), the stream change files of
     ``books`` and ``incrementals`` incremental exports of ``orders``, each reported."""
-    folders = write_samples(out, items, seed, tables)
+    exported = [t for t in tables or SAMPLE_TABLES if t != TABLE]
+    folders = write_samples(out, items, seed, exported) if exported else {}
     for table, folder in folders.items():
         report(f"{table}: {folder}")
+    if tables and TABLE in tables:
+        folder = write_single_table(out, (items or SINGLE_TABLE_USERS), seed)
+        report(f"{TABLE} (single-table design): {folder}")
+        report(f"  register it: ddb-lakehouse add-table {TABLE} --partition-key pk:S --sort-key sk:S --entity-key sk --entity USER --entity ORDER --entity ADDRESS")  # fmt: skip
     if "books" in folders:
         location = write_books_stream(out, items_of("books", items), seed)
         report(f"books (stream change files): {location / 'books'}  (ingest --stream {location})")

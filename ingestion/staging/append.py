@@ -19,6 +19,7 @@ from ingestion import fault_points
 from ingestion.config import clock, names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb import decode
+from ingestion.dynamodb.entities import ENTITY_COLUMN
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import sql_string
 from ingestion.schema import typed_rows
@@ -45,6 +46,7 @@ class StagedBatch:
     drift: tuple[Drift, ...] = ()
     newest_version: int | None = None  # the highest _version staged
     ingested_at: datetime | None = None
+    unmatched: int = 0  # a single-table design's changes of no listed entity value
 
 
 def applied_sources(spark: SparkSession, table: str) -> set[str]:
@@ -142,11 +144,15 @@ def append_batch(
             f"{table.name}: nothing staged from {where}: {_meanwhile(table)}"
         ) from None
     observation = Observation(f"batch {entry.batch_id}")
+    unmatched = F.lit(0)
+    if table.entities is not None:
+        unmatched = F.count(F.when(F.col(ENTITY_COLUMN) == table.entities.unmatched, 1))
     observed = rows.observe(
         observation,
         F.count(F.lit(1)).alias("rows"),
         F.count("_drift").alias("drifted"),
         F.max("_version").alias("newest"),
+        unmatched.alias("unmatched"),
     )
     properties = ledger.snapshot_properties(entry)
     fault_points.point("before-staging-commit")
@@ -175,6 +181,7 @@ def append_batch(
         drift=tuple(drift),
         newest_version=metrics.get("newest"),
         ingested_at=ingested_at,
+        unmatched=int(metrics.get("unmatched") or 0),
     )
 
 

@@ -18,7 +18,13 @@ from pyspark.sql import functions as F
 
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb import decode
-from ingestion.dynamodb.entities import ENTITY_COLUMN, EntityRule, entity_sql, final_tables
+from ingestion.dynamodb.entities import (
+    ENTITY_COLUMN,
+    EntityRule,
+    entity_sql,
+    final_tables,
+    value_sql,
+)
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import parse_item
 from ingestion.schema import schema_file, types
@@ -121,10 +127,12 @@ def with_entity(lines: DataFrame, rule: EntityRule | None = None) -> DataFrame:
     return parsed.withColumn(ENTITY_COLUMN, F.expr(entity_sql(rule))) if rule else parsed
 
 
-def entity_counts(lines: DataFrame, rule: EntityRule) -> dict[str | None, int]:
-    """How many lines each final table's entity holds (None: a record with only ``Keys``)."""
-    counted = with_entity(lines, rule).groupBy(ENTITY_COLUMN).count().collect()
-    return {row[ENTITY_COLUMN]: int(row["count"]) for row in counted}
+def value_counts(lines: DataFrame, by: str, attribute: str) -> dict[str | None, int]:
+    """How many lines (``value``: DynamoDB JSON) hold each entity value (None: no value, a key
+    without ``#`` or no such attribute): what ``detect-schema`` shows to write a rule from."""
+    value = F.expr(value_sql(by, attribute)).alias("value")
+    counted = with_entity(lines).select(value).groupBy("value").count().collect()
+    return {row["value"]: int(row["count"]) for row in counted}
 
 
 Detect = Callable[[TableConfig, Callable[[], DataFrame]], types.Schema]

@@ -41,6 +41,7 @@ class IngestResult:
     drift: tuple[Drift, ...] = ()
     schema_changes: tuple[str, ...] = field(default=())
     chain_note: str | None = None  # an overlap with the full export, a gap left or filled
+    unmatched: int = 0  # a single-table design's items of no listed entity value
 
 
 def with_keys(table: TableConfig, current: types.Schema) -> types.Schema:
@@ -255,6 +256,7 @@ def ingest_export(
         drift=batch.drift,
         schema_changes=tuple(changes),
         chain_note=chain_note,
+        unmatched=batch.unmatched,
     )
     if batch.rows != export.item_count:
         # Reached only if the data files hold other lines than the manifest counts.
@@ -272,9 +274,9 @@ def detect_table_schema(
     spark: SparkSession, export: manifest.Export, table: TableConfig
 ) -> types.Schema:
     """A configured table's schema from every item of a full export, keeping what its schema
-    file already says (names, types a person chose)."""
-    declared = schema_file.declared_entries(schema_file.table_schema_file(table))
-    return detect.detect_export(spark, export, table, declared or None)
+    file already says (names, types a person chose); per entity for a single-table design."""
+    detected = _whole(table, lambda: detect.export_images(spark, export), export.export_arn)
+    return with_keys(table, detected) if table.entities else detected
 
 
 def in_time_order(sources: list[str]) -> list[str]:

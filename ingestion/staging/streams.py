@@ -72,6 +72,7 @@ class StreamResult:
     drift: tuple[Drift, ...] = ()
     schema_changes: tuple[str, ...] = field(default=())
     rejected: int = 0  # damaged lines set aside in staging.<table>_rejects
+    unmatched: int = 0  # a single-table design's changes of no listed entity value
 
 
 def ingest_stream(
@@ -125,6 +126,7 @@ def ingest_stream(
         drift=batch.drift,
         schema_changes=tuple(schema_changes),
         rejected=rejected,
+        unmatched=batch.unmatched,
     )
 
 
