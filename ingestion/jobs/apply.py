@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 
 from ingestion.config import names, settings
+from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
 from ingestion.jobs.reporter import Reporter
@@ -15,6 +16,7 @@ from ingestion.merge.merge_counts import MergeCounts
 from ingestion.merge.runner import dbt_log_file, on_screen, run_merge
 from ingestion.project import scaffold
 from ingestion.spark import progress, spark_config
+from ingestion.staging import table_types
 from ingestion.upkeep.adopt import adopt_before_merge
 from ingestion.upkeep.rebuild import rebuild_staging
 
@@ -35,6 +37,7 @@ def merge_tables(
     if not staged:
         return []
     for table in staged:
+        table_types.stored_schema(spark, table)  # a changed entity rule stops here, naming the reset
         for path in scaffold.write_missing(table, settings.project_dir()):
             reporter.line(f"{table.name}: wrote {path.relative_to(settings.project_dir())} (an entity table's model)")  # fmt: skip
         guard = functools.partial(held_table, table.name, "adopt")
@@ -61,12 +64,15 @@ def nothing_to_merge(tables: list[TableConfig], reporter: Reporter) -> bool:
         if staging is None:
             lines.append(f"{table.name}: nothing staged yet, skipped")
             continue
-        final = light_catalog.read_metadata(names.FINAL, table.name)
-        if final is None or merge_log.light_new_batches(table.name):
-            return False
-        staged = staging.columns
-        if any(staged.get(c, kind) != kind for c, kind in final.columns.items()):
-            return False
+        for entity in final_tables(table):  # an entity's final table: its struct's fields
+            final = light_catalog.read_metadata(names.FINAL, entity.name)
+            if final is None or merge_log.light_new_batches(entity.name):
+                return False
+            if table.entities is not None:
+                return False  # its column types are its struct's (the Spark path compares)
+            staged = staging.columns
+            if any(staged.get(c, kind) != kind for c, kind in final.columns.items()):
+                return False
         lines.append(f"{table.name}: nothing new to merge (the merge log holds every batch)")
     for line in lines:
         reporter.line(line)

@@ -30,8 +30,9 @@ from ingestion.dynamodb.values import parse_item
 from ingestion.schema import schema_file, types
 
 RESET = (
-    "reset it: `ddb-lakehouse remove --table {table}`, then stage a full export again (every "
-    "change is then staged under the configured rule)"
+    "reset it: `ddb-lakehouse remove-table {table} --reset --yes` (its data goes, its "
+    "configuration stays), then sync a full export (every change is then staged under the "
+    "configured rule)"
 )
 
 

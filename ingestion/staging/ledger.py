@@ -84,7 +84,7 @@ def entries(spark: SparkSession, table: str) -> list[Entry]:
 
 def light_entries(table: str) -> list[Entry]:
     """The ledger read from the staging table's metadata file, without Spark (``light``)."""
-    metadata = light_catalog.read_metadata(names.STAGING, table)
+    metadata = light_catalog.read_metadata(names.STAGING, names.STAGING_OF.get(table, table))
     if metadata is None:
         return []
     return entries_from([(s.committed_at, s.summary) for s in metadata.snapshots])

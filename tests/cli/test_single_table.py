@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 import readers
 from reference import expected, same
 
@@ -172,3 +173,53 @@ def test_a_single_table_design_splits_into_exact_entity_tables(
     assert main(["sync", "--table", "app", "--stream", str(location), "--settle", "0"]) == 0
     assert_entity_tables(spark, lakehouse_home, state, by)
     assert schema_file.schema_path("app").exists() is False  # types live with the staging table
+
+
+def set_rule(project: Path, rule: dict[str, Any] | None) -> None:
+    """The entry of ``app`` in ``dbt_project.yml`` with ``rule`` (None: without one), as a
+    person edits it."""
+    path = project / "dbt_project.yml"
+    text = path.read_text()
+    head, _, _ = text.partition("    app:\n")
+    entry: dict[str, Any] = {"partition_key": "pk:S", "sort_key": "sk:S"}
+    if rule is not None:
+        entry["entities"] = rule
+    block = yaml.safe_dump({"app": entry}, sort_keys=False)
+    path.write_text(head + "".join(f"    {line}\n" for line in block.splitlines()))
+
+
+def test_a_rule_set_or_changed_on_a_table_with_data_is_refused_until_it_is_reset(
+    spark, clean_lakehouse, project_copy: Path, lakehouse_home: Path, tmp_path: Path, capsys
+) -> None:
+    assert main(["add-table", "app", "--partition-key", "pk:S", "--sort-key", "sk:S"]) == 0
+    items = single_table.items(4, seed=5)
+    state = {key(i): i for i in items}
+    full = sample_exports.write_items_export(tmp_path, "app", items)
+    assert main(["sync", "--table", "app", str(full)]) == 0
+    staged = spark.table("lake.staging.app").count()
+
+    set_rule(project_copy, single_table.KEY_RULE)
+    capsys.readouterr()
+    lines = [change(state[("USER#1", "USER#1")], {**state[("USER#1", "USER#1")], "name": s("x")}, "NEW_AND_OLD_IMAGES")]  # fmt: skip
+    assert main(["sync", "--table", "app", str(incremental(tmp_path, lines, "NEW_AND_OLD_IMAGES"))]) == 2  # fmt: skip
+    refused = capsys.readouterr().err
+    assert "an entity rule is set, but its change log holds data staged without one" in refused
+    assert "ddb-lakehouse remove-table app --reset --yes" in refused
+    spark.sql("refresh table lake.staging.app")
+    assert spark.table("lake.staging.app").count() == staged  # nothing staged
+    assert main(["merge", "--table", "app"]) == 2  # nor merged under the new rule
+
+    assert main(["remove-table", "app", "--reset", "--yes"]) == 0
+    assert main(["sync", "--table", "app", str(full)]) == 0  # its models written by the merge
+    assert_entity_tables(spark, lakehouse_home, state, "key")
+
+    changed = {**single_table.KEY_RULE, "values": {**single_table.KEY_RULE["values"], "SESSION": None}}  # fmt: skip
+    set_rule(project_copy, changed)
+    capsys.readouterr()
+    assert main(["sync", "--table", "app", str(incremental(tmp_path, lines, "NEW_AND_OLD_IMAGES"))]) == 2  # fmt: skip
+    assert "but its change log was staged under" in capsys.readouterr().err
+    assert main(["remove-table", "app", "--reset", "--yes"]) == 0
+    assert main(["sync", "--table", "app", str(full)]) == 0
+    sessions = readers.read_rows(readers.connect(), lakehouse_home, "app__session", "pk, sk, ttl")
+    assert sorted(sessions) == [("USER#0", "SESSION#0", 0)]
+    assert readers.read_rows(readers.connect(), lakehouse_home, "app__unmatched", "pk") == []
