@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from ingestion.config import clock, names
 from ingestion.config.names import quote_table
+from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge import merge_log
 from ingestion.spark import table_metadata
@@ -107,6 +108,21 @@ def compact(spark: SparkSession, table: str) -> Compaction:
     return result
 
 
+def summed(table: str, compactions: list[Compaction]) -> Compaction:
+    """The compactions of a single-table design's entity tables, as one."""
+
+    def total(field: str, i: int) -> int:
+        return sum(getattr(c, field)[i] for c in compactions)
+
+    return Compaction(
+        table,
+        (total("data_files", 0), total("data_files", 1)),
+        (total("delete_files", 0), total("delete_files", 1)),
+        sum(c.rewritten_data_files for c in compactions),
+        sum(c.seconds for c in compactions),
+    )
+
+
 def rewrite_manifests(spark: SparkSession, table: str) -> int:
     """Rewrite the manifests of the final table when more than ``MAX_MANIFESTS``; returns how
     many were rewritten."""
@@ -162,11 +178,13 @@ def maintain(
     when the last maintenance is more recent than that."""
     started = time.monotonic()
     now = clock.utc(now) if now else clock.utc_now()  # a naive ``now`` is UTC
-    compaction = compact(spark, table.name)
-    manifests = (
-        rewrite_manifests(spark, table.name)
-        if spark.catalog.tableExists(names.final_table(table.name))
-        else 0
+    finals = [f.name for f in final_tables(table)]  # a single-table design's: one per entity
+    compactions = [compact(spark, final) for final in finals]
+    compaction = compactions[0] if len(compactions) == 1 else summed(table.name, compactions)
+    manifests = sum(
+        rewrite_manifests(spark, final)
+        for final in finals
+        if spark.catalog.tableExists(names.final_table(final))
     )
     due = upkeep_due(spark, table.name, upkeep_every) if upkeep_every else None
     # A tenth of the period early counts as due: a watch maintains every few ticks, and with a
@@ -180,19 +198,18 @@ def maintain(
     expired, pruned = [], 0
     if spark.catalog.tableExists(names.staging_table(table.name)):
         merge_log.ensure_merge_log(spark)
-        merged = {
-            r["batch_id"]
-            for r in spark.table(merge_log.MERGE_LOG)
-            .where(f"table_name = '{table.name}'")
-            .collect()
-        }  # one row per merged batch
+        # A batch counts as merged once every final table fed by the change log holds it.
+        logged = spark.table(merge_log.MERGE_LOG).where(F.col("table_name").isin(finals))
+        merged_everywhere = (
+            logged.groupBy("batch_id")
+            .agg(F.countDistinct("table_name").alias("finals"))
+            .where(F.col("finals") == len(finals))
+            .select("batch_id")
+        )
+        merged = {r["batch_id"] for r in merged_everywhere.collect()}  # one row per batch
         append.remove_duplicate_batches(spark, table.name)
         pruned = expiry.prune_change_log(
-            spark,
-            table.name,
-            [k.column for k in table.keys],
-            spark.table(merge_log.MERGE_LOG).where(F.col("table_name") == table.name),
-            cutoff,
+            spark, table.name, [k.column for k in table.keys], merged_everywhere, cutoff
         )
         # The checkpoint comes last and is never expired: it alone holds the ledger of the
         # commits expiry removes.
@@ -205,10 +222,11 @@ def maintain(
         expired.append(
             expiry.expire(spark, names.STAGING, names.MERGE_LOG, cutoff, keep_snapshots, orphans)
         )
-    if spark.catalog.tableExists(names.final_table(table.name)):
-        expired.append(
-            expiry.expire(spark, names.FINAL, table.name, cutoff, keep_snapshots, orphans)
-        )
+    for final in finals:
+        if spark.catalog.tableExists(names.final_table(final)):
+            expired.append(
+                expiry.expire(spark, names.FINAL, final, cutoff, keep_snapshots, orphans)
+            )
     return Report(
         table.name, compaction, manifests, tuple(expired), time.monotonic() - started, pruned
     )

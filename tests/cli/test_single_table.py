@@ -7,15 +7,22 @@ only its own columns and types, and the typed values checked against the referen
 
 from __future__ import annotations
 
-import json
-from datetime import timedelta
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 import readers
-from reference import expected, same
+import yaml
+from single_table_reference import (
+    USERS,
+    add_app,
+    assert_entity_tables,
+    change,
+    incremental,
+    key,
+    s,
+)
 
 from ingestion.cli import main
 from ingestion.dynamodb import tables
@@ -28,81 +35,6 @@ from ingestion.sources.stream_writer import write_batch
 from ingestion.staging import table_types
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
-
-USERS = 12
-KEY_VALUES = {"USER": "app__user", "ORDER": "app__order", "ADDRESS": "app__address"}
-TYPE_VALUES = {"user": "app__user", "order": "app__order", "address": "app__address"}
-
-
-def key(item: dict[str, Any]) -> tuple[str, str]:
-    return item["pk"]["S"], item["sk"]["S"]
-
-
-def entity(item: dict[str, Any], by: str) -> str:
-    if by == "key":
-        prefix = item["sk"]["S"].split("#", 1)[0] if "#" in item["sk"]["S"] else None
-        return KEY_VALUES.get(prefix or "", "app__unmatched")
-    return TYPE_VALUES.get(item.get("type", {}).get("S", ""), "app__unmatched")
-
-
-def s(value: str) -> dict[str, str]:
-    return {"S": value}
-
-
-def add_app(by: str) -> None:
-    args = ["add-table", "app", "--partition-key", "pk:S", "--sort-key", "sk:S"]
-    values = KEY_VALUES if by == "key" else TYPE_VALUES
-    args += ["--entity-key", "sk"] if by == "key" else ["--entity-attribute", "type"]
-    for value in values:
-        args += ["--entity", value]
-    assert main(args) == 0
-
-
-def assert_entity_tables(spark, home: Path, state: dict, by: str) -> None:
-    """Each entity table holds exactly its entity's items (DuckDB), with its own columns only,
-    each typed value as the reference rules decode it (Spark)."""
-    app = tables.get_table("app")
-    kept = table_types.stored_schema(spark, app)
-    assert kept is not None
-    con = readers.connect()
-    for final in [*TYPE_VALUES.values(), "app__unmatched"]:
-        want = {k: item for k, item in state.items() if entity(item, by) == final}
-        rows = readers.read_rows(con, home, final, "pk, sk, _image")
-        assert {(r[0], r[1]): json.loads(r[2]) for r in rows} == want, final
-        location = readers.metadata_location(home, "lakehouse", final)
-        columns = [r[0] for r in con.execute(f"describe select * from iceberg_scan('{location}')").fetchall()]  # fmt: skip
-        section = kept.entity(final)
-        attributes = [a for a in section.attributes if not a.key] if section else []
-        own = {a for item in want.values() for a in item} - {"pk", "sk"}
-        own = set() if final == "app__unmatched" else own  # its items whole in _image only
-        assert {a.name for a in attributes} >= own, final  # every attribute its items hold
-        assert [c for c in columns if not c.startswith("_")] == ["pk", "sk"] + [a.column for a in attributes]  # fmt: skip
-        spark.sql(f"refresh table lake.lakehouse.{final}")
-        for row in spark.table(f"lake.lakehouse.{final}").collect():
-            item = want[(row["pk"], row["sk"])]
-            for attribute in attributes:
-                value = expected(item.get(attribute.name), attribute.type)
-                assert same(value, row[attribute.column]), (final, attribute.name, value)
-
-
-def incremental(tmp_path: Path, lines: list[dict], view: str) -> Path:
-    window = (BASE_TIME, BASE_TIME + timedelta(minutes=10))
-    return sample_exports.write_incremental_export(tmp_path / "incr", "app", lines, window, view)
-
-
-def change(old: dict | None, new: dict | None, view: str) -> dict[str, Any]:
-    micros = int((BASE_TIME + timedelta(minutes=5)).timestamp() * 1_000_000)
-    image = new or old
-    assert image is not None
-    line: dict[str, Any] = {
-        "Metadata": {"WriteTimestampMicros": {"N": str(micros)}},
-        "Keys": {"pk": image["pk"], "sk": image["sk"]},
-    }
-    if new is not None:
-        line["NewImage"] = new
-    if old is not None and view == "NEW_AND_OLD_IMAGES":
-        line["OldImage"] = old
-    return line
 
 
 @pytest.mark.parametrize("by", ["key", "attribute"])
@@ -139,7 +71,7 @@ def test_a_single_table_design_splits_into_exact_entity_tables(
     ]
     for gone in [("USER#4", "USER#4"), ("USER#5", "ORDER#00010"), ("USER#6", "ADDRESS#0")]:
         lines.append(change(state.pop(gone), None, view))  # Keys only under NEW_IMAGE
-    new_user = single_table.user(90, __import__("random").Random(1))
+    new_user = single_table.user(90, random.Random(1))
     lines.append(change(None, new_user, view))
     updated = {key(line.get("NewImage") or line["Keys"]): line.get("NewImage") for line in lines}
     if by == "attribute":

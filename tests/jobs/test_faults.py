@@ -18,6 +18,7 @@ from decimal import Decimal
 
 import pytest
 from orders_reference import ITEMS, assert_final_equals
+from single_table_reference import add_app, assert_entity_tables, write_chain
 from support import ROOT
 
 from ingestion.config import names
@@ -180,3 +181,42 @@ def test_kill_9_before_a_first_loads_commit_then_the_same_command_again(
     assert table_types.stored_schema(spark, get_table("t")).get("qty").type == whole.get("qty").type  # type: ignore[union-attr]  # fmt: skip
     for name in ("lake.staging.t", "lake.lakehouse.t"):
         spark.sql(f"drop table if exists {name}")
+
+
+@pytest.mark.parametrize("fault", ["before-staging-commit", "during-merge", "after-merge-commit"])
+def test_kill_9_on_a_single_table_design_then_the_same_command_again(
+    spark, clean_lakehouse, project_copy, lakehouse_home, tmp_path, fault: str
+) -> None:
+    """Entity tables (attribute rule: an item changes entity, deletes carry only Keys): a kill
+    mid-batch stages no entity's changes at all, and the same command again leaves every entity
+    table exact."""
+    add_app("attribute")
+    chain, state = write_chain(tmp_path, "attribute")
+    first = cli("sync", "--table", "app", str(chain[0]))
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    command = ["sync", "--table", "app", *map(str, chain[1:])]
+
+    killed = cli(*command, fault=fault)
+    assert killed.returncode == -9, killed.stdout[-2000:] + killed.stderr[-2000:]
+    for name in ("lake.staging.app", names.merge_log_table()):
+        spark.sql(f"refresh table {name}")
+    sources = [manifest.read_export(c, verify=False).export_arn for c in chain]
+    by_source = {
+        r["_source"]: r["count"]
+        for r in spark.table("lake.staging.app").groupBy("_source").count().collect()
+    }
+    if fault == "before-staging-commit":  # no entity half-staged: not one row of the batch
+        assert set(by_source) == {sources[0]}
+        assert {e.source for e in ledger.entries(spark, "app")} == {sources[0]}
+    else:
+        assert set(by_source) == set(sources)
+
+    done = cli(*command)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for name in ("lake.staging.app", names.merge_log_table()):
+        spark.sql(f"refresh table {name}")
+    for final in ("app__user", "app__order", "app__address", "app__unmatched"):
+        assert merge_log.new_batches(spark, final) == []
+    lines = sum(f.item_count for c in chain for f in manifest.read_export(c, verify=False).files)
+    assert spark.table("lake.staging.app").count() == lines  # each export staged once
+    assert_entity_tables(spark, lakehouse_home, state, "attribute")
