@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from single_table_reference import add_app, assert_entity_tables, change, key
 from support import book
 
 from ingestion.config import clock
@@ -17,6 +18,7 @@ from ingestion.dynamodb.tables import get_table
 from ingestion.merge import runner
 from ingestion.project import onboarding
 from ingestion.samples import exports as sample_exports
+from ingestion.samples import single_table
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
 from ingestion.sources.stream_writer import write_batch
@@ -121,3 +123,79 @@ def test_a_numeric_key_holds_every_number_dynamodb_accepts(
     runner.run_merge(spark, [counters])
     rows = spark.table("lake.lakehouse.counters").select("id").collect()
     assert sorted(r["id"] for r in rows) == ["1", "100", "2", "2.5"]  # 2.50 is the key 2.5
+
+
+@pytest.mark.parametrize("stream_first", [True, False], ids=["stream-first", "export-first"])
+@pytest.mark.parametrize("by", ["key", "attribute"])
+def test_the_same_orderings_hold_for_entity_tables(
+    spark,
+    clean_lakehouse,
+    project_copy: Path,
+    lakehouse_home: Path,
+    tmp_path: Path,
+    stream_first: bool,
+    by: str,  # fmt: skip
+) -> None:
+    """The ordering above on a single-table design: order `a` changed by the stream at second S
+    and by the incremental export's window (the export wins); user `b` changed after the window
+    by the stream (the stream wins); under the attribute rule, order `c` moved to addresses by
+    the export while an older stream change (inside the window) still calls it an order: it
+    stays moved, whichever was staged first."""
+    add_app(by)
+    app = get_table("app")
+    start, end = BASE_TIME, BASE_TIME + timedelta(hours=1)
+    items = single_table.items(3, seed=2)
+    state = {key(i): i for i in items}
+    a, b, c = ("USER#0", "ORDER#00000"), ("USER#1", "USER#1"), ("USER#2", "ORDER#00004")
+    full = sample_exports.write_items_export(tmp_path / "f", "app", items)
+    second = int((start + timedelta(minutes=10)).timestamp())
+    by_export = {**state[a], "status": {"S": "export"}}
+    lines = [change(state[a], by_export, "NEW_AND_OLD_IMAGES", 3)]
+    moved = {"pk": state[c]["pk"], "sk": state[c]["sk"], "type": {"S": "address"}, "city": {"S": "Oslo"}}  # fmt: skip
+    if by == "attribute":
+        lines.append(change(state[c], moved, "NEW_AND_OLD_IMAGES", 3))
+    for line in lines:  # written at S.5, inside the window
+        line["Metadata"]["WriteTimestampMicros"]["N"] = str(second * 1_000_000 + 500_000)
+    inc = sample_exports.write_incremental_export(tmp_path / "i", "app", lines, (start, end))
+    location = tmp_path / "streams"
+    by_stream = {**state[a], "status": {"S": "stream"}}
+    after = {**state[b], "name": {"S": "after the window"}}
+    records = [
+        sample_stream.stream_record(
+            "app",
+            "MODIFY",
+            {"pk": state[a]["pk"], "sk": state[a]["sk"]},
+            state[a],
+            by_stream,
+            second,
+            1,
+        ),  # fmt: skip
+        sample_stream.stream_record(
+            "app",
+            "MODIFY",
+            {"pk": state[b]["pk"], "sk": state[b]["sk"]},
+            state[b],
+            after,
+            int(end.timestamp()) + 1,
+            2,
+        ),  # fmt: skip
+    ]
+    if by == "attribute":  # an older change of `c` as an order, inside the window
+        older = {**state[c], "status": {"S": "older"}}
+        records.append(sample_stream.stream_record("app", "MODIFY", {"pk": state[c]["pk"], "sk": state[c]["sk"]}, state[c], older, second - 60, 3))  # fmt: skip
+        state[c] = moved
+    written, failed = write_batch(records, str(location))
+    assert failed is None and written
+
+    exports.ingest_export(spark, app, str(full))
+    if stream_first:
+        streams.ingest_stream(spark, app, str(location), settle_seconds=0)
+        exports.ingest_export(spark, app, str(inc))
+    else:
+        exports.ingest_export(spark, app, str(inc))
+        streams.ingest_stream(spark, app, str(location), settle_seconds=0)
+    runner.run_merge(spark, [app])
+    state[a], state[b] = by_export, after
+    assert_entity_tables(spark, lakehouse_home, state, by)
+    runner.run_merge(spark, [app], full_refresh=True)
+    assert_entity_tables(spark, lakehouse_home, state, by)
