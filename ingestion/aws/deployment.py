@@ -78,7 +78,8 @@ def render(tables: list[TableConfig]) -> dict[str, Any]:
         resources[f"{camel(table.name)}Sync"] = _daily_sync(table)
         resources[f"{camel(table.name)}Maintain"] = _weekly_maintain(table)
     for table in tables:
-        if table.verify != "off":
+        # A single-table design is not verified yet (verify refuses it: docs/known-limits.md).
+        if table.verify != "off" and table.entities is None:
             resources[f"{camel(table.name)}Verify"] = _verify(table)
     names = ", ".join(f"{t.name} ({t.cadence})" for t in tables)
     return {

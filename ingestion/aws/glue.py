@@ -18,6 +18,7 @@ from typing import Any
 
 from ingestion.config import names
 from ingestion.config.errors import LakehouseError
+from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ def register_tables(
     spark = spark_config.build_spark("register-glue")
     catalog = glue_catalog(endpoint)
     done = []
-    for table in tables:
+    for table in (final for entry in tables for final in final_tables(entry)):  # per entity
         if not spark.catalog.tableExists(names.final_table(table.name)):
             report(f"{table.name}: no final table yet, skipped")
             continue

@@ -11,6 +11,8 @@ import time
 
 from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
+from ingestion.dynamodb.tables import load_tables
+from ingestion.project import scaffold
 
 log = logging.getLogger("ddb-lakehouse")
 
@@ -30,6 +32,20 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
+# The commands that merge: a single-table design's entity models they need are written first.
+MERGING = ("sync", "merge", "watch", "rebuild", "ingest")
+
+
+def entity_models() -> None:
+    """The dbt models of each single-table design's entity tables that do not exist yet
+    written (its rule changed in ``dbt_project.yml`` and the table reset:
+    docs/single-table-design.md), each said; a person's edits to existing ones are kept."""
+    root = settings.project_dir()
+    for table in load_tables().values():
+        for path in scaffold.write_missing(table, root):
+            print(f"{table.name}: wrote {path.relative_to(root)} (an entity table's dbt model)")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.verbose:
@@ -45,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         names.check_databases()
+        if args.command in MERGING:
+            entity_models()
         code: int = args.run(args)
     except LakehouseError as exc:  # the one family of errors a user can cause (config.errors)
         print(f"error: {exc}", file=sys.stderr)

@@ -7,6 +7,7 @@ import argparse
 
 from ingestion.aws import glue
 from ingestion.config import names, settings
+from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import CADENCES, get_table
 from ingestion.jobs import remove
 from ingestion.project import onboarding, removal
@@ -147,8 +148,9 @@ def run_remove_table(args: argparse.Namespace) -> int:
         return 1
     for item in remove.drop_table_data(table):
         print(f"dropped {item}")
-    if args.glue_database and glue.deregister(table, args.glue_database, args.glue_endpoint):
-        print(f"deleted Glue table {args.glue_database}.{table.name}")
+    for final in final_tables(table) if args.glue_database else []:  # each entity's table
+        if glue.deregister(final, args.glue_database, args.glue_endpoint):
+            print(f"deleted Glue table {args.glue_database}.{final.name}")
     for path in removal.apply_removal(planned) if planned else []:
         print(f"  {path.relative_to(settings.project_dir()) if path.is_relative_to(settings.project_dir()) else path}")  # fmt: skip
     print(f"{table.name} {what}" + ("" if args.reset else f": add-table {table.dynamodb_name} starts clean"))  # fmt: skip

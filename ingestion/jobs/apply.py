@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from ingestion.config import names, settings
+from ingestion.config import names
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
@@ -14,7 +14,6 @@ from ingestion.light import catalog as light_catalog
 from ingestion.merge import merge_log
 from ingestion.merge.merge_counts import MergeCounts
 from ingestion.merge.runner import dbt_log_file, on_screen, run_merge
-from ingestion.project import scaffold
 from ingestion.spark import progress, spark_config
 from ingestion.staging import table_types
 from ingestion.upkeep.adopt import adopt_before_merge
@@ -37,9 +36,9 @@ def merge_tables(
     if not staged:
         return []
     for table in staged:
-        table_types.stored_schema(spark, table)  # a changed entity rule stops here, naming the reset
-        for path in scaffold.write_missing(table, settings.project_dir()):
-            reporter.line(f"{table.name}: wrote {path.relative_to(settings.project_dir())} (an entity table's model)")  # fmt: skip
+        table_types.stored_schema(
+            spark, table
+        )  # a changed entity rule stops here, naming the reset
         guard = functools.partial(held_table, table.name, "adopt")
         for line in adopt_before_merge(spark, table, guard):
             reporter.line(line)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ingestion.config import names
 from ingestion.config.errors import LakehouseError
+from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs import sync
 from ingestion.jobs.reporter import Reporter
@@ -58,13 +59,14 @@ def table_schema(table: TableConfig) -> tuple[types.Schema | None, str]:
 
 def statuses(tables: list[TableConfig]) -> Iterator[TableStatus]:
     """Each table's status; without a JVM where the light path serves (``light``)."""
+    finals = [final for table in tables for final in final_tables(table)]  # one per entity
     if light_catalog.available():
-        for table in tables:
-            yield light_status(table.name)
+        for final in finals:
+            yield light_status(final.name)
         return
     spark = spark_config.build_spark("status")
-    for table in tables:
-        yield table_status(spark, table.name)
+    for final in finals:
+        yield table_status(spark, final.name)
 
 
 @dataclass(frozen=True)

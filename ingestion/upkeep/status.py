@@ -94,7 +94,7 @@ def light_status(table: str) -> TableStatus:
         marks = ", ".join("?" for _ in pending)
         rows = duck.query(
             names.STAGING,
-            table,
+            names.STAGING_OF.get(table, table),  # an entity table's: its entry's change log
             f"select count(*) from {{table}} where _batch_id in ({marks})",
             pending,
         )
@@ -123,7 +123,7 @@ def light_health(table: str) -> str | None:
     data = int(summary.get("total-data-files", 0))
     deletes = int(summary.get("total-delete-files", 0))
     size = int(summary.get("total-files-size", 0))
-    staging = light_catalog.read_metadata(names.STAGING, table)
+    staging = light_catalog.read_metadata(names.STAGING, names.STAGING_OF.get(table, table))
     maintained = max(
         (s.committed_at for s in staging.snapshots if ledger.MAINTAINED in s.summary)
         if staging
