@@ -75,6 +75,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a full export's folder (.../AWSDynamoDB/<ExportId>)",
     )
     p.add_argument("--table", help="a configured table: its keys, and its schema file as output")
+    _entity_count_arguments(p)
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="schema file to write (default: "
+        "schemas/<table>.json with --table, else standard output)",
+    )
+    p.set_defaults(run=run_detect_schema)
+
+
+def _entity_count_arguments(p: argparse.ArgumentParser) -> None:
+    """``detect-schema``'s count of a single-table design's entity values."""
     rule = p.add_mutually_exclusive_group()
     rule.add_argument(
         "--entity-key",
@@ -87,14 +100,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="ATTR",
         help="count the items of each entity value: this attribute's value",
     )
-    p.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        help="schema file to write (default: "
-        "schemas/<table>.json with --table, else standard output)",
-    )
-    p.set_defaults(run=run_detect_schema)
 
 
 def stream_source(args: argparse.Namespace) -> StreamSource | None:

@@ -59,25 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="how the rendered deployment keeps it fresh: daily (an incremental export a day; "
         "the default) or stream (its DynamoDB stream, read by the one long-running watch)",
     )
-    rule = p.add_mutually_exclusive_group()
-    rule.add_argument(
-        "--entity-key",
-        metavar="KEY",
-        help="a single-table design: the entity is the text before the first '#' of this "
-        "string key (e.g. sk: ORDER#7 is ORDER); one final table per --entity",
-    )
-    rule.add_argument(
-        "--entity-attribute",
-        metavar="ATTR",
-        help="a single-table design: the entity is this attribute's value (e.g. type)",
-    )
-    p.add_argument(
-        "--entity",
-        action="append",
-        metavar="VALUE[=TABLE]",
-        help="an entity value and its final table (default <name>__<value>); repeat for each. "
-        "Items of no listed value go to <name>__unmatched (docs/single-table-design.md)",
-    )
+    _entity_arguments(p)
     p.set_defaults(run=run_add_table)
 
     p = sub.add_parser(
@@ -102,6 +84,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--glue-endpoint", metavar="URL", help="the Glue endpoint (default: AWS's)")
     p.add_argument("--yes", action="store_true", help="delete: without it, only list what would go")
     p.set_defaults(run=run_remove_table)
+
+
+def _entity_arguments(p: argparse.ArgumentParser) -> None:
+    """``add-table``'s single-table design: the rule and its entity values."""
+    rule = p.add_mutually_exclusive_group()
+    rule.add_argument(
+        "--entity-key",
+        metavar="KEY",
+        help="a single-table design: the entity is the text before the first '#' of this "
+        "string key (e.g. sk: ORDER#7 is ORDER); one final table per --entity",
+    )
+    rule.add_argument(
+        "--entity-attribute",
+        metavar="ATTR",
+        help="a single-table design: the entity is this attribute's value (e.g. type)",
+    )
+    p.add_argument(
+        "--entity",
+        action="append",
+        metavar="VALUE[=TABLE]",
+        help="an entity value and its final table (default <name>__<value>); repeat for each. "
+        "Items of no listed value go to <name>__unmatched (docs/single-table-design.md)",
+    )
 
 
 def run_init(args: argparse.Namespace) -> int:

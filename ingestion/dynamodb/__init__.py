@@ -2,6 +2,7 @@
 here (``ingestion.schema`` holds them).
 
 - ``tables``: the table configuration (keys, options), read from ``dbt_project.yml``;
+- ``entities``: a single-table design's entity rule, its final tables and ``_entity`` in SQL;
 - ``naming``: attribute name -> column name (mirrored by ``macros/column_name.sql``);
 - ``values``: Spark SQL over one DynamoDB value (sets sorted, JSON text);
 - ``numbers``: Spark SQL over a number's exact text (digits, fits, canonical text of a key);

@@ -108,9 +108,10 @@ def parse_rule(table: str, block: Any, keys: dict[str, str]) -> EntityRule | Non
         raise EntityRuleError(
             f"{where}: attribute {attribute!r} is a key; use `key: {attribute}` for a key's prefix"
         )
-    return EntityRule(
-        by, attribute, _values(table, block.get("values"), by), f"{table}__{UNMATCHED}"
-    )
+    unmatched = f"{table}__{UNMATCHED}"
+    if len(unmatched) > 128:
+        raise EntityRuleError(f"{where}: {unmatched!r} is longer than a table name may be (128)")
+    return EntityRule(by, attribute, _values(table, block.get("values"), by), unmatched)
 
 
 def _values(table: str, values: Any, by: str) -> tuple[tuple[str, str], ...]:
@@ -123,7 +124,11 @@ def _values(table: str, values: Any, by: str) -> tuple[tuple[str, str], ...]:
     pairs: list[tuple[str, str]] = []
     seen: dict[str, str] = {}
     for value, final in values.items():
-        value = str(value)
+        if not isinstance(value, str):  # YAML reads `ON`, `yes` or `01` as no string
+            raise EntityRuleError(
+                f"{where}: {value!r} is no text (YAML read it as {type(value).__name__}): "
+                "quote the entity value as it is in DynamoDB, e.g. 'ON': null"
+            )
         if not value or (by == "key" and "#" in value):
             raise EntityRuleError(
                 f"{where}: {value!r} is no entity value (the text before a key's first '#')"

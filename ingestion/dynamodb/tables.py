@@ -85,11 +85,6 @@ class TableConfig:
     staging: str = ""  # an entity's final table: the entry whose change log it reads
 
     @property
-    def staging_name(self) -> str:
-        """The name of the change log this table's rows come from (``staging.<name>``)."""
-        return self.staging or self.name
-
-    @property
     def dynamodb_name(self) -> str:
         """The DynamoDB table's name: what its exports' ARNs and its stream files are under."""
         return self.dynamodb_table or self.name
@@ -167,6 +162,17 @@ def _choice(
     return str(value)
 
 
+def _buckets(name: str, entry: dict[str, Any]) -> int | None:
+    buckets = entry.get("buckets")
+    if buckets is not None and (
+        isinstance(buckets, bool) or not isinstance(buckets, int) or not 2 <= buckets <= MAX_BUCKETS
+    ):
+        raise TableConfigError(
+            f"table {name}: buckets is {buckets!r}; expected a whole number from 2 to {MAX_BUCKETS}"
+        )
+    return buckets
+
+
 def _flag(name: str, entry: dict[str, Any], key: str, default: bool) -> bool:
     value = entry.get(key, default)
     if not isinstance(value, bool):
@@ -214,13 +220,7 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
             raise TableConfigError(
                 f"table {name}: export_to must be s3://BUCKET/PREFIX: {exc}"
             ) from exc
-    buckets = entry.get("buckets")
-    if buckets is not None and (
-        isinstance(buckets, bool) or not isinstance(buckets, int) or not 2 <= buckets <= MAX_BUCKETS
-    ):
-        raise TableConfigError(
-            f"table {name}: buckets is {buckets!r}; expected a whole number from 2 to {MAX_BUCKETS}"
-        )
+    buckets = _buckets(name, entry)
     adopt, heal = _flag(name, entry, "adopt_drift", True), _flag(name, entry, "heal", False)
     cadence = _choice(name, entry, "cadence", CADENCES, "daily")
     # YAML reads a bare ``off`` as false: taken as the "off" it was written as.

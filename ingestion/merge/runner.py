@@ -171,21 +171,33 @@ def run_merge(
                 "them again (a no-op) and tests again"
             ) from exc
     record_merged(spark, {t.name: batches[t.name] for t in to_run})
-
-    def rebaselines(table: str) -> bool:  # a full export among the batches
-        kinds = {e.batch_id: e.kind for e in ledger.entries(spark, table)}
-        return any(kinds.get(b) == manifest.FULL for b in batches[table])
-
-    def counted(t: TableConfig) -> MergeCounts:
-        old = refreshed_from.get(t.name)
-        if old is not None:
-            return refresh_counts(spark, t, old, after[t.name])
-        return commit_counts(
-            spark, t, before[t.name], after[t.name], batches[t.name], rebaselines(t.name)
-        )
-
-    counts = [replace(counted(t), batches=tuple(batches[t.name])) for t in tables]
+    counts = [
+        replace(
+            _counted(spark, t, refreshed_from, before, after, batches),
+            batches=tuple(batches[t.name]),
+        )  # fmt: skip
+        for t in tables
+    ]
     return counts, time.monotonic() - started
+
+
+def _counted(
+    spark: SparkSession,
+    table: TableConfig,
+    refreshed_from: dict[str, Any],
+    before: dict[str, int | None],
+    after: dict[str, int | None],
+    batches: dict[str, list[str]],
+) -> MergeCounts:
+    """What a merge changed in one final table: from its refresh, or from its commits."""
+    old = refreshed_from.get(table.name)
+    if old is not None:
+        return refresh_counts(spark, table, old, after[table.name])
+    kinds = {e.batch_id: e.kind for e in ledger.entries(spark, table.name)}
+    rebaselined = any(kinds.get(b) == manifest.FULL for b in batches[table.name])
+    return commit_counts(
+        spark, table, before[table.name], after[table.name], batches[table.name], rebaselined
+    )
 
 
 def _new_batches(spark: SparkSession, table: str) -> list[str]:

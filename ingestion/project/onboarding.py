@@ -112,19 +112,7 @@ def add_table(
     table = table_from_entry(name, entry)  # validates names and keys
     check_distinct([*configured.values(), table])  # entity tables named as no other table
 
-    project_text = project_path.read_text().rstrip("\n") + "\n"
-    project_text += f"    {name}:\n"
-    if dynamodb_name != name:
-        project_text += f"      dynamodb_table: {json.dumps(dynamodb_name)}\n"
-    project_text += f"      partition_key: {json.dumps(partition_key)}\n"
-    if sort_key:
-        project_text += f"      sort_key: {json.dumps(sort_key)}\n"
-    for key in ("buckets", "cadence"):
-        if key in entry:
-            project_text += f"      {key}: {entry[key]}\n"
-    if entities:
-        block = yaml.safe_dump({"entities": entities}, sort_keys=False, default_flow_style=False)
-        project_text += "".join(f"      {line}\n" for line in block.splitlines())
+    project_text = project_path.read_text().rstrip("\n") + "\n" + _entry_text(name, entry)
     sources_text = sources_file.read_text().rstrip("\n") + "\n"
     sources_text += (
         f"      - name: {name}\n        description: Change log of the DynamoDB table "
@@ -141,6 +129,23 @@ def add_table(
     for path, content in files.items():
         path.write_text(content)
     return [project_path, sources_file, *files]
+
+
+def _entry_text(name: str, entry: dict[str, Any]) -> str:
+    """A table entry as the lines ``add-table`` appends to ``dbt_project.yml``."""
+    text = f"    {name}:\n"
+    if "dynamodb_table" in entry:
+        text += f"      dynamodb_table: {json.dumps(entry['dynamodb_table'])}\n"
+    text += f"      partition_key: {json.dumps(entry['partition_key'])}\n"
+    if entry.get("sort_key"):
+        text += f"      sort_key: {json.dumps(entry['sort_key'])}\n"
+    for key in ("buckets", "cadence"):
+        if key in entry:
+            text += f"      {key}: {entry[key]}\n"
+    if "entities" in entry:  # YAML quotes a value it would read as no string (`ON`, `01`)
+        block = yaml.safe_dump({"entities": entry["entities"]}, sort_keys=False, default_style=None)
+        text += "".join(f"      {line}\n" for line in block.splitlines())
+    return text
 
 
 def _check_appended(

@@ -4,6 +4,7 @@
 - ``exports``: full exports with manifests and checksums;
 - ``orders_chain``: incremental exports of ``orders`` after its full export;
 - ``stream``: stream change files of ``books``, written through the Lambda writer;
+- ``single_table``: a single-table design ``app`` (users, orders, addresses) for ``sample``;
 - ``live``: what the files leave, computed in plain Python (the expected final state);
 - ``demo``: ``sample`` (the files written) and ``demo`` (through the whole flow, compared with
   ``live``).

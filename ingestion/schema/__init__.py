@@ -10,7 +10,9 @@ back to compare with DynamoDB's.
 - ``shapes``: the shape of the first items: the typed parse detection tries first;
 - ``shape_stats``: statistics of every path in one aggregation, from the typed parse;
 - ``layouts``: how an attribute's values are parsed (typed, or as text);
-- ``typed_columns``: an item's image -> the schema's typed columns, drift flagged;
+- ``typed_columns``: one value -> its column value (null when it does not fit);
+- ``typed_rows``: an item's image -> a staging row's typed columns, drift flagged; for a
+  single-table design ``_entity`` and one struct column per entity;
 - ``first_items``: types of a batch's first items, checked at every path as the batch is staged;
 - ``canonical``: DynamoDB JSON canonical, a final row encoded back, the two compared (``verify``).
 

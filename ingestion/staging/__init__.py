@@ -14,7 +14,8 @@
 - ``stream_rejects``: damaged change-file lines set aside in ``staging.<table>_rejects``;
 - ``drift``: values staged that did not fit their column, per attribute and source;
 - ``table_types``: the table's column types, kept in a property of its staging table (the one
-  truth every job reads).
+  truth every job reads);
+- ``entity_types``: a single-table design's types, one section per entity, and its kept rule.
 
 May import: ``ingestion.light``, ``ingestion.spark``, ``ingestion.schema``, ``ingestion.dynamodb``,
 ``ingestion.sources``, ``ingestion.config``, ``ingestion.fault_points``.

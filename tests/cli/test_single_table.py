@@ -7,6 +7,7 @@ only its own columns and types, and the typed values checked against the referen
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -142,8 +143,16 @@ def test_a_rule_set_or_changed_on_a_table_with_data_is_refused_until_it_is_reset
     assert main(["merge", "--table", "app"]) == 2  # nor merged under the new rule
 
     assert main(["remove-table", "app", "--reset", "--yes"]) == 0
+    # A person's declarations, one section per entity: a column name, a type.
+    declared = {"app__user": {"name": {"column": "full_name"}}, "app__order": {"total": {"type": "decimal(12,2)"}}}  # fmt: skip
+    (project_copy / "schemas" / "app.json").write_text(json.dumps({"table": "app", "entities": {k: {"attributes": v} for k, v in declared.items()}}))  # fmt: skip
     assert main(["sync", "--table", "app", str(full)]) == 0  # its models written by the merge
     assert_entity_tables(spark, lakehouse_home, state, "key")
+    kept = table_types.stored_schema(spark, tables.get_table("app"))
+    assert kept is not None
+    assert kept.entity("app__user").get("name").column == "full_name"  # type: ignore[union-attr]
+    assert kept.entity("app__order").get("total").type.sql() == "decimal(12,2)"  # type: ignore[union-attr]
+    assert kept.entity("app__order").get("name") is None  # type: ignore[union-attr]
 
     changed = {**single_table.KEY_RULE, "values": {**single_table.KEY_RULE["values"], "SESSION": None}}  # fmt: skip
     set_rule(project_copy, changed)
