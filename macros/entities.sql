@@ -47,7 +47,14 @@
 -#}
 {% macro dynamodb_change_log(name) -%}
   {%- set entity = dynamodb_entity(name) -%}
-  {%- if not entity -%}{{ return(source('dynamodb', name)) }}{%- endif -%}
+  {%- if not entity and name in var('dynamodb_tables', {}) -%}{{ return(source('dynamodb', name)) }}{%- endif -%}
+  {%- if not entity -%}
+    {#- The model of an entity table no longer in its rule: parseable, refused when it runs. -#}
+    {%- if execute -%}
+      {{ exceptions.raise_compiler_error(name ~ " is no configured table nor an entity table of a rule (vars.dynamodb_tables): delete its models, or add its entity value back") }}
+    {%- endif -%}
+    {{ return(dynamodb_staging_relation(name)) }}
+  {%- endif -%}
   {%- set log = source('dynamodb', entity.table) -%}
   {%- set columns = lakehouse_quote_list(dynamodb_key_columns(name)) -%}
   {%- if execute and entity.value is not none and name in (adapter.get_columns_in_relation(log) | map(attribute='name') | list) -%}
@@ -55,7 +62,8 @@
   {%- endif -%}
   {%- set mine = "`_entity` <=> '" ~ name ~ "'" -%}
   {%- if entity.by == 'attribute' -%}
-    {%- do columns.append("case when " ~ mine ~ " then `_operation` else 'delete' end as `_operation`") -%}
+    {#- null: a delete whose record carried only Keys, kept as it is (a TTL expiry stays one). -#}
+    {%- do columns.append("case when " ~ mine ~ " or `_entity` is null then `_operation` else 'delete' end as `_operation`") -%}
   {%- else -%}
     {%- do columns.append('`_operation`') -%}
   {%- endif -%}

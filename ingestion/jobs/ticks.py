@@ -39,6 +39,7 @@ class Tick:
     rejected: int = 0
     table: str = ""  # set when one watch serves several tables
     error: str | None = None  # this table's step failed this tick (retried on the next)
+    unmatched: int = 0  # a single-table design's changes of no listed entity value
 
     @property
     def seconds(self) -> float:
@@ -56,6 +57,7 @@ class Tick:
             f"{self.merge_seconds:.1f}, maintain {self.maintain_seconds:.1f})"
             + (f", {self.pending} files left for next tick" if self.pending else "")
             + (f", {self.rejected} damaged lines set aside" if self.rejected else "")
+            + (f", {self.unmatched} of no listed entity (to __unmatched)" if self.unmatched else "")
             + (f"; maintenance FAILED: {self.maintain_error}" if self.maintain_error else "")
         )
 
@@ -129,7 +131,7 @@ def tick(
             number, staged.files, staged.changes, merged.inserted if merged else 0,
             merged.updated if merged else 0, merged.deleted if merged else 0, lag,
             staged.seconds, merge_seconds if merged else 0.0, maintain_seconds, staged.pending,
-            maintain_error, staged.rejected, named,
+            maintain_error, staged.rejected, named, None, staged.unmatched,
         ))
         # fmt: on
     return done
@@ -212,7 +214,9 @@ def _merge(
         for line in adopt.adopt_before_merge(spark, table, known_clean=clean):
             log.info(line)
     test = options.test_every > 0 and (progress.merged + 1) % options.test_every == 0
-    also = {t.name: list(progress.untested.get(t.name, [])) for t in tables}
+    also = {  # keyed by final table: a single-table design's entity tables each
+        f.name: list(progress.untested.get(t.name, [])) for t in tables for f in final_tables(t)
+    }
     results, merge_seconds = runner.run_merge(
         spark, tables, test=test, also_test=also, artifacts=options.dbt_artifacts
     )

@@ -151,8 +151,13 @@ def table_schema_file(table: TableConfig) -> SchemaFile | None:
     single-table design) has its section of its entry's file, ``entities: {<final>: ...}``."""
     if table.staging:
         path = schema_path(table.staging)
-        raw = json.loads(path.read_text()) if path.exists() else {}
-        section = (raw.get("entities") or {}).get(table.name) if isinstance(raw, dict) else None
+        if not path.exists():
+            return None
+        parent = read_schema_file(path, table.staging, declared_keys(table)).raw
+        sections = parent.get("entities") or {}
+        if not isinstance(sections, dict):
+            raise SchemaError(f'{path}: "entities" must be an object of entity table -> section')
+        section = sections.get(table.name)
         if section is None:
             return None
         return parse_document(

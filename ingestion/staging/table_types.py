@@ -70,7 +70,8 @@ def current_schema(spark: SparkSession, table: TableConfig) -> types.Schema | No
     if stored is not None:
         return stored
     existing = schema_file.table_schema_file(table)
-    if existing is not None and existing.complete:
+    # A single-table design's first types are its entities' (detected, their declarations kept).
+    if existing is not None and existing.complete and table.entities is None:
         return schema_file.from_file(existing)
     return None
 

@@ -25,6 +25,7 @@ from pyspark.sql import SparkSession
 
 from ingestion.config import names
 from ingestion.config.errors import LakehouseError
+from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge import merge_log
 from ingestion.schema import schema_file, types
@@ -46,18 +47,22 @@ def declared_in_force(spark: SparkSession, table: TableConfig) -> set[str]:
     """The attributes whose type a person declared in ``schemas/<table>.json`` and staging
     already holds as declared. A declaration staging does not hold yet (written after the
     attribute was staged, the fix an ``AdoptionError`` asks for) is applied by the rebuild."""
-    found = schema_file.table_schema_file(table)
-    if found is None:
-        return set()
     current = table_types.current_schema(spark, table)
-    held = {a.name: a.type.sql() for a in current.attributes} if current else {}
-    return {
-        name
-        for name, entry in found.overrides.items()
-        if schema_file.is_declared(entry)
-        and name in found.typed
-        and held.get(name) == found.typed[name].type.sql()
-    }
+    declared: set[str] = set()
+    # A single-table design's declarations are per entity: an attribute declared in any
+    # entity's section counts (drift names no entity).
+    for part in final_tables(table)[:-1] if table.entities else [table]:
+        found = schema_file.table_schema_file(part)
+        kept = current.entity(part.name) if current and table.entities else current
+        held = {a.name: a.type.sql() for a in kept.attributes} if kept else {}
+        declared |= {
+            name
+            for name, entry in (found.overrides.items() if found else ())
+            if schema_file.is_declared(entry)
+            and name in found.typed  # type: ignore[union-attr]
+            and held.get(name) == found.typed[name].type.sql()  # type: ignore[union-attr]
+        }
+    return declared
 
 
 Guard = Callable[[], AbstractContextManager[object]]
@@ -129,7 +134,8 @@ def adopt_before_merge(
         return lines
     merge_log.ensure_merge_log(spark)
     clean = still_clean(spark, table.name, known_clean)
-    pending = [b for b in merge_log.new_batches(spark, table.name) if b not in clean]
+    unmerged = {b for final in final_tables(table) for b in merge_log.new_batches(spark, final.name)}  # fmt: skip
+    pending = sorted(unmerged - clean)
     if not pending:
         return lines
     found = staged_drift.drift_report(spark, table.name, pending)

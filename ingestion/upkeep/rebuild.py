@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from ingestion import fault_points
 from ingestion.config import names
 from ingestion.dynamodb import decode
-from ingestion.dynamodb.entities import ENTITY_COLUMN
+from ingestion.dynamodb.entities import ENTITY_COLUMN, final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge import merge_log
 from ingestion.schema import detect, schema_file, type_rules, typed_rows, types
@@ -239,7 +239,8 @@ def restage_lost_commits(
         spark.sql(f"refresh table {name}")
         if not spark.table(name).where(F.col("_batch_id") == batch).limit(1).isEmpty():
             continue  # staged again already (by this rebuild, or a recovery before)
-        merge_log.forget(spark, table.name, [batch])
+        for final in final_tables(table):  # a single-table design's: each entity table's
+            merge_log.forget(spark, final.name, [batch])
         properties = {k: v for k, v in commit.summary.items() if k.startswith(names.SUMMARY_PREFIX)}
         try:
             staged = spark.read.option("snapshot-id", commit.snapshot_id).table(name)
@@ -259,5 +260,6 @@ def restage_lost_commits(
             ) from exc
         log.warning("%s: batch %s was committed while rebuild ran: staged again", table.name, batch)
         restaged.append(batch)
-        merge_log.forget(spark, table.name, [batch])
+        for final in final_tables(table):  # a single-table design's: each entity table's
+            merge_log.forget(spark, final.name, [batch])
     return tuple(restaged)

@@ -183,33 +183,45 @@ def test_kill_9_before_a_first_loads_commit_then_the_same_command_again(
         spark.sql(f"drop table if exists {name}")
 
 
-@pytest.mark.parametrize("fault", ["before-staging-commit", "during-merge", "after-merge-commit"])
+SPLIT_FAULTS = [
+    "first-load",
+    "before-staging-commit",
+    "during-merge",
+    "after-merge-commit",
+    "before-rebuild-commit",  # the second incremental's drift, adopted by a rebuild
+    "after-rebuild-commit",
+]
+
+
+@pytest.mark.parametrize("fault", SPLIT_FAULTS)
 def test_kill_9_on_a_single_table_design_then_the_same_command_again(
     spark, clean_lakehouse, project_copy, lakehouse_home, tmp_path, fault: str
 ) -> None:
-    """Entity tables (attribute rule: an item changes entity, deletes carry only Keys): a kill
-    mid-batch stages no entity's changes at all, and the same command again leaves every entity
-    table exact."""
+    """Entity tables (attribute rule: an item changes entity, deletes carry only Keys, an
+    order's drift adopted): a kill mid-batch stages no entity's changes at all, and the same
+    command again leaves every entity table exact."""
     add_app("attribute")
     chain, state = write_chain(tmp_path, "attribute")
+    if fault == "first-load":  # killed before the commit that creates the change log
+        killed = cli("sync", "--table", "app", str(chain[0]), fault="before-staging-commit")
+        assert killed.returncode == -9, killed.stdout[-2000:] + killed.stderr[-2000:]
+        assert not spark.catalog.tableExists("lake.staging.app")  # no entity, no types
     first = cli("sync", "--table", "app", str(chain[0]))
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     command = ["sync", "--table", "app", *map(str, chain[1:])]
-
-    killed = cli(*command, fault=fault)
-    assert killed.returncode == -9, killed.stdout[-2000:] + killed.stderr[-2000:]
-    for name in ("lake.staging.app", names.merge_log_table()):
-        spark.sql(f"refresh table {name}")
-    sources = [manifest.read_export(c, verify=False).export_arn for c in chain]
-    by_source = {
-        r["_source"]: r["count"]
-        for r in spark.table("lake.staging.app").groupBy("_source").count().collect()
-    }
-    if fault == "before-staging-commit":  # no entity half-staged: not one row of the batch
-        assert set(by_source) == {sources[0]}
-        assert {e.source for e in ledger.entries(spark, "app")} == {sources[0]}
-    else:
-        assert set(by_source) == set(sources)
+    if fault != "first-load":
+        killed = cli(*command, fault=fault)
+        assert killed.returncode == -9, killed.stdout[-2000:] + killed.stderr[-2000:]
+        for name in ("lake.staging.app", names.merge_log_table()):
+            spark.sql(f"refresh table {name}")
+        sources = [manifest.read_export(c, verify=False).export_arn for c in chain]
+        staged = spark.table("lake.staging.app").groupBy("_source").count().collect()
+        by_source = {r["_source"]: r["count"] for r in staged}
+        if fault == "before-staging-commit":  # no entity half-staged: not one row of the batch
+            assert set(by_source) == {sources[0]}
+            assert {e.source for e in ledger.entries(spark, "app")} == {sources[0]}
+        else:
+            assert set(by_source) == set(sources)
 
     done = cli(*command)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
