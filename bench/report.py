@@ -404,6 +404,39 @@ def design_floor(doc: dict) -> list[Row]:
     return rows
 
 
+def single_table(doc: dict) -> list[Row]:
+    """bench/single_table.py: a single-table design's sync split, against the same unsplit."""
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for offset, rule in ((-0.2, "key"), (0.2, "attribute")):
+        ratios = [next(r for r in round_ if r["rule"] == rule)["ratio_to_unsplit"] for round_ in doc["rounds"]]  # fmt: skip
+        ax.bar([i + offset for i in range(len(ratios))], ratios, 0.4, label=f"split by {rule}")
+    ax.axhline(1.0, color="grey", linestyle="--")
+    ax.set_xticks(list(range(len(doc["rounds"]))), [f"round {i + 1}" for i in range(len(doc["rounds"]))])  # fmt: skip
+    ax.set_ylabel("sync seconds / unsplit")
+    ax.set_title(f"A single-table design of {_label(doc['items'])} items, split")
+    ax.legend()
+    _save(fig, "single_table")
+    rows: list[Row] = []
+    for rule in ("key", "attribute"):
+        runs = [next(r for r in round_ if r["rule"] == rule) for round_ in doc["rounds"]]
+        floors = [next(r for r in round_ if r["rule"] == "unsplit") for round_ in doc["rounds"]]
+        ratios = ", ".join(f"{r['ratio_to_unsplit']}x" for r in runs)
+        rows.append(
+            (
+                f"a single-table design split by {rule} (`sync`, one full export)",
+                f"{doc['items']:,} items ({doc['users']:,} users), {len(runs)} rounds",
+                f"{', '.join(str(r['sync_seconds']) for r in runs)} s = "
+                f"**{ratios}** unsplit "
+                f"({', '.join(str(f['sync_seconds']) for f in floors)} s); merge "
+                f"{', '.join(str(r['merge_seconds']) for r in runs)} s against "
+                f"{', '.join(str(f['merge_seconds']) for f in floors)} s",
+                "none (issue 35: the ratio reported)",
+                "n/a",
+            )
+        )
+    return rows
+
+
 def small_commands(doc: dict) -> list[Row]:
     ratios, medians = doc["ratio_to_help"], doc["median_seconds"]
     fig, ax = plt.subplots(figsize=(6, 3.4))
@@ -484,6 +517,7 @@ SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("detect_schema", detect),
     ("export_to_final", export_to_final),
     ("design_floor", design_floor),
+    ("single_table", single_table),
     ("first_load_profile", first_load_profile),
     ("small_commands", small_commands),
     ("verify_cost", verify_cost),

@@ -46,6 +46,15 @@ def add_table_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_entity_rule_arguments(
+    p: argparse.ArgumentParser, key_help: str, attribute_help: str
+) -> None:
+    """A single-table design's rule: ``--entity-key KEY`` or ``--entity-attribute ATTR``."""
+    rule = p.add_mutually_exclusive_group()
+    rule.add_argument("--entity-key", metavar="KEY", help=key_help)
+    rule.add_argument("--entity-attribute", metavar="ATTR", help=attribute_help)
+
+
 def add_export_folder_arguments(p: argparse.ArgumentParser) -> None:
     add_table_argument(p)
     p.add_argument(

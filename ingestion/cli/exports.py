@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ingestion.cli import output
 from ingestion.cli.arguments import (
+    add_entity_rule_arguments,
     add_export_arguments,
     add_export_folder_arguments,
     add_stream_arguments,
@@ -75,7 +76,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a full export's folder (.../AWSDynamoDB/<ExportId>)",
     )
     p.add_argument("--table", help="a configured table: its keys, and its schema file as output")
-    _entity_count_arguments(p)
+    add_entity_rule_arguments(  # a single-table design's entity values counted
+        p,
+        "count the items of each entity value: the text before the first '#' of this key "
+        "(a single-table design; default: the table's rule)",
+        "count the items of each entity value: this attribute's value",
+    )
     p.add_argument(
         "-o",
         "--output",
@@ -84,22 +90,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "schemas/<table>.json with --table, else standard output)",
     )
     p.set_defaults(run=run_detect_schema)
-
-
-def _entity_count_arguments(p: argparse.ArgumentParser) -> None:
-    """``detect-schema``'s count of a single-table design's entity values."""
-    rule = p.add_mutually_exclusive_group()
-    rule.add_argument(
-        "--entity-key",
-        metavar="KEY",
-        help="count the items of each entity value: the text before the first '#' of this key "
-        "(a single-table design; default: the table's rule)",
-    )
-    rule.add_argument(
-        "--entity-attribute",
-        metavar="ATTR",
-        help="count the items of each entity value: this attribute's value",
-    )
 
 
 def stream_source(args: argparse.Namespace) -> StreamSource | None:

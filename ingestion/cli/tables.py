@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ingestion.aws import glue
+from ingestion.cli.arguments import add_entity_rule_arguments
 from ingestion.config import names, settings
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import CADENCES, get_table
@@ -88,17 +89,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _entity_arguments(p: argparse.ArgumentParser) -> None:
     """``add-table``'s single-table design: the rule and its entity values."""
-    rule = p.add_mutually_exclusive_group()
-    rule.add_argument(
-        "--entity-key",
-        metavar="KEY",
-        help="a single-table design: the entity is the text before the first '#' of this "
-        "string key (e.g. sk: ORDER#7 is ORDER); one final table per --entity",
-    )
-    rule.add_argument(
-        "--entity-attribute",
-        metavar="ATTR",
-        help="a single-table design: the entity is this attribute's value (e.g. type)",
+    add_entity_rule_arguments(
+        p,
+        "a single-table design: the entity is the text before the first '#' of this string "
+        "key (e.g. sk: ORDER#7 is ORDER); one final table per --entity",
+        "a single-table design: the entity is this attribute's value (e.g. type)",
     )
     p.add_argument(
         "--entity",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 
 from ingestion.config import names
-from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
 from ingestion.jobs.reporter import Reporter
@@ -36,9 +35,8 @@ def merge_tables(
     if not staged:
         return []
     for table in staged:
-        table_types.stored_schema(
-            spark, table
-        )  # a changed entity rule stops here, naming the reset
+        # A changed entity rule stops here, naming the reset (ingestion.staging.entity_types).
+        table_types.stored_schema(spark, table)
         guard = functools.partial(held_table, table.name, "adopt")
         for line in adopt_before_merge(spark, table, guard):
             reporter.line(line)
@@ -63,15 +61,14 @@ def nothing_to_merge(tables: list[TableConfig], reporter: Reporter) -> bool:
         if staging is None:
             lines.append(f"{table.name}: nothing staged yet, skipped")
             continue
-        for entity in final_tables(table):  # an entity's final table: its struct's fields
-            final = light_catalog.read_metadata(names.FINAL, entity.name)
-            if final is None or merge_log.light_new_batches(entity.name):
-                return False
-            if table.entities is not None:
-                return False  # its column types are its struct's (the Spark path compares)
-            staged = staging.columns
-            if any(staged.get(c, kind) != kind for c, kind in final.columns.items()):
-                return False
+        if table.entities is not None:
+            return False  # a single-table design: its entity tables' types are its structs'
+        final = light_catalog.read_metadata(names.FINAL, table.name)
+        if final is None or merge_log.light_new_batches(table.name):
+            return False
+        staged = staging.columns
+        if any(staged.get(c, kind) != kind for c, kind in final.columns.items()):
+            return False
         lines.append(f"{table.name}: nothing new to merge (the merge log holds every batch)")
     for line in lines:
         reporter.line(line)

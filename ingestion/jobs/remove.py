@@ -21,19 +21,25 @@ from ingestion.upkeep import verify_log
 
 def owned(table: TableConfig) -> list[str]:
     """The catalog tables a lakehouse table owns (quoted names): its change log, its rejects,
-    and its final table (a single-table design's: one per entity)."""
+    and its final tables (``finals``)."""
     return [
         names.staging_table(table.name),
         names.rejects_table(table.name),
-        *(names.final_table(final.name) for final in final_tables(table)),
+        *(names.final_table(final.name) for final in finals(table)),
     ]
+
+
+def finals(table: TableConfig) -> list[TableConfig]:
+    """The final tables a table owns: itself, or a single-table design's entity tables and
+    ``lakehouse.<table>`` left from before its rule was set (no entity table takes its name)."""
+    return final_tables(table) + ([table] if table.entities else [])
 
 
 def present(spark: SparkSession, table: TableConfig) -> list[str]:
     """The owned tables that exist, and the merge log's rows of its final tables (an item each)."""
     found = [name for name in owned(table) if spark.catalog.tableExists(name)]
     if spark.catalog.tableExists(merge_log.MERGE_LOG):
-        for final in final_tables(table):
+        for final in finals(table):
             if merge_log.merged_batches(spark, final.name):
                 found.append(f"{merge_log.MERGE_LOG} rows of {final.name}")
     return found
@@ -46,7 +52,7 @@ def drop_table_data(table: TableConfig) -> list[str]:
         removed = present(spark, table)
         for name in owned(table):
             spark.sql(f"drop table if exists {name} purge")
-        for final in final_tables(table):
+        for final in finals(table):
             merge_log.forget_table(spark, final.name)
         verify_log.forget_table(spark, table.name)
     return removed

@@ -1,4 +1,4 @@
-"""A single-table design's sample (``sample --single-table``): one DynamoDB table ``app`` holding
+"""A single-table design's sample (``sample --table app``): one DynamoDB table ``app`` holding
 users, their orders and their addresses, told apart by the sort key's prefix (``USER#``,
 ``ORDER#``, ``ADDRESS#``) and by a ``type`` attribute, plus a few items of no listed entity.
 

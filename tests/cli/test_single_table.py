@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +152,9 @@ def test_a_rule_set_or_changed_on_a_table_with_data_is_refused_until_it_is_reset
     assert spark.table("lake.staging.app").count() == staged  # nothing staged
     assert main(["merge", "--table", "app"]) == 2  # nor merged under the new rule
 
+    assert spark.catalog.tableExists("lake.lakehouse.app")
     assert main(["remove-table", "app", "--reset", "--yes"]) == 0
+    assert not spark.catalog.tableExists("lake.lakehouse.app")  # the unsplit table went too
     # A person's declarations, one section per entity: a column name, a type.
     declared = {"app__user": {"name": {"column": "full_name"}}, "app__order": {"total": {"type": "decimal(12,2)"}}}  # fmt: skip
     schema_file.schema_path("app").parent.mkdir(parents=True, exist_ok=True)
@@ -174,3 +177,26 @@ def test_a_rule_set_or_changed_on_a_table_with_data_is_refused_until_it_is_reset
     sessions = readers.read_rows(readers.connect(), lakehouse_home, "app__session", "pk, sk, ttl")
     assert sorted(sessions) == [("USER#0", "SESSION#0", 0)]
     assert readers.read_rows(readers.connect(), lakehouse_home, "app__unmatched", "pk") == []
+
+
+def test_sample_writes_a_single_table_design_and_detect_schema_counts_its_entities(
+    spark, project_copy: Path, tmp_path: Path, capsys
+) -> None:
+    assert main(["sample", "--table", "app", "--items", "10", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "--entity-key sk --entity USER --entity ORDER --entity ADDRESS" in out
+    assert not (tmp_path / "books").exists()  # only what was asked for
+    (folder,) = (tmp_path / "app" / "AWSDynamoDB").glob("0*")
+    detected = tmp_path / "app.json"
+    assert main(["detect-schema", str(folder), "--entity-key", "sk", "-o", str(detected)]) == 0
+    shown = capsys.readouterr().out
+    counts = dict(re.findall(r"^\| (\w+)\s+\| (\d+)\s+\| -", shown, flags=re.M))
+    assert counts == {"ORDER": "20", "USER": "10", "ADDRESS": "10", "SESSION": "2"}
+    # With a configured rule: each value's final table, and each entity's types apart.
+    add_app("key")
+    assert main(["detect-schema", str(folder), "--table", "app", "-o", str(detected)]) == 0
+    shown = capsys.readouterr().out
+    assert re.search(r"^\| SESSION\s+\| 2\s+\| app__unmatched \(not listed\)", shown, flags=re.M)
+    written = json.loads(detected.read_text())
+    assert written["entities"]["app__user"]["attributes"]["total"]["type"] == "bigint"
+    assert written["entities"]["app__order"]["attributes"]["total"]["type"] == "decimal(38,2)"

@@ -44,6 +44,17 @@ def stream_modify(location: Path, key: str, old: str, new: str, second: int, seq
     assert failed is None and written
 
 
+def stage_in_order(spark, table, full: Path, inc: Path, location: Path, stream_first: bool) -> None:
+    """The full export, then the stream's files and the incremental export in either order."""
+    exports.ingest_export(spark, table, str(full))
+    if stream_first:
+        streams.ingest_stream(spark, table, str(location), settle_seconds=0)
+        exports.ingest_export(spark, table, str(inc))
+    else:
+        exports.ingest_export(spark, table, str(inc))
+        streams.ingest_stream(spark, table, str(location), settle_seconds=0)
+
+
 def titles(spark) -> dict[str, str]:
     spark.sql("refresh table lake.lakehouse.books")
     rows = spark.table("lake.lakehouse.books").select("_image").collect()
@@ -79,13 +90,7 @@ def test_a_stream_change_and_an_incremental_export_of_the_same_second_order_by_t
     stream_modify(location, "a", "A", "stream", second, 1)
     stream_modify(location, "b", "export", "after the window", int(end.timestamp()) + 1, 2)
 
-    exports.ingest_export(spark, books, str(full))
-    if stream_first:
-        streams.ingest_stream(spark, books, str(location), settle_seconds=0)
-        exports.ingest_export(spark, books, str(inc))
-    else:
-        exports.ingest_export(spark, books, str(inc))
-        streams.ingest_stream(spark, books, str(location), settle_seconds=0)
+    stage_in_order(spark, books, full, inc, location, stream_first)
     runner.run_merge(spark, [books])
     assert titles(spark) == {"a": "export", "b": "after the window"}
     runner.run_merge(spark, [books], full_refresh=True)
@@ -187,13 +192,7 @@ def test_the_same_orderings_hold_for_entity_tables(
     written, failed = write_batch(records, str(location))
     assert failed is None and written
 
-    exports.ingest_export(spark, app, str(full))
-    if stream_first:
-        streams.ingest_stream(spark, app, str(location), settle_seconds=0)
-        exports.ingest_export(spark, app, str(inc))
-    else:
-        exports.ingest_export(spark, app, str(inc))
-        streams.ingest_stream(spark, app, str(location), settle_seconds=0)
+    stage_in_order(spark, app, full, inc, location, stream_first)
     runner.run_merge(spark, [app])
     state[a], state[b] = by_export, after
     assert_entity_tables(spark, lakehouse_home, state, by)
