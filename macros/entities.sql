@@ -62,8 +62,10 @@
   {%- endif -%}
   {%- set mine = "`_entity` <=> '" ~ name ~ "'" -%}
   {%- if entity.by == 'attribute' -%}
-    {#- null: a delete whose record carried only Keys, kept as it is (a TTL expiry stays one). -#}
-    {%- do columns.append("case when " ~ mine ~ " or `_entity` is null then `_operation` else 'delete' end as `_operation`") -%}
+    {#- null: a delete whose record carried only Keys (no image to tell its entity by): a
+        delete in every entity table, also a TTL expiry under `ttl_deletes: keep`, which would
+        otherwise leave a row of its keys alone in each table that never held the item. -#}
+    {%- do columns.append("case when " ~ mine ~ " then `_operation` else 'delete' end as `_operation`") -%}
   {%- else -%}
     {%- do columns.append('`_operation`') -%}
   {%- endif -%}

@@ -44,6 +44,11 @@ def entity_models() -> None:
     for table in load_tables().values():
         for path in scaffold.write_missing(table, root):
             print(f"{table.name}: wrote {path.relative_to(root)} (an entity table's dbt model)")
+        deleted, edited = scaffold.replaced_models(table, root)
+        for path in deleted:
+            print(f"{table.name}: deleted {path.relative_to(root)} (its entity tables' models replace it)")  # fmt: skip
+        for path in edited:
+            print(f"{table.name}: {path.relative_to(root)} is edited, left: delete it (its entity tables' models replace it)")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

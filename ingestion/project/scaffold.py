@@ -12,6 +12,7 @@ exactly what this module renders (a test checks it), so every table is built the
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -73,3 +74,17 @@ def write_missing(table: TableConfig, root: Path) -> list[Path]:
     for path, text in missing.items():
         path.write_text(text)
     return list(missing)
+
+
+def replaced_models(table: TableConfig, root: Path) -> tuple[list[Path], list[Path]]:
+    """A table with a rule set after it was added: its own (unsplit) dbt files, which the rule's
+    entity models replace. Those still as rendered are deleted; those a person edited are left
+    and returned apart, to be named. (deleted, edited)"""
+    if table.entities is None:
+        return [], []
+    unsplit = files_for(replace(table, entities=None), root)
+    found = {path: text for path, text in unsplit.items() if path.exists()}
+    deleted = [path for path, text in found.items() if path.read_text() == text]
+    for path in deleted:
+        path.unlink()
+    return deleted, [path for path in found if path not in deleted]

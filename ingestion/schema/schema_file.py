@@ -157,6 +157,7 @@ def table_schema_file(table: TableConfig) -> SchemaFile | None:
         sections = parent.get("entities") or {}
         if not isinstance(sections, dict):
             raise SchemaError(f'{path}: "entities" must be an object of entity table -> section')
+        check_sections(path, parent, sections, table)
         section = sections.get(table.name)
         if section is None:
             return None
@@ -164,6 +165,26 @@ def table_schema_file(table: TableConfig) -> SchemaFile | None:
             section, f"{path}: entities: {table.name}", table.name, declared_keys(table)
         )
     return load_schema(table.name, declared_keys(table))
+
+
+def check_sections(path: Path, raw: dict[str, Any], sections: dict, table: TableConfig) -> None:
+    """A single-table design's schema file declares per entity: a section of another name, or
+    an attribute other than a key at the top, would be ignored, so it is refused."""
+    finals = [final for _, final in table.entities.values] if table.entities else []
+    unknown = sorted(set(sections) - set(finals))
+    if unknown:
+        raise SchemaError(
+            f"{path}: entities {', '.join(unknown)} are no entity table of {table.staging}'s rule "
+            f"(its entity tables: {', '.join(finals)})"
+        )
+    top = raw.get("attributes")
+    top = top if isinstance(top, dict) else {}
+    loose = sorted(set(top) - {k.name for k in table.keys})
+    if loose:
+        raise SchemaError(
+            f"{path}: {', '.join(loose)} at the top: a single-table design declares per entity, "
+            f'in "entities": {{"<entity table>": {{"attributes": ...}}}}'
+        )
 
 
 def _entry(column_type: ColumnType, column: str | None, info: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ class Drift:
     source: str
     rows: int
     example: str
+    entity: str = ""  # a single-table design's: the entity table whose column it is
 
 
 def drift_report(
@@ -41,20 +42,24 @@ def drift_report(
         staged = staged.where(F.col("_batch_id") == batches)
     elif batches is not None:
         staged = staged.where(F.col("_batch_id").isin(batches))
+    entity = F.col("_entity") if "_entity" in staged.columns else F.lit("")  # a single-table design
     rows = (
         staged.where(F.col("_drift").isNotNull())
-        .select("_source", "_image", F.explode("_drift").alias("attribute"))
-        .groupBy("attribute", "_source")
+        .select("_source", "_image", entity.alias("entity"), F.explode("_drift").alias("attribute"))
+        .groupBy("attribute", "_source", "entity")
         .agg(
             F.count(F.lit(1)).alias("rows"),
             F.first(F.expr("from_json(`_image`, 'map<string,string>')[attribute]")).alias(
                 "example"
             ),
         )
-        .orderBy("attribute", "_source")
-        .collect()  # one row per attribute and source
+        .orderBy("attribute", "_source", "entity")
+        .collect()  # one row per attribute, source and entity
     )
-    return [Drift(r["attribute"], r["_source"], int(r["rows"]), r["example"] or "") for r in rows]
+    return [
+        Drift(r["attribute"], r["_source"], int(r["rows"]), r["example"] or "", r["entity"] or "")
+        for r in rows
+    ]
 
 
 def light_drift_report(table: str) -> list[Drift]:

@@ -31,7 +31,7 @@ from ingestion.merge import merge_log
 from ingestion.schema import schema_file, types
 from ingestion.spark import table_metadata
 from ingestion.staging import drift as staged_drift
-from ingestion.staging import ledger, table_types
+from ingestion.staging import entity_types, ledger, table_types
 from ingestion.staging.drift import Drift
 from ingestion.upkeep import rebuild
 
@@ -43,20 +43,21 @@ class AdoptionError(LakehouseError):
     person declares the attribute's type."""
 
 
-def declared_in_force(spark: SparkSession, table: TableConfig) -> set[str]:
-    """The attributes whose type a person declared in ``schemas/<table>.json`` and staging
-    already holds as declared. A declaration staging does not hold yet (written after the
-    attribute was staged, the fix an ``AdoptionError`` asks for) is applied by the rebuild."""
+def declared_in_force(spark: SparkSession, table: TableConfig) -> set[tuple[str, str]]:
+    """(entity table, attribute) of each type a person declared in ``schemas/<table>.json`` that
+    staging already holds as declared (entity "" for a table without a rule; a single-table
+    design's declarations are per entity, in its section). A declaration staging does not hold
+    yet (written after the attribute was staged, the fix an ``AdoptionError`` asks for) is
+    applied by the rebuild."""
     current = table_types.current_schema(spark, table)
-    declared: set[str] = set()
-    # A single-table design's declarations are per entity: an attribute declared in any
-    # entity's section counts (drift names no entity).
-    for part in final_tables(table)[:-1] if table.entities else [table]:
+    declared: set[tuple[str, str]] = set()
+    for part in entity_types.entity_tables(table) if table.entities else [table]:
         found = schema_file.table_schema_file(part)
         kept = current.entity(part.name) if current and table.entities else current
         held = {a.name: a.type.sql() for a in kept.attributes} if kept else {}
+        entity = part.name if table.entities else ""
         declared |= {
-            name
+            (entity, name)
             for name, entry in (found.overrides.items() if found else ())
             if schema_file.is_declared(entry)
             and name in found.typed  # type: ignore[union-attr]
@@ -86,9 +87,9 @@ def adopt_drift(
         f"{schema_file.schema_path(table.name)} (e.g. {d.example}): null in its column, whole "
         "in _image, listed in _drift; declare a wider type and run rebuild to keep them"
         for d in drift
-        if d.attribute in declared
+        if (d.entity, d.attribute) in declared
     ]
-    adoptable = sorted({d.attribute for d in drift if d.attribute not in declared})
+    adoptable = sorted({d.attribute for d in drift if (d.entity, d.attribute) not in declared})
     if not adoptable:
         return lines
     attributes = ", ".join(adoptable)
@@ -100,11 +101,15 @@ def adopt_drift(
         named = re.findall(r"attribute '([^']+)'", str(exc))
         culprit = next((a for a in named if a in adoptable), adoptable[0])
         example = json.dumps({culprit: {"type": "string"}})
+        where = '"attributes"'
+        if table.entities is not None:  # a single-table design declares per entity
+            entity = next((d.entity for d in drift if d.attribute == culprit), "<entity table>")
+            where = f'"entities": {{"{entity}": {{"attributes": ...}}}}'
         raise AdoptionError(
             f"{table.name}: the drift in {attributes} cannot be adopted: {exc}. Its batch is "
             "staged and is not merged until this is fixed: declare the type in "
             f"{schema_file.schema_path(table.name)} (e.g. {example[1:-1]} in its "
-            '"attributes" keeps it as JSON text), then run the same command again'
+            f"{where} keeps it as JSON text), then run the same command again"
         ) from exc
     changed = ", ".join(rebuilt.changed) or "no type changed"
     return lines + [

@@ -160,6 +160,9 @@ def test_a_rule_set_or_changed_on_a_table_with_data_is_refused_until_it_is_reset
     schema_file.schema_path("app").parent.mkdir(parents=True, exist_ok=True)
     schema_file.schema_path("app").write_text(json.dumps({"table": "app", "entities": {k: {"attributes": v} for k, v in declared.items()}}))  # fmt: skip
     assert main(["sync", "--table", "app", str(full)]) == 0  # its models written by the merge
+    assert "app: deleted models/marts/app.sql (its entity tables' models replace it)" in capsys.readouterr().out  # fmt: skip
+    assert not (project_copy / "models" / "marts" / "app.sql").exists()
+    assert (project_copy / "models" / "marts" / "app__user.sql").exists()
     assert_entity_tables(spark, lakehouse_home, state, "key")
     kept = table_types.stored_schema(spark, tables.get_table("app"))
     assert kept is not None

@@ -98,3 +98,29 @@ def test_an_entity_table_reads_its_entrys_change_log(tmp_path: Path) -> None:
     assert names.staging_table("app__user") == names.staging_table("app")
     assert names.staging_table("app__unmatched").endswith("`app`")
     assert names.final_table("app__user").endswith("`app__user`")
+
+
+def test_a_split_tables_schema_file_declares_per_entity_or_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from ingestion.schema import schema_file
+    from ingestion.schema.types import SchemaError
+
+    monkeypatch.setenv("LAKEHOUSE_SCHEMA_DIR", str(tmp_path))
+    config = tables.table_from_entry("app", entry({"key": "sk", "values": {"USER": None}}))
+    user = final_tables(config)[0]
+    path = tmp_path / "app.json"
+    path.write_text(json.dumps({"entities": {"app__user": {"attributes": {"n": {"type": "bigint"}}}}}))  # fmt: skip
+    found = schema_file.table_schema_file(user)
+    assert found is not None and found.typed["n"].type.sql() == "bigint"
+    path.write_text(json.dumps({"entities": {"USER": {"attributes": {"n": {"type": "bigint"}}}}}))
+    with pytest.raises(SchemaError, match="entities USER are no entity table of app's rule"):
+        schema_file.table_schema_file(user)
+    path.write_text(json.dumps({"attributes": {"pk": {"type": "string"}, "n": {"type": "bigint"}}}))  # fmt: skip
+    with pytest.raises(SchemaError, match="n at the top: a single-table design declares per entity"):  # fmt: skip
+        schema_file.table_schema_file(user)
+    path.write_text("{not json")
+    with pytest.raises(SchemaError, match="not a readable JSON schema file"):
+        schema_file.table_schema_file(user)
