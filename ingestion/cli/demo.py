@@ -39,7 +39,7 @@ def _size_and_seed(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--items",
         type=int,
-        help="items per table (default: books 500, orders 2000; for app: its users, default 200, about 5 items each)",
+        help="items per table (default: books 500, orders 2000; for app: its users, default 200, 4.2 items each)",
     )
     p.add_argument("--seed", type=int, default=7, help="the sample data's random seed (default 7)")
 

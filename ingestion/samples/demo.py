@@ -50,7 +50,9 @@ def items_of(table: str, items: int | None) -> int:
     return int(items or SAMPLE_TABLES[table].default_items)
 
 
-SINGLE_TABLE_USERS = 200  # the single-table sample's users (5 items each, and a few more)
+SINGLE_TABLE_USERS = (
+    200  # the single-table sample's users (4 items each, a session for every fifth)
+)
 
 
 def write_sample_files(
