@@ -42,6 +42,8 @@ def entity_models() -> None:
     docs/single-table-design.md), each said; a person's edits to existing ones are kept."""
     root = settings.project_dir()
     for table in load_tables().values():
+        if table.entities is None or not scaffold.rule_in_force(table):
+            continue  # no rule, or a changed one the command refuses, naming the reset
         for path in scaffold.write_missing(table, root):
             print(f"{table.name}: wrote {path.relative_to(root)} (an entity table's dbt model)")
         deleted, edited = scaffold.replaced_models(table, root)

@@ -73,6 +73,11 @@ def register_finals(tables: list[Any]) -> None:
             names.STAGING_OF[final] = table.name
 
 
+def rule_document(rule: EntityRule) -> dict[str, Any]:
+    """The rule as it is kept with the staging table's types (``staging.entity_types``)."""
+    return {rule.by: rule.attribute, "values": dict(rule.values)}
+
+
 def default_final(table: str, value: str) -> str:
     """``<table>__<value>``, the value by the column-name rule (``USER`` -> ``user``)."""
     return f"{table}__{column_name(value).strip('_') or 'entity'}"

@@ -12,6 +12,7 @@ exactly what this module renders (a test checks it), so every table is built the
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -19,8 +20,9 @@ from pathlib import Path
 import jinja2
 
 from ingestion.config import names
-from ingestion.dynamodb.entities import final_tables
+from ingestion.dynamodb.entities import final_tables, rule_document
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.light import catalog as light_catalog
 from ingestion.schema.types import METADATA_COLUMNS
 
 
@@ -88,3 +90,17 @@ def replaced_models(table: TableConfig, root: Path) -> tuple[list[Path], list[Pa
     for path in deleted:
         path.unlink()
     return deleted, [path for path in found if path not in deleted]
+
+
+def rule_in_force(table: TableConfig) -> bool:
+    """Whether the table's change log was staged under its configured rule, or holds nothing
+    yet (read without a JVM where the light path serves; else assumed). A job refuses any other
+    case, naming the reset: its models are then left as they are."""
+    if not light_catalog.available():
+        return True
+    staged = light_catalog.read_metadata(names.STAGING, table.name)
+    if staged is None:
+        return True
+    text = staged.properties.get(names.SCHEMA_PROPERTY)
+    kept = json.loads(text).get("rule") if text else None
+    return table.entities is not None and kept == rule_document(table.entities)

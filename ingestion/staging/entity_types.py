@@ -23,6 +23,7 @@ from ingestion.dynamodb.entities import (
     EntityRule,
     entity_sql,
     final_tables,
+    rule_document,
     value_sql,
 )
 from ingestion.dynamodb.tables import TableConfig
@@ -43,10 +44,6 @@ class EntityRuleChanged(LakehouseError):
 def _kept_rule(raw: dict[str, Any]) -> dict[str, Any] | None:
     rule = raw.get("rule")
     return rule if isinstance(rule, dict) else None
-
-
-def rule_document(rule: EntityRule) -> dict[str, Any]:
-    return {rule.by: rule.attribute, "values": dict(rule.values)}
 
 
 def sections(schema: types.Schema, raw: Any, table: TableConfig, where: str) -> types.Schema:

@@ -106,7 +106,13 @@ def test_a_single_table_design_splits_into_exact_entity_tables(
     records.append(sample_stream.stream_record("app", "REMOVE", {"pk": gone["pk"], "sk": gone["sk"]}, gone, None, later, 9))  # fmt: skip
     written, failed = write_batch(records, str(location))
     assert failed is None and written
-    assert main(["sync", "--table", "app", "--stream", str(location), "--settle", "0"]) == 0
+    capsys.readouterr()
+    if by == "key":
+        assert main(["sync", "--table", "app", "--stream", str(location), "--settle", "0"]) == 0
+    else:  # a watch's tick: its merge, tests and counts per entity table, summed per table
+        watch = ["watch", "--table", "app", "--stream", str(location), "--interval", "0"]
+        assert main([*watch, "--ticks", "1", "--settle", "0", "--test-every", "1"]) == 0
+        assert "tick 1: 1 files, 4 changes, +0 ~3 -1" in capsys.readouterr().out
     assert_entity_tables(spark, lakehouse_home, state, by)
     assert not schema_file.schema_path("app").exists()  # types live with the staging table
 
