@@ -20,7 +20,7 @@ demo: setup ## sample exports -> spark-submit ingest -> dbt run + dbt test -> re
 test: setup ## the test suite (real Spark, Iceberg and dbt), without the fault-injection suite
 	$(BIN)/pytest -m "not faults" --durations=25
 
-test-faults: setup ## kill -9 at every point of an export's way, and concurrent ingests (about 12 min)
+test-faults: setup ## kill -9 at every point of an export's way (also on a single-table design), and concurrent ingests (about 20 min)
 	$(BIN)/pytest -m faults
 
 test-fast: setup ## only the tests that need no Spark
