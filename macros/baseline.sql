@@ -21,11 +21,12 @@ select max(`_version`) from {{ relation }} where `_operation` = 'snapshot'
   The full-export baseline, for one change (columns of `change`, or unprefixed without it): the
   change removes its key's row when it is a delete, or when it is older than `floor`, the version
   of the newest full export staged (an item missing from that export was deleted before it; none:
-  no full export). The incremental merge and the full build apply the same rule.
+  no full export), unless it is a kept TTL expiry (`ttl_deletes: keep`: dynamodb_is_kept_expiry).
+  The incremental merge and the full build apply the same rule.
 -#}
 {% macro dynamodb_removes_the_row(table, floor, change=none) -%}
   {%- set prefix = (change ~ '.') if change else '' -%}
-({{ prefix }}`_operation` in {{ dynamodb_delete_operations(table) }}{% if floor is not none %} or {{ prefix }}`_version` < {{ floor }}{% endif %})
+({{ prefix }}`_operation` in {{ dynamodb_delete_operations(table) }}{% if floor is not none %} or ({{ prefix }}`_version` < {{ floor }} and not {{ dynamodb_is_kept_expiry(table, change) }}){% endif %})
 {%- endmacro %}
 
 {#- A key's latest change (columns unprefixed) leaves a row: the baseline rule over `staged`. -#}

@@ -12,7 +12,8 @@ The dbt side has one macro per rule (``macros/change_order.sql``, ``delete_opera
   _batch_id, is a delete)`` is greater: the version decides, then the stream's sequence number;
   the last two break exact ties deterministically, and at equal versions a delete wins.
 - Baseline: the newest full export re-baselines a table: a key whose latest change is older than
-  that export's version was deleted before the export (the export does not hold it).
+  that export's version was deleted before the export (the export does not hold it); not a kept
+  TTL expiry (``ttl_deletes: keep``), which no later export holds by definition.
 """
 
 from __future__ import annotations

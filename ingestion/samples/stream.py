@@ -128,6 +128,8 @@ def write_books_stream(out: Path, items: int, seed: int) -> Path:
 
 
 def stream_changes(folder: Path, keys: list[str], ttl_keep: bool) -> list[tuple]:
+    """Each change of a stream folder: ((version, sequence), key, image, kept), where kept marks
+    a TTL expiry whose last image stays (``ttl_keep``)."""
     changes = []
     for path in sorted(folder.glob("*.json.gz")):
         for text in gzip.decompress(path.read_bytes()).decode().splitlines():
@@ -141,5 +143,6 @@ def stream_changes(folder: Path, keys: list[str], ttl_keep: bool) -> list[tuple]
                 else line["NewImage"]
             )
             key = json.dumps([line["Keys"][k] for k in keys])
-            changes.append(((version, line["SequenceNumber"].zfill(40)), key, image))
+            kept = removed and ttl and ttl_keep
+            changes.append(((version, line["SequenceNumber"].zfill(40)), key, image, kept))
     return changes

@@ -4,13 +4,14 @@
     - a delete (`_operation` 'delete', or 'ttl_delete' unless the table keeps TTL expiries)
       deletes the row, and so does a change older than the newest full export staged (the
       baseline rule, dynamodb_removes_the_row: a late change of an item that export no longer
-      holds never brings it back, as a full build would not);
+      holds never brings it back, as a full build would not; a kept TTL expiry is exempt);
     - any other change updates the row or inserts it;
     - the version guard: a change not newer than the row (`_version`, then `_sequence`) is ignored (re-runs and
       exports applied out of order never roll a row back, and re-applying a change rewrites
       nothing); at equal versions a delete still applies (as in the latest-change order);
     - a full export among the merged batches re-baselines the table: a row older than its export
-      time that it does not hold is deleted (`when not matched by source`);
+      time that it does not hold is deleted (`when not matched by source`), except a kept TTL
+      expiry (`ttl_deletes: keep`): no later export holds an expired item, by definition;
     - pruning: for a table partitioned by bucket(N, partition key) (`buckets: N`), the merge
       condition also holds `lake.system.bucket(N, target.key) in (<the buckets of the changes>)`
       (dynamodb_bucket_function in macros/partition_by.sql, the catalog from vars),
@@ -60,7 +61,7 @@ when matched and not {{ removes }} and {{ dynamodb_is_newer('change', 'target') 
 when not matched and not {{ removes }} then insert ({{ quoted | join(', ') }})
   values ({% for column in quoted %}change.{{ column }}{{ ", " if not loop.last }}{% endfor %})
 {%- if baseline is not none %}
-when not matched by source and target.`_version` < {{ baseline }} then delete
+when not matched by source and target.`_version` < {{ baseline }} and not {{ dynamodb_is_kept_expiry(table, 'target') }} then delete
 {%- endif %}
 {% endmacro %}
 

@@ -29,7 +29,8 @@ def test_macros_mirror_the_python_rules(spark) -> None:
     compiled = compile_inline(
         "{{ dynamodb_change_order() }}|{{ dynamodb_all_delete_operations() }}|"
         "{{ dynamodb_delete_operations('books') }}|{{ dynamodb_delete_operations('kept') }}|"
-        "{{ dynamodb_newest_full_export_sql('t') }}",
+        "{{ dynamodb_newest_full_export_sql('t') }}|"
+        "{{ dynamodb_removes_the_row('books', 100) }}|{{ dynamodb_removes_the_row('kept', 100) }}",
         {
             "dynamodb_tables": {
                 **_configured_tables(),
@@ -37,12 +38,28 @@ def test_macros_mirror_the_python_rules(spark) -> None:
             }
         },
     )
-    order, every_delete, books, kept, baseline = compiled.split("|")
+    order, every_delete, books, kept, baseline, books_removes, kept_removes = compiled.split("|")
     assert order == change_order.change_order_sql()
     assert every_delete == _sql_list(change_order.DELETE_OPERATIONS)
     assert books == _sql_list(change_order.deleting_operations("delete"))
     assert kept == _sql_list(change_order.deleting_operations("keep"))
     assert f"`_operation` = '{change_order.SNAPSHOT}'" in baseline
+    # The baseline (floor 100): a change older than the newest full export removes its row,
+    # except a kept TTL expiry (an expired item is in no later export).
+    changes = "values ('snapshot', 50), ('update', 50), ('ttl_delete', 50), ('ttl_delete', 150), ('delete', 150), ('update', 150)"  # fmt: skip
+    removed = {
+        name: [
+            r[0]
+            for r in spark.sql(
+                f"select {sql} from ({changes}) as c(`_operation`, `_version`)"
+            ).collect()
+        ]  # fmt: skip
+        for name, sql in (("books", books_removes), ("kept", kept_removes))
+    }
+    assert removed == {
+        "books": [True, True, True, True, True, False],
+        "kept": [True, True, False, False, True, False],
+    }
 
 
 @pytest.mark.slow
