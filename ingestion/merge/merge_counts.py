@@ -45,20 +45,6 @@ def current_snapshot(spark: SparkSession, table: str) -> int | None:
     return newest.snapshot_id if newest is not None else None
 
 
-def _merge_commits(spark: SparkSession, name: str, before: int, after: int) -> list[dict]:
-    """The summaries of the merge's own commits: the snapshots from ``after`` back to ``before``
-    (excluded) along the parent chain, without compactions (``replace``) that a ``maintain``
-    elsewhere may have committed in between."""
-    metadata = table_metadata.read(spark, name)
-    by_id = {s.snapshot_id: s for s in (metadata.snapshots if metadata else [])}
-    commits, current = [], by_id.get(after)
-    while current is not None and current.snapshot_id != before:
-        if current.operation != "replace":
-            commits.append(dict(current.summary))
-        current = by_id.get(current.parent_id) if current.parent_id is not None else None
-    return commits
-
-
 def commit_counts(
     spark: SparkSession,
     table: TableConfig,
@@ -72,9 +58,9 @@ def commit_counts(
     The keys the merged batches touched are looked up in the final table before and after the
     merge (their key and version columns only; the few touched keys are broadcast, so nothing
     of the table is shuffled): new there = inserted, gone = deleted, a newer version =
-    updated. A full export's re-baseline also deletes keys no batch touched: those come from the
-    merge's own commits, whose position deletes count every row it updated or deleted
-    (merge-on-read). A first build or a full refresh inserted every row."""
+    updated. A full export's re-baseline also deletes keys no batch touched: its deleted rows
+    are the rows before, plus those inserted, less the rows after. A first build or a full
+    refresh inserted every row."""
     name = names.final_table(table.name)
     if after is None:
         return MergeCounts(table.name, 0, 0, 0, 0)
@@ -98,15 +84,29 @@ def commit_counts(
 
     inserted, deleted, updated = _diff(state(int(before), "old"), state(int(after), "new"), keys)
     if rebaselined:
-        commits = _merge_commits(spark, name, int(before), int(after))
-        removed = sum(int(c.get("added-position-deletes", 0)) for c in commits)
-        deleted = max(deleted, removed - updated)
-    known = None if rebaselined else _known_rows(spark, table.name, int(before), int(after))
+        # The re-baseline also deleted keys no batch touched: counted from the rows before and
+        # after (a final table holds each key once), never from the commits' delete files (a
+        # merge into a data file that already has a delete file rewrites its old positions into
+        # the new one, so `added-position-deletes` counts earlier deletes again).
+        rows_before = _rows_at(spark, table.name, int(before))
+        rows = _counted(spark, table.name, int(after))
+        return MergeCounts(table.name, rows, inserted, updated, rows_before + inserted - rows)
+    known = _known_rows(spark, table.name, int(before), int(after))
     if known is None:
         rows = _counted(spark, table.name, int(after))
     else:  # exact: the counts are of keys, and a final table holds each key once
         rows = _remember(table.name, int(after), known + inserted - deleted)
     return MergeCounts(table.name, rows, inserted, updated, deleted)
+
+
+def _rows_at(spark: SparkSession, table: str, snapshot: int) -> int:
+    """The rows at ``snapshot``: remembered when this process counted or derived them there."""
+    known = _rows.get(table)
+    if known is not None and known[0] == snapshot:
+        return known[1]
+    name = names.final_table(table)
+    total = spark.sql(f"select count(*) from {name} version as of {snapshot}").first()
+    return int(total[0]) if total else 0
 
 
 # The rows of a final table at a snapshot this process counted or derived: the next merge's
