@@ -81,7 +81,8 @@ def run_demo(args: argparse.Namespace) -> int:
         f"\nverify: {names.FINAL}.books against its full export ({v.items} items): "
         f"{v.counts['equal']} equal (the keys the stream changed since, as the change log held "
         f"them at the export's instant), {v.counts['missing']} missing, {v.counts['extra']} "
-        f"extra, {v.counts['different']} different, {v.counts['not_comparable']} not "
+        f"extra, {v.counts['different']} different, {v.counts['duplicate']} duplicate, "
+        f"{v.counts['not_comparable']} not "
         f"comparable: {'EQUAL' if v.equal else 'NOT EQUAL'} "
         f"(ddb-lakehouse verify --table books {v.export})"
     )

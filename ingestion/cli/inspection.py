@@ -193,6 +193,11 @@ def print_verify(report: verifying.VerifyReport) -> None:
     print(output.format_table(["outcome", "items", "first keys"], rows))
     verdict = "EQUAL" if report.equal else "NOT EQUAL"
     print(f"{verdict} in {report.seconds:.1f}s")
+    if report.unmerged and not report.equal:
+        print(
+            f"note: {report.unmerged} staged batch(es) of {report.table} are not merged yet: a "
+            "difference may be the merge's lag (run `ddb-lakehouse merge`, then verify again)"
+        )
 
 
 def run_query(args: argparse.Namespace) -> int:

@@ -136,10 +136,11 @@ def verify(
 
 METRICS_NAMESPACE = "DynamoDBLakehouse"
 METRICS = (  # metric name, outcomes summed
-    ("VerifyDifferences", ("missing", "extra", "different")),
+    ("VerifyDifferences", ("missing", "extra", "different", "duplicate")),
     ("VerifyMissing", ("missing",)),
     ("VerifyExtra", ("extra",)),
     ("VerifyDifferent", ("different",)),
+    ("VerifyDuplicate", ("duplicate",)),
     ("VerifyNotComparable", ("not_comparable",)),
     ("VerifyEqual", ("equal",)),
 )

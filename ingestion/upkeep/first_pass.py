@@ -32,6 +32,7 @@ def proved(
     items: DataFrame,
     changed: DataFrame,
     schema: Schema,
+    held_schema: Schema,
     instant: int,
 ) -> tuple[int, list[int]]:
     """The items proved equal by their fingerprints (counted), and the buckets the second pass
@@ -39,9 +40,10 @@ def proved(
     its key and fingerprint hashed together), one job, no join: a bucket whose sums agree on
     both sides holds equal items (but for a hash collision). A bucket is read again when its
     sums differ, when a final row of it was written after the instant or a staged change of
-    it is later than the instant (the change log decides what it held then)."""
+    it is later than the instant (the change log decides what it held then). ``held_schema``:
+    the final table's side (its own columns, ``verify.final_side_schema``)."""
     exported = fingerprints.export_fingerprints(fingerprints.read_export(spark, paths, schema), schema)  # fmt: skip
-    held = fingerprints.final_fingerprints(items, schema, "_version")
+    held = fingerprints.final_fingerprints(items, held_schema, "_version")
     sums = [F.count(F.lit(1)).alias("items")] + [
         F.sum(half).alias(name)
         for name, half in (

@@ -57,10 +57,7 @@ def table_status(spark: SparkSession, table: str) -> TableStatus:
 
 
 # The last verify run's columns, as `status` reads them (ingestion.upkeep.verify.record).
-_LAST_VERIFY = (
-    "select verified_at, export_arn, equal, equal_items, missing, extra, different, "
-    "not_comparable from {table} where table_name = ? order by verified_at desc limit 1"
-)
+_LAST_VERIFY = "select * from {table} where table_name = ? order by verified_at desc limit 1"
 
 
 def _spark_rows(spark: SparkSession, table: str) -> list[tuple]:
@@ -74,12 +71,14 @@ def _last_verify(rows: list[tuple]) -> str | None:
     """The last verify run in one line, from ``_LAST_VERIFY``'s row (none: never verified)."""
     if not rows:
         return None
-    at, arn, equal, *counts = rows[0]
+    # The log's columns in order (verify_log.LOG_COLUMNS); a log older than the duplicate
+    # column has one fewer.
+    _, arn, _, at, equal, _, *counts = rows[0]
+    labels = ("equal", "missing", "extra", "different", "not comparable", "duplicate")
     found = ", ".join(
         f"{n} {label}"
-        for n, label in zip(
-            counts, ("equal", "missing", "extra", "different", "not comparable"), strict=True
-        )
+        for n, label in zip(counts, labels, strict=False)
+        if label != "duplicate" or n  # shown when found (null in runs before the column)
     )
     verdict = "EQUAL" if equal else "NOT EQUAL"
     return f"{str(at)[:19]} against export {arn.rsplit('/', 1)[-1]}: {verdict} ({found})"

@@ -14,14 +14,21 @@ as the change log held it at the instant, when the change log can say: when the 
 table's newest staged full export, whose rows maintenance never prunes (ingestion.upkeep.expiry),
 by the full-export rule that state is the key's row in that export, or no item when it lacks
 the key. Otherwise such a key is ``not comparable``: never counted equal or different. A final
-row kept for a delete (``ttl_deletes: keep``) is no item.
+row kept for a delete (``ttl_deletes: keep``) is no item. A key the final table holds more than
+once is ``duplicate``, whatever its rows hold.
+
+The final side is read with the final table's own columns: an attribute staged but not merged
+yet (an ingest before its merge) is absent there, so an item that holds it is ``different``
+(the report says how many batches wait for a merge). A final column whose type differs from
+staging's (drift adopted, the final table not rebuilt yet) cannot be compared: refused until
+the next merge.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +39,7 @@ from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb import change_order
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.merge import full_refresh, merge_log
 from ingestion.schema import canonical
 from ingestion.schema.types import Schema
 from ingestion.sources import manifest
@@ -40,6 +48,7 @@ from ingestion.upkeep import fingerprints, first_pass, verify_log
 from ingestion.upkeep.verify_log import OUTCOMES
 
 SHOWN = 10  # keys reported per outcome
+DIFFERENCES = ("missing", "extra", "different", "duplicate")  # any of them: not equal
 ABSENT = "absent"  # in neither at the instant (inserted after it): not counted
 
 
@@ -57,10 +66,11 @@ class VerifyReport:
     first: dict[str, list[str]]  # per outcome but equal: its first keys (as key text)
     attributes: dict[str, list[str]] = field(default_factory=dict)  # a different key's attributes
     seconds: float = 0.0
+    unmerged: int = 0  # batches staged but not merged into the final table yet
 
     @property
     def equal(self) -> bool:
-        return all(self.counts[o] == 0 for o in ("missing", "extra", "different"))
+        return all(self.counts[o] == 0 for o in DIFFERENCES)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -72,6 +82,7 @@ class VerifyReport:
             "counts": {o: self.counts[o] for o in OUTCOMES},
             "first": self.first,
             "different_attributes": self.attributes,
+            "unmerged_batches": self.unmerged,
             "seconds": round(self.seconds, 1),
         }
 
@@ -93,14 +104,18 @@ def _final_side(keys: list[str], schema: Schema):
 
 
 def _compared(schema: Schema, instant: int, rebaselined: bool):
-    """(key, ((export line, final row), state at the instant)) -> (outcome, key, attributes).
+    """(key, ((export line, final rows), state at the instant)) -> (outcome, key, attributes).
     The state: None for a key not changed after the instant, else (known, row or None).
     ``rebaselined``: a full export newer than the instant is staged; its baseline rule may have
     deleted a key after the instant without a staged change of it, so a key the final table
     lacks is not comparable."""
 
     def outcome(pair: Any) -> tuple[str, str, list[str]]:
-        key, ((line, row), state) = pair
+        key, ((line, rows), state) = pair
+        rows = list(rows or ())
+        if len(rows) > 1:
+            return "duplicate", key, []  # a defect, whatever happened after the instant
+        row = rows[0] if rows else None
         if state is not None:
             known, row = state
             if not known:
@@ -134,6 +149,7 @@ def verify(
         )
     chain.check_source(table, export)
     schema = check_verifiable(spark, table)
+    held_schema = final_side_schema(spark, table, schema)
     instant = export.version_micros
     paths = [str(f.path) for f in export.files]
     # A row kept for a delete (``ttl_deletes: keep`` keeps TTL-expired items, flagged) is no
@@ -142,13 +158,13 @@ def verify(
     items = spark.table(final).where(~F.col("_operation").isin(*change_order.DELETE_OPERATIONS))
     staging = spark.table(names.staging_table(table.name))
     changed = staging.where(F.col("_version") > instant)
-    equal, unsure = first_pass.proved(spark, paths, items, changed, schema, instant)
+    equal, unsure = first_pass.proved(spark, paths, items, changed, schema, held_schema, instant)
     counts = {o: 0 for o in OUTCOMES}
     counts["equal"] = equal
     compared = None
     if unsure:
         compared = _second_pass(spark, table, export, paths, items, schema, unsure)
-        for r in compared.groupBy("outcome").count().collect():  # at most five rows
+        for r in compared.groupBy("outcome").count().collect():  # at most six rows
             counts[r["outcome"]] += r["count"]
     first: dict[str, list[str]] = {}
     attributes: dict[str, list[str]] = {}
@@ -166,6 +182,7 @@ def verify(
         first=first,
         attributes=attributes,
         seconds=time.monotonic() - started,
+        unmerged=len(merge_log.new_batches(spark, table.name)),
     )
     if record:
         verify_log.record_run(spark, report, export.export_arn)
@@ -191,7 +208,8 @@ def _second_pass(
     picked_lines = lines.join(chosen, first_pass.BUCKET, "left_semi").select("value")
     picked_rows = rows.join(chosen, first_pass.BUCKET, "left_semi").select(*items.columns)
     exported = picked_lines.rdd.map(lambda r: r["value"]).map(_export_side(keys))
-    held = picked_rows.rdd.map(_final_side(keys, schema))
+    # Each key's final rows, as a list: more than one is a duplicate.
+    held = picked_rows.rdd.map(_final_side(keys, schema)).groupByKey().mapValues(list)
     # The newest full export (by its time, as maintenance picks the one it keeps whole).
     fulls = [e for e in ledger.entries(spark, table.name) if e.kind == manifest.FULL]
     newest = max(fulls, key=lambda e: e.end or "", default=None)
@@ -222,6 +240,20 @@ def check_verifiable(spark: SparkSession, table: TableConfig) -> Schema:
     if schema is None or not spark.catalog.tableExists(names.final_table(table.name)):
         raise VerifyError(f"{table.name}: no final table yet: sync and merge it, then verify")
     return schema
+
+
+def final_side_schema(spark: SparkSession, table: TableConfig, schema: Schema) -> Schema:
+    """The types of the final table's side: ``schema`` without the attributes staged but not
+    merged yet (no column in the final table); refused when a column's type differs from
+    staging's (drift adopted since the last merge: the next merge rebuilds the final table)."""
+    if full_refresh.needs_full_refresh(spark, table):
+        raise VerifyError(
+            f"{table.name}: the final table's column types differ from staging's (drift adopted "
+            "since its last merge): run `ddb-lakehouse merge`, which rebuilds it, then verify"
+        )
+    columns = set(spark.table(names.final_table(table.name)).columns)
+    held = tuple(a for a in schema.attributes if a.key or a.column in columns)
+    return replace(schema, attributes=held) if len(held) < len(schema.attributes) else schema
 
 
 def _state_at_instant(

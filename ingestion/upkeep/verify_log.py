@@ -14,13 +14,17 @@ from ingestion.dynamodb.values import sql_string
 if TYPE_CHECKING:
     from ingestion.upkeep.verify import VerifyReport
 
-OUTCOMES = ("equal", "missing", "extra", "different", "not_comparable")
+OUTCOMES = ("equal", "missing", "extra", "different", "duplicate", "not_comparable")
 
 LOG_COLUMNS = (
     "table_name string, export_arn string, export_time timestamp, verified_at timestamp, "
     "equal boolean, items bigint, equal_items bigint, missing bigint, extra bigint, "
-    "different bigint, not_comparable bigint"
+    "different bigint, not_comparable bigint, duplicate bigint"
 )
+# Columns added after the log's first release, last (so an older log, given them before a run
+# is appended, has the same order; its earlier runs read null there).
+ADDED_COLUMNS = {"duplicate": "bigint"}
+COUNTED = ("equal", "missing", "extra", "different", "not_comparable", "duplicate")  # log order
 
 
 def forget_table(spark: SparkSession, table: str) -> None:
@@ -37,6 +41,10 @@ def record_run(spark: SparkSession, report: VerifyReport, export_arn: str) -> No
         f"create table if not exists {log_table} ({LOG_COLUMNS}) using iceberg "
         "tblproperties ('format-version'='2', 'commit.retry.num-retries'='10')"
     )
+    held = set(spark.table(log_table).columns)
+    for column, kind in ADDED_COLUMNS.items():
+        if column not in held:
+            spark.sql(f"alter table {log_table} add column `{column}` {kind}")
     row = (
         report.table,
         export_arn,
@@ -44,6 +52,6 @@ def record_run(spark: SparkSession, report: VerifyReport, export_arn: str) -> No
         clock.utc_now(),
         report.equal,
         report.items,
-        *(report.counts[o] for o in OUTCOMES),
+        *(report.counts[o] for o in COUNTED),
     )
     spark.createDataFrame([row], LOG_COLUMNS).writeTo(log_table).append()

@@ -102,6 +102,7 @@ def test_repair_makes_the_table_equal_and_newer_changes_still_win(
         "missing": 1,
         "extra": 1,
         "different": 1,
+        "duplicate": 0,
         "not_comparable": 2,  # items[3] and items[4]: changed after T + 30 min, export not staged
     }
     assert cli.main(["verify", "--table", "orders", str(export), "--repair"]) == 0

@@ -25,7 +25,14 @@ from ingestion.staging.exports import ingest_export
 from ingestion.upkeep import verify as verifying_module
 from ingestion.upkeep.status import table_status
 
-ALL_60_EQUAL = {"equal": 60, "missing": 0, "extra": 0, "different": 0, "not_comparable": 0}
+ALL_60_EQUAL = {
+    "equal": 60,
+    "missing": 0,
+    "extra": 0,
+    "different": 0,
+    "duplicate": 0,
+    "not_comparable": 0,
+}
 
 
 def test_a_table_equal_to_its_export_verifies_equal(
@@ -102,6 +109,80 @@ def test_missing_extra_and_different_items_are_found_and_named(
     assert f"{different} (total)" in printed and "NOT EQUAL" in printed
     assert cli.main(["status", "--table", "orders"]) == 0
     assert ": NOT EQUAL (58 equal, 1 missing, 1 extra, 1 different" in capsys.readouterr().out
+
+
+def test_a_key_held_twice_is_a_duplicate_never_equal(
+    spark, clean_lakehouse, samples, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A final table holding a key twice, both rows equal to the export's item: the second pass
+    paired each row with the line and said EQUAL (finding 4 of the audit)."""
+    synced(spark, samples["orders"])
+    final = spark.table("lake.lakehouse.orders").orderBy("customer_id", "order_id")
+    twice = final.limit(1).collect()[0]
+    final.limit(1).writeTo("lake.lakehouse.orders").append()
+    code, report = verified(samples["orders"], capsys)
+    assert code == 1 and report["equal"] is False
+    assert report["counts"] == {**ALL_60_EQUAL, "equal": 59, "duplicate": 1}
+    assert report["first"]["duplicate"] == [key(twice["customer_id"], twice["order_id"])]
+    assert cli.main(["verify", "--table", "orders", str(samples["orders"])]) == 1
+    assert "NOT EQUAL" in capsys.readouterr().out
+    assert cli.main(["status", "--table", "orders"]) == 0
+    assert "NOT EQUAL (59 equal, 0 missing, 0 extra, 0 different, 0 not comparable, 1 duplicate)" in capsys.readouterr().out  # fmt: skip
+
+
+def test_a_verify_log_from_before_the_duplicate_outcome_is_read_and_extended(
+    spark, clean_lakehouse, samples, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ingestion.config import names
+
+    synced(spark, samples["orders"])
+    log = names.verify_log_table()
+    spark.sql(f"drop table if exists {log}")
+    spark.sql(
+        f"create table {log} (table_name string, export_arn string, export_time timestamp, "
+        "verified_at timestamp, equal boolean, items bigint, equal_items bigint, missing bigint, "
+        "extra bigint, different bigint, not_comparable bigint) using iceberg"
+    )
+    spark.sql(f"insert into {log} values ('orders', 'arn:x/export/old', timestamp'2026-01-01', timestamp'2026-01-01', true, 60, 60, 0, 0, 0, 0)")  # fmt: skip
+    assert cli.main(["status", "--table", "orders"]) == 0
+    assert "against export old: EQUAL (60 equal, 0 missing, 0 extra, 0 different, 0 not comparable)" in capsys.readouterr().out  # fmt: skip
+    assert verified(samples["orders"], capsys)[0] == 0
+    assert "duplicate" in spark.table(log).columns
+    assert spark.table(log).count() == 2
+
+
+def test_an_attribute_staged_but_not_merged_is_a_difference_not_a_crash(
+    spark, clean_lakehouse, samples, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An ingest whose item adds `extra` (staged, not merged), then verify against the export:
+    verify read the final table with staging's columns and crashed with UNRESOLVED_COLUMN and
+    exit 1 (finding 2 of the audit). The final table is read with its own columns: the item is
+    different (the final table lacks the value), the report names the batch not merged yet, and
+    after the merge the table verifies equal."""
+    from datetime import timedelta
+
+    from verifying import export_items
+
+    from ingestion.samples import exports as sample_exports
+
+    synced(spark, samples["orders"])
+    items = export_items(samples["orders"])
+    items[0] = {**items[0], "extra": {"S": "new"}}
+    moment = manifest.read_export(samples["orders"]).export_time + timedelta(hours=1)
+    later = sample_exports.write_items_export(tmp_path / "later", "orders", items, moment)
+    assert cli.main(["ingest", "--table", "orders", str(later)]) == 0
+    capsys.readouterr()
+    code, report = verified(later, capsys)
+    assert code == 1, "a difference, not a crash"
+    assert report["counts"] == {**ALL_60_EQUAL, "equal": 59, "different": 1}
+    assert list(report["different_attributes"].values()) == [["extra"]]
+    assert report["unmerged_batches"] == 1
+    assert cli.main(["verify", "--table", "orders", str(later)]) == 1
+    assert "1 staged batch(es) of orders are not merged yet" in capsys.readouterr().out
+    assert cli.main(["merge", "--table", "orders"]) == 0
+    capsys.readouterr()
+    code, report = verified(later, capsys)
+    assert code == 0 and report["counts"] == ALL_60_EQUAL and report["unmerged_batches"] == 0
 
 
 def test_a_planted_decode_bug_is_found(
