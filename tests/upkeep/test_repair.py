@@ -217,7 +217,7 @@ def export_request(prefix: str) -> dict[str, Any]:
 
 def all_equal_metrics(items: int) -> dict[str, Any]:
     """The PutMetricData request of a verify of ``orders`` that found ``items`` equal items."""
-    names = ("Differences", "Missing", "Extra", "Different", "NotComparable", "Equal")
+    names = ("Differences", "Missing", "Extra", "Different", "Duplicate", "NotComparable", "Equal")
     data = [
         {
             "MetricName": f"Verify{name}",
