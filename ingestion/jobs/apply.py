@@ -81,6 +81,7 @@ def rebuild_table(table: TableConfig, reporter: Reporter) -> list[MergeCounts]:
     and the lease, the full refresh included, so that no ``watch`` starts between the two)."""
     with held_table(table.name, "rebuild") as (spark, _lease):
         rebuilt = rebuild_staging(spark, table)
+        assert rebuilt is not None  # only_if_changed not asked
         reporter.line(f"staging.{table.name} rebuilt from _image: {rebuilt.rows} rows")
         for batch in rebuilt.restaged:
             reporter.line(

@@ -132,7 +132,14 @@ def _kept(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def _info(entry: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in entry.items() if k not in ("column", "type", "fields", "element")}
+    """What an entry says besides its column and type, nested entries' included (their
+    ``dynamodb_types`` mark them detected: dropped, a printed document would declare them)."""
+    info = {k: v for k, v in entry.items() if k not in ("column", "type", "fields", "element")}
+    if isinstance(entry.get("fields"), dict):
+        info["fields"] = {n: _info(e) for n, e in entry["fields"].items() if isinstance(e, dict)}
+    if isinstance(entry.get("element"), dict):
+        info["element"] = _info(entry["element"])
+    return info
 
 
 def load_schema(table: str, keys: dict[str, ColumnType]) -> SchemaFile | None:

@@ -96,7 +96,7 @@ def adopt_drift(
     log.info("%s: values that do not fit %s: adopting wider types", table.name, attributes)
     try:
         with guard():
-            rebuilt = rebuild.rebuild_staging(spark, table)
+            rebuilt = rebuild.rebuild_staging(spark, table, only_if_changed=True)
     except types.SchemaError as exc:
         named = re.findall(r"attribute '([^']+)'", str(exc))
         culprit = next((a for a in named if a in adoptable), adoptable[0])
@@ -111,6 +111,16 @@ def adopt_drift(
             f"{schema_file.schema_path(table.name)} (e.g. {example[1:-1]} in its "
             f"{where} keeps it as JSON text), then run the same command again"
         ) from exc
+    if rebuilt is None:  # re-detection keeps every type: the misfits are under declared types
+        return lines + [
+            f"{table.name}: {d.rows} value(s) of {d.attribute!r} do not fit a type declared "
+            f"inside it in {schema_file.schema_path(table.name)} (e.g. {d.example}; "
+            "re-detecting every staged image changes no type, so nothing was rebuilt): null in "
+            "its column, whole in _image, listed in _drift; declare a wider type and run "
+            "rebuild to keep them"
+            for d in drift
+            if d.attribute in adoptable
+        ]
     changed = ", ".join(rebuilt.changed) or "no type changed"
     return lines + [
         f"{table.name}: drift adopted ({attributes}): staging rebuilt from the images "

@@ -264,3 +264,42 @@ def test_column_types_render_for_spark() -> None:
     )
     assert nested.sql() == "struct<`a_b`:array<decimal(10,2)>>"
     assert types.parse_type("array<array<bigint>>").sql() == "array<array<bigint>>"
+
+
+def test_a_kept_document_prints_back_with_its_nested_detection_marks(tmp_path: Path) -> None:
+    """`ddb-lakehouse schema` printed nested entries without `dynamodb_types` (their details
+    were dropped when the kept document was read back), which marks them declared: saved as the
+    schema file, every nested type was declared, and a wider nested value was never adopted."""
+    detected = detect(
+        {
+            ("id",): {"S": one(10)},
+            ("m",): {"M": one(2)},
+            ("m", "c"): {"N": N(2, integer=2, fraction=3)},
+            ("l",): {"L": one()},
+            ("l", None): {"M": one()},
+            ("l", None, "x"): {"BOOL": one()},
+        },
+        keys={"id": "S"},
+    )
+    document = schema_file.to_json(detected)
+    assert "dynamodb_types" in document["attributes"]["m"]["fields"]["c"]
+    keys = type_rules.key_types([("id", "S")])
+    parsed = schema_file.parse_document(json.loads(json.dumps(document)), "kept", "t", keys)
+    printed = schema_file.to_json(schema_file.from_file(parsed))
+    assert printed["attributes"] == document["attributes"]
+    # Saved as the schema file (to rename a column), nothing in it is declared.
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(printed))
+    saved = schema_file.read_schema_file(path, "t", keys)
+    assert not any(schema_file.is_declared(e) for e in _entries(saved.overrides.values()))
+    assert schema_file.declared_entries(saved)["m"] == {"column": "m", "fields": {"c": {"column": "c"}}}  # fmt: skip
+
+
+def _entries(entries) -> list:
+    """Every entry, nested ones included."""
+    found = []
+    for entry in entries:
+        found.append(entry)
+        found += _entries((entry.get("fields") or {}).values())
+        found += _entries([entry["element"]] if isinstance(entry.get("element"), dict) else [])
+    return found

@@ -108,6 +108,40 @@ def test_a_declared_type_is_kept_when_drift_is_adopted(
     assert json.loads(final(spark)["b"]["attrs"]) == {"u2": 2, "u9": 9}
 
 
+def test_a_type_declared_inside_a_detected_map_is_kept_and_reported_not_adopted(
+    spark, table_t, tmp_path: Path, capsys
+) -> None:
+    """`details` is detected, its field `c` declared bigint. `schema` prints the nested detected
+    field with its `dynamodb_types` (finding 5: it printed none, which declares it). A value of
+    `c` that does not fit was "adopted" on every batch: a staging rebuild that changed no type
+    (finding 6); it is reported as not fitting the declared type, and nothing is rebuilt."""
+    details = {
+        "column": "details",
+        "type": "struct",
+        "dynamodb_types": {"M": 1},
+        "fields": {"c": {"column": "c", "type": "bigint"}},
+    }
+    path = schema_file.schema_path("t")
+    path.write_text(json.dumps({"attributes": {"details": details}}))
+    a = {"id": s("a"), "details": {"M": {"c": n("1"), "d": s("x")}}}
+    full = sample_exports.write_items_export(tmp_path / "full", "t", [a])
+    assert main(["sync", "--table", "t", str(full)]) == 0
+    capsys.readouterr()
+    assert main(["schema", "--table", "t"]) == 0
+    fields = json.loads(capsys.readouterr().out)["attributes"]["details"]["fields"]
+    assert fields["d"]["dynamodb_types"] == {"S": 1}  # detected: marked
+    assert "dynamodb_types" not in fields["c"] and fields["c"]["type"] == "bigint"  # declared
+
+    snapshots = spark.table("lake.staging.t.snapshots").count()
+    assert table_t(modify(a, {**a, "details": {"M": {"c": n("1.5"), "d": s("x")}}}, 1)) == 0
+    out = capsys.readouterr().out
+    assert "1 value(s) of 'details' do not fit a type declared inside it" in out
+    assert "drift adopted" not in out
+    assert spark.table("lake.staging.t.snapshots").count() == snapshots + 1  # the append only
+    assert column_types(spark, "lake.staging.t")["details"] == "struct<c:bigint,d:string>"
+    assert final(spark)["a"]["details"] is None  # null in its column, whole in _image
+
+
 def test_drift_that_cannot_be_adopted_is_never_merged_as_null(
     spark, table_t, tmp_path: Path, capsys
 ) -> None:
