@@ -33,8 +33,8 @@ def key(item: dict[str, Any]) -> tuple[str, str]:
 
 def entity(item: dict[str, Any], by: str) -> str:
     if by == "key":
-        prefix = item["sk"]["S"].split("#", 1)[0] if "#" in item["sk"]["S"] else None
-        return KEY_VALUES.get(prefix or "", "app__unmatched")
+        value = item["sk"]["S"].split("#", 1)[0]  # a key with no '#' is its own value
+        return KEY_VALUES.get(value, "app__unmatched")
     return TYPE_VALUES.get(item.get("type", {}).get("S", ""), "app__unmatched")
 
 

@@ -78,8 +78,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--table", help="a configured table: its keys, and its schema file as output")
     add_entity_rule_arguments(  # a single-table design's entity values counted
         p,
-        "count the items of each entity value: the text before the first '#' of this key "
-        "(a single-table design; default: the table's rule)",
+        "count the items of each entity value: the text before the first '#' of this key, all "
+        "of it without one (a single-table design; default: the table's rule)",
         "count the items of each entity value: this attribute's value",
     )
     p.add_argument(

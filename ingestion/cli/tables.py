@@ -92,7 +92,8 @@ def _entity_arguments(p: argparse.ArgumentParser) -> None:
     add_entity_rule_arguments(
         p,
         "a single-table design: the entity is the text before the first '#' of this string "
-        "key (e.g. sk: ORDER#7 is ORDER); one final table per --entity",
+        "key, all of it without one (sk: ORDER#7 is ORDER, PROFILE is PROFILE); one final "
+        "table per --entity",
         "a single-table design: the entity is this attribute's value (e.g. type)",
     )
     p.add_argument(

@@ -1,10 +1,11 @@
 """A single-table design's entity rule: which final table each item of one DynamoDB table goes to.
 
 A table entry's ``entities`` block (decision 0009) names either a key whose text before its
-first ``#`` is the entity (``key: sk``: ``ORDER#7`` is ``ORDER``) or an attribute holding it
-(``attribute: type``), and lists the entity values, each with its final table's name (null:
-``<table>__<value>`` by the column-name rule). An item whose value is not listed, whose key has
-no ``#``, or that lacks the attribute, goes to ``<table>__unmatched``.
+first ``#`` is the entity (``key: sk``: ``ORDER#7`` is ``ORDER``, and a key with no ``#`` is its
+own value: ``PROFILE``, an entity's root item) or an attribute holding it (``attribute: type``),
+and lists the entity values, each with its final table's name (null: ``<table>__<value>`` by the
+column-name rule). An item whose value is not listed, or that lacks the attribute, goes to
+``<table>__unmatched``.
 
 Every staged change carries ``_entity``: the final table name of its entity, the unmatched
 table's name, or null for a delete whose record carries only ``Keys`` under an attribute rule
@@ -13,6 +14,7 @@ table's name, or null for a delete whose record carries only ``Keys`` under an a
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, replace
 from typing import Any
@@ -34,7 +36,7 @@ class EntityRuleError(LakehouseError):
 
 @dataclass(frozen=True)
 class EntityRule:
-    by: str  # "key": the text before the first '#' of a key; "attribute": an attribute's value
+    by: str  # "key": the text before the first '#' of a key (all without one); "attribute": a value
     attribute: str  # the key's or the attribute's DynamoDB name
     values: tuple[tuple[str, str], ...]  # (entity value, final table name), as listed
     unmatched: str  # the final table of items that match no value: <table>__unmatched
@@ -71,6 +73,13 @@ def register_finals(tables: list[Any]) -> None:
                     "map the entity to another final table (entities: values)"
                 )
             names.STAGING_OF[final] = table.name
+
+
+def staged_under(rule: EntityRule, properties: dict[str, str]) -> bool:
+    """Whether a change log (its table properties) was staged under ``rule``: the rule kept
+    with its types (``names.SCHEMA_PROPERTY``) is this one."""
+    text = properties.get(names.SCHEMA_PROPERTY)
+    return text is not None and json.loads(text).get("rule") == rule_document(rule)
 
 
 def rule_document(rule: EntityRule) -> dict[str, Any]:
@@ -155,11 +164,12 @@ def _values(table: str, values: Any, by: str) -> tuple[tuple[str, str], ...]:
 
 def value_sql(by: str, attribute: str) -> str:
     """SQL for a decoded line's entity value (``_attrs``: its image as a map): the text before
-    the first ``#`` of the key ``attribute`` (null without one), or the text of the attribute
-    (null when absent or not a string)."""
+    the first ``#`` of the key ``attribute`` (the whole key when it has none: ``sk = PROFILE``
+    is the root item of entity ``PROFILE`` in single-table designs), or the text of the
+    attribute (null when absent or not a string)."""
     text = field(f"`_attrs`[{sql_string(attribute)}]", "S")
     if by == "key":
-        return f"case when instr({text}, '#') > 0 then substring_index({text}, '#', 1) end"
+        return f"substring_index({text}, '#', 1)"
     return text
 
 

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import functools
+import json
+from typing import Any
 
 from ingestion.config import names
+from ingestion.dynamodb.entities import final_tables, staged_under
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
 from ingestion.jobs.reporter import Reporter
@@ -14,7 +17,9 @@ from ingestion.merge import merge_log
 from ingestion.merge.merge_counts import MergeCounts
 from ingestion.merge.runner import dbt_log_file, on_screen, run_merge
 from ingestion.spark import progress, spark_config
+from ingestion.spark.table_metadata import Metadata
 from ingestion.staging import table_types
+from ingestion.staging.staging_table import ENTITIES_MOVED, ENTITY_VALUES, WHOLE_KEY
 from ingestion.upkeep.adopt import adopt_before_merge
 from ingestion.upkeep.rebuild import rebuild_staging
 
@@ -61,18 +66,49 @@ def nothing_to_merge(tables: list[TableConfig], reporter: Reporter) -> bool:
         if staging is None:
             lines.append(f"{table.name}: nothing staged yet, skipped")
             continue
-        if table.entities is not None:
-            return False  # a single-table design: its entity tables' types are its structs'
-        final = light_catalog.read_metadata(names.FINAL, table.name)
-        if final is None or merge_log.light_new_batches(table.name):
-            return False
-        staged = staging.columns
-        if any(staged.get(c, kind) != kind for c, kind in final.columns.items()):
+        if not _merged_whole(table, staging):
             return False
         lines.append(f"{table.name}: nothing new to merge (the merge log holds every batch)")
     for line in lines:
         reporter.line(line)
     return True
+
+
+def _merged_whole(table: TableConfig, staging: Metadata) -> bool:
+    """Every final table the change log feeds (a single-table design's: each entity's) exists,
+    holds every batch, and has its staged column types (an entity's: its struct's fields); for
+    a single-table design also: staged under its configured rule, with no row waiting to move
+    entity (``upkeep.entity_moves``)."""
+    if table.entities is not None:
+        properties = staging.properties
+        rule_kept = staged_under(table.entities, properties)
+        if not rule_kept or properties.get(ENTITIES_MOVED) == "true":
+            return False
+        if table.entities.by == "key" and properties.get(ENTITY_VALUES) != WHOLE_KEY:
+            return False
+    for final_table in final_tables(table):
+        final = light_catalog.read_metadata(names.FINAL, final_table.name)
+        if final is None or merge_log.light_new_batches(final_table.name):
+            return False
+        staged = {c: _plain(kind) for c, kind in staging.columns.items()}
+        entity = staging.columns.get(final_table.name) if final_table.staging else None
+        for field in json.loads(entity).get("fields", []) if entity else []:
+            staged[field["name"]] = _plain(field["type"])
+        if any(staged.get(c, _plain(kind)) != _plain(kind) for c, kind in final.columns.items()):
+            return False
+    return True
+
+
+def _plain(kind: Any) -> str:
+    """An Iceberg type without its field ids (which differ from table to table), as text."""
+    if isinstance(kind, str) and kind.startswith("{"):
+        kind = json.loads(kind)
+    if isinstance(kind, dict):
+        ids = ("id", "element-id", "key-id", "value-id", "doc")
+        return json.dumps({k: _plain(v) for k, v in sorted(kind.items()) if k not in ids})
+    if isinstance(kind, list):
+        return json.dumps([_plain(v) for v in kind])
+    return str(kind)
 
 
 def rebuild_table(table: TableConfig, reporter: Reporter) -> list[MergeCounts]:

@@ -16,15 +16,22 @@ from pyspark.sql import SparkSession
 
 from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.spark import table_metadata
+from ingestion.staging.staging_table import ENTITIES_MOVED
 
 log = logging.getLogger(__name__)
 
 
 def needs_full_refresh(spark: SparkSession, table: TableConfig) -> bool:
-    """A column of the final table has another type than the same column in staging."""
+    """A column of the final table has another type than the same column in staging, or (an
+    entity's final table) rows of the change log moved to another entity since the entry's
+    final tables were built (``staging_table.ENTITIES_MOVED``)."""
     final, staging = names.final_table(table.name), names.staging_table(table.name)
     if not spark.catalog.tableExists(final) or not spark.catalog.tableExists(staging):
         return False
+    if table.staging and entities_moved(spark, table.staging):
+        log.info("%s: rows of %s moved entity: full refresh", table.name, table.staging)
+        return True
     staged_fields = spark.table(staging).schema.fields
     staged = {f.name: f.dataType.simpleString() for f in staged_fields}
     if table.staging:  # an entity's final table: its columns are its struct column's fields
@@ -43,3 +50,16 @@ def needs_full_refresh(spark: SparkSession, table: TableConfig) -> bool:
             )
             return True
     return False
+
+
+def entities_moved(spark: SparkSession, entry: str) -> bool:
+    """Rows of the entry's change log moved to another entity since its final tables were built."""
+    metadata = table_metadata.read(spark, names.staging_table(entry), fresh=True)
+    return metadata is not None and metadata.properties.get(ENTITIES_MOVED) == "true"
+
+
+def entities_refreshed(spark: SparkSession, entry: str) -> None:
+    """Every final table of the entry was built again: the moved rows are where they belong."""
+    if entities_moved(spark, entry):
+        name = names.staging_table(entry)
+        spark.sql(f"alter table {name} unset tblproperties if exists ('{ENTITIES_MOVED}')")

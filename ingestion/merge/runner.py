@@ -18,7 +18,7 @@ from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.merge.full_refresh import needs_full_refresh
+from ingestion.merge.full_refresh import entities_refreshed, needs_full_refresh
 from ingestion.merge.merge_counts import (
     MergeCounts,
     before_refresh,
@@ -171,6 +171,12 @@ def run_merge(
                 "them again (a no-op) and tests again"
             ) from exc
     record_merged(spark, {t.name: batches[t.name] for t in to_run})
+    # Rows moved entity (``upkeep.entity_moves``): done once every final table of the entry was
+    # built whole (refreshed, or built for the first time).
+    whole = {t.name for t in tables if t.name in refresh or before[t.name] is None}
+    for entry in {t.staging for t in tables if t.staging and t.name in whole}:
+        if all(f.name in whole for f in tables if f.staging == entry):
+            entities_refreshed(spark, entry)
     counts = [
         replace(
             _counted(spark, t, refreshed_from, before, after, batches),

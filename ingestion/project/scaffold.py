@@ -12,7 +12,6 @@ exactly what this module renders (a test checks it), so every table is built the
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import jinja2
 
 from ingestion.config import names
-from ingestion.dynamodb.entities import final_tables, rule_document
+from ingestion.dynamodb.entities import final_tables, staged_under
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.light import catalog as light_catalog
 from ingestion.schema.types import METADATA_COLUMNS
@@ -101,6 +100,4 @@ def rule_in_force(table: TableConfig) -> bool:
     staged = light_catalog.read_metadata(names.STAGING, table.name)
     if staged is None:
         return True
-    text = staged.properties.get(names.SCHEMA_PROPERTY)
-    kept = json.loads(text).get("rule") if text else None
-    return table.entities is not None and kept == rule_document(table.entities)
+    return table.entities is not None and staged_under(table.entities, staged.properties)

@@ -126,8 +126,8 @@ def with_entity(lines: DataFrame, rule: EntityRule | None = None) -> DataFrame:
 
 
 def value_counts(lines: DataFrame, by: str, attribute: str) -> dict[str | None, int]:
-    """How many lines (``value``: DynamoDB JSON) hold each entity value (None: no value, a key
-    without ``#`` or no such attribute): what ``detect-schema`` shows to write a rule from."""
+    """How many lines (``value``: DynamoDB JSON) hold each entity value (None: no such
+    attribute): what ``detect-schema`` shows to write a rule from."""
     value = F.expr(value_sql(by, attribute)).alias("value")
     counted = with_entity(lines).select(value).groupBy("value").count().collect()
     return {row["value"]: int(row["count"]) for row in counted}

@@ -25,6 +25,7 @@ from ingestion.staging import table_types
 
 log = logging.getLogger(__name__)
 
+ENTITY_VALUES, WHOLE_KEY = "dynamodb-lakehouse.entity-values", "whole-key"
 TABLE_PROPERTIES = {
     "format-version": "2",
     "write.format.default": "parquet",
@@ -34,7 +35,13 @@ TABLE_PROPERTIES = {
     # Iceberg reads commit retries from the table, not the catalog: a stream ingest, a merge
     # and maintenance may commit at once (the default 4 retries give up too early).
     "commit.retry.num-retries": "10",
+    # Under an entity key rule a key with no '#' is its own entity value; a change log staged
+    # before that sent such items to the unmatched table (``upkeep.entity_moves``).
+    ENTITY_VALUES: WHOLE_KEY,
 }
+# "true" from the rebuild that moved rows to another entity until every final table of the entry
+# is built again (a full refresh): a kill in between leaves it, and the next merge refreshes.
+ENTITIES_MOVED = "dynamodb-lakehouse.entities-moved"
 
 
 # How a staging write lays its rows out, whatever the table's property says (tables staged by

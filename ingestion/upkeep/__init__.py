@@ -7,6 +7,7 @@ its DynamoDB table's export.
 - ``expiry``: snapshots expired and staged rows pruned without losing a ledger entry;
 - ``rebuild``: staging rebuilt from ``_image`` with types detected again;
 - ``adopt``: drift adopted: the rebuild when values do not fit (the table's ``adopt_drift``);
+- ``entity_moves``: rows staged under the earlier key rule moved to their entity, before a merge;
 - ``status``: where a table stands: its ledger, what is staged and not merged, the final table;
 - ``verify``: a final table against a full export of its DynamoDB table, item by item;
 - ``fingerprints``: each item's key and hash of its canonical DynamoDB JSON, in the JVM;

@@ -33,7 +33,7 @@ from ingestion.spark import table_metadata
 from ingestion.staging import drift as staged_drift
 from ingestion.staging import entity_types, ledger, table_types
 from ingestion.staging.drift import Drift
-from ingestion.upkeep import rebuild
+from ingestion.upkeep import entity_moves, rebuild
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,8 @@ def adopt_before_merge(
     known_clean: Collection[str] = (),
 ) -> list[str]:
     """Before a merge: the restage of a rebuild killed after its replace done
-    (``rebuild.recover_lost_commits``), and drift in batches staged and not merged yet adopted
+    (``rebuild.recover_lost_commits``), rows staged under the earlier key rule moved to their
+    entity (``entity_moves``), and drift in batches staged and not merged yet adopted
     (a run that staged them and failed to adopt, or was killed first); the summary lines. A
     merge never writes such a batch with its values null while the table adopts drift.
     ``known_clean``: batches this process staged and saw no drift in (its ``watch``): not read
@@ -145,6 +146,7 @@ def adopt_before_merge(
         "it again: staged again"
         for batch in rebuild.recover_lost_commits(spark, table)
     ]
+    lines += entity_moves.move_before_merge(spark, table, guard)
     if not table.adopt_drift:
         return lines
     merge_log.ensure_merge_log(spark)

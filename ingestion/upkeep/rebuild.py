@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from ingestion import fault_points
 from ingestion.config import names
 from ingestion.dynamodb import decode
-from ingestion.dynamodb.entities import ENTITY_COLUMN, final_tables
+from ingestion.dynamodb.entities import ENTITY_COLUMN, entity_sql, final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge import merge_log
 from ingestion.schema import detect, schema_file, type_rules, typed_rows, types
@@ -123,6 +123,24 @@ def _changed(previous: types.Schema | None, detected: types.Schema) -> tuple[str
     )
 
 
+def _entities_of_keys(staged: DataFrame, table: TableConfig) -> tuple[DataFrame, bool]:
+    """Under a key rule: each row's ``_entity`` derived again from its key (a row staged when a
+    key with no ``#`` went to the unmatched table moves to its entity), and whether any row
+    moves (one Spark job)."""
+    rule = table.entities
+    assert rule is not None
+    derived = F.expr(entity_sql(rule))
+    with_attrs = staged.withColumn("_attrs", F.expr(decode.parse_item("`_image`")))
+    moves = with_attrs.where(~F.col(ENTITY_COLUMN).eqNullSafe(derived)).limit(1).count() > 0
+    rederived = with_attrs.withColumn(ENTITY_COLUMN, derived).drop("_attrs")
+    return rederived.select(*staged.columns), moves
+
+
+def _properties(spark: SparkSession, name: str) -> dict[str, str]:
+    metadata = table_metadata.read(spark, name)
+    return metadata.properties if metadata is not None else {}
+
+
 def _same_types(previous: types.Schema | None, detected: types.Schema) -> bool:
     """Every attribute (and every entity section's) has the name, column and type it had."""
     if previous is None:
@@ -132,8 +150,8 @@ def _same_types(previous: types.Schema | None, detected: types.Schema) -> bool:
 
 
 def retyped(staged: DataFrame, schema: types.Schema, table: TableConfig) -> DataFrame:
-    """Staged rows typed again from their ``_image`` by ``schema`` (an entity's rows keep their
-    ``_entity``: a rebuild never moves a row to another entity)."""
+    """Staged rows typed again from their ``_image`` by ``schema``, each keeping its ``_entity``
+    (under a key rule derived again first: ``_entities_of_keys``)."""
     metadata = [c for c in types.METADATA_COLUMNS if c != "_drift"]
     metadata += [ENTITY_COLUMN] if schema.rule is not None else []
     return (
@@ -164,6 +182,9 @@ def rebuild_staging(
     carried = ledger.carried(spark, table.name)
     previous = table_types.current_schema(spark, table)
     staged = spark.read.option("snapshot-id", read_id).table(name)
+    moved = False
+    if table.entities is not None and table.entities.by == "key":
+        staged, moved = _entities_of_keys(staged, table)
     if table.entities is None:
         detected = _detected(table, staged, previous)
     else:  # each entity's types from its own staged rows (their `_entity`, kept)
@@ -173,14 +194,17 @@ def rebuild_staging(
             for e in entity_types.entity_tables(table)
         ])  # fmt: skip
     changed = _changed(previous, detected)
-    if only_if_changed and _same_types(previous, detected):
+    if only_if_changed and not moved and _same_types(previous, detected):
         return None
     rows = retyped(staged, detected, table)
     writer = rows.writeTo(name)
-    for key, value in {
+    properties = {
         **staging_table.TABLE_PROPERTIES,
         table_types.PROPERTY: table_types.document(detected),  # the types, in the same commit
-    }.items():
+    }
+    if moved or _properties(spark, name).get(staging_table.ENTITIES_MOVED) == "true":
+        properties[staging_table.ENTITIES_MOVED] = "true"  # until the final tables are rebuilt
+    for key, value in properties.items():
         writer = writer.tableProperty(key, value)
     if before_commit is not None:
         before_commit()
