@@ -14,7 +14,7 @@ def compile_inline(expression: str, variables: dict[str, Any] | None = None) -> 
 
     project = settings.project_dir()
     args = ["compile", "--quiet", "--inline", expression, "--project-dir", str(project)]
-    args += ["--profiles-dir", str(project / "profiles")]
+    args += ["--profiles-dir", str(project)]
     if variables:
         args += ["--vars", json.dumps(variables)]
     result = dbtRunner().invoke(args)

@@ -1,7 +1,7 @@
 """What the EMR job runs, packed for S3: the project, its entry point, its Python packages.
 
 ``project.zip`` holds the ``ingestion`` package and the dbt project (``dbt_project.yml``,
-``models/``, ``macros/``, ``profiles/``, ``schemas/``, ``conf/``); ``main.py`` is the entry point;
+``profiles.yml``, ``models/``, ``macros/``, ``schemas/``, ``conf/``); ``main.py`` is the entry point;
 ``deps-<arch>.tar.gz`` the packages for the release's Python 3.11 (``job_python``). Each goes to
 S3 under a name derived from its content, so a changed project never reuses an old upload and
 an unchanged one is not uploaded again. The Lambda function's zip is built here too.
@@ -20,8 +20,8 @@ from typing import Any
 from ingestion.aws import job_python
 from ingestion.config import settings
 
-PROJECT_PARTS = ("ingestion", "models", "macros", "profiles", "schemas", "conf")
-PROJECT_FILES = ("dbt_project.yml",)
+PROJECT_PARTS = ("ingestion", "models", "macros", "schemas", "conf")
+PROJECT_FILES = ("dbt_project.yml", "profiles.yml")
 LAMBDA_HANDLER = "ingestion.stream_writer.handler"
 LAMBDA_FILES = (
     "ingestion/__init__.py",

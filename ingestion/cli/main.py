@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 import time
+from pathlib import Path
 
 from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
@@ -25,6 +26,12 @@ def parser() -> argparse.ArgumentParser:
         description="DynamoDB exports -> staging Iceberg change logs -> dbt merge -> final tables.",
     )
     root.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    root.add_argument(
+        "--project-dir",
+        metavar="DIR",
+        help="the project folder (holds dbt_project.yml; default: the project the package is "
+        "installed from, else the current folder; also LAKEHOUSE_PROJECT_DIR)",
+    )
     sub = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # The order of `ddb-lakehouse --help`: the flow first, then inspection, AWS, the samples.
     for group in (tables, exports, streams, merge, maintenance, inspection, aws, demo):
@@ -64,9 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         datefmt="%H:%M:%S",
     )
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    settings.export_environment()
+    if args.project_dir:
+        os.environ["LAKEHOUSE_PROJECT_DIR"] = str(Path(args.project_dir).resolve())
     started = time.monotonic()
     try:
+        settings.export_environment()
         names.check_databases()
         if args.command in MERGING:
             entity_models()

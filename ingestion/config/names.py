@@ -12,7 +12,7 @@ import re
 
 from ingestion.config.errors import LakehouseError
 
-CATALOG = "lake"  # Spark's catalog name (profiles/profiles.yml: spark.sql.catalog.lake)
+CATALOG = "lake"  # Spark's catalog name (profiles.yml: spark.sql.catalog.lake)
 # The two namespaces are the Glue databases on AWS. An account may already have a database named
 # `staging` or `lakehouse`, so each name can come from a variable. The variables are read once,
 # at import. Every process of a run gets them from its environment: dbt through

@@ -6,19 +6,43 @@ import os
 from pathlib import Path
 
 from ingestion.config import names
+from ingestion.config.errors import LakehouseError
 
 DEFAULT_HOME_NAME = ".lakehouse"
 
 
+# The folder that holds the installed package: the project itself in an editable install (the
+# way `make setup` installs it), site-packages in a wheel's.
+INSTALLED_ROOT = Path(__file__).resolve().parents[2]
+
+
+class ProjectNotFoundError(LakehouseError):
+    """No dbt project (``dbt_project.yml``) where the commands look for it."""
+
+
 def project_dir() -> Path:
-    """The repository root (it holds dbt_project.yml). ``LAKEHOUSE_PROJECT_DIR`` overrides."""
+    """The project: the dbt project root, which holds ``dbt_project.yml``. Decision, in this
+    order: ``LAKEHOUSE_PROJECT_DIR`` (``--project-dir``) when set; the project the package is
+    installed from (an editable install: the CLI then works from any folder, as a user of
+    ``make setup`` expects); the current folder (a wheel installed apart from its project).
+    Else one line saying how to point at it."""
     override = os.environ.get("LAKEHOUSE_PROJECT_DIR")
     if override:
-        return Path(override).resolve()
-    here = Path(__file__).resolve().parents[1]
-    if (here / "dbt_project.yml").is_file():
-        return here
-    return Path.cwd()
+        given = Path(override).resolve()
+        if not (given / "dbt_project.yml").is_file():
+            raise ProjectNotFoundError(
+                f"LAKEHOUSE_PROJECT_DIR (or --project-dir) is {override}, which holds no "
+                "dbt_project.yml: point it at the dynamodb-lakehouse project folder"
+            )
+        return given
+    for candidate in (INSTALLED_ROOT, Path.cwd()):
+        if (candidate / "dbt_project.yml").is_file():
+            return candidate
+    raise ProjectNotFoundError(
+        f"no dynamodb-lakehouse project (dbt_project.yml) in {Path.cwd()} nor where the package "
+        f"is installed ({INSTALLED_ROOT}): run from the project folder, or give --project-dir "
+        "DIR (or set LAKEHOUSE_PROJECT_DIR)"
+    )
 
 
 def lakehouse_home() -> Path:
@@ -49,7 +73,7 @@ def export_environment() -> dict[str, str]:
     values = {
         "LAKEHOUSE_HOME": str(lakehouse_home()),
         "LAKEHOUSE_PROJECT_DIR": str(project_dir()),
-        "DBT_PROFILES_DIR": str(project_dir() / "profiles"),
+        "DBT_PROFILES_DIR": str(project_dir()),  # profiles.yml at the root, as dbt looks first
         names.STAGING_VARIABLE: names.STAGING,  # dbt reads the namespaces from these
         names.FINAL_VARIABLE: names.FINAL,
     }

@@ -59,7 +59,7 @@ def dbt_invoke(
 
     settings.export_environment()
     project = settings.project_dir()
-    full = [*args, "--project-dir", str(project), "--profiles-dir", str(project / "profiles")]
+    full = [*args, "--project-dir", str(project), "--profiles-dir", str(project)]
     full += output_flags() + ([] if artifacts else ["--no-write-json"])
     log.info("dbt %s", " ".join(args))
     callbacks: list[Any] = []

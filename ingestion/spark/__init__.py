@@ -1,7 +1,7 @@
 """The Spark side of every job: one Spark and Iceberg configuration per target, the session
 built from it, the jars it needs, the embedded catalog, and progress for long work.
 
-- ``spark_config``: the configuration of the target (``profiles/profiles.yml``) and
+- ``spark_config``: the configuration of the target (``profiles.yml``) and
   ``build_spark``: the one session of a process;
 - ``spark_submit``: a command run as a ``spark-submit`` job with that same configuration;
 - ``jars``: the jars a session loads (Iceberg runtime, SQLite JDBC) and the opt-in S3A jars

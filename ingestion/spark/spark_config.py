@@ -1,4 +1,4 @@
-"""The Spark/Iceberg configuration, read from the one place it is defined: profiles/profiles.yml.
+"""The Spark/Iceberg configuration, read from the one place it is defined: profiles.yml.
 
 dbt's profile (``method: session``) passes ``server_side_parameters`` to ``SparkSession.builder``.
 Spark jobs and tests render the very same parameters here, with dbt's ``env_var()`` semantics, so
@@ -51,7 +51,7 @@ def _render(value: Any, env: jinja2.Environment) -> Any:
 
 def profile_target(profiles_dir: Path | None = None, target: str | None = None) -> dict[str, Any]:
     """The rendered dbt output (target) of the project's profile."""
-    path = (profiles_dir or settings.project_dir() / "profiles") / "profiles.yml"
+    path = (profiles_dir or settings.project_dir()) / "profiles.yml"
     raw = yaml.safe_load(path.read_text())
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
     env.globals["env_var"] = _env_var

@@ -29,7 +29,7 @@ def test_package_holds_the_code_and_the_dbt_project(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(first.archive).namelist())
     for expected in ("dbt_project.yml", "ingestion/main.py", "ingestion/cli/__init__.py",
                      "models/marts/books.sql", "macros/strategies/merge_with_delete.sql",
-                     "profiles/profiles.yml", "schemas/books.json"):  # fmt: skip
+                     "profiles.yml", "schemas/books.json"):  # fmt: skip
         assert expected in names, expected
     assert not [n for n in names if "__pycache__" in n]
 

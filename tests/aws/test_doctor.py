@@ -277,7 +277,6 @@ def test_each_local_check_fails_with_its_fix(
     project = tmp_path / "project"
     project.mkdir()
     (project / "dbt_project.yml").write_text("name: [unclosed\n")
-    (project / "profiles").mkdir()
     monkeypatch.setenv("LAKEHOUSE_PROJECT_DIR", str(project))
     check = local.dbt_project()
     assert not check.ok and check.detail.startswith("`dbt parse` failed"), check.detail

@@ -52,7 +52,7 @@ def test_sources_and_profiles_name_the_same_catalog_and_namespaces() -> None:
     (source,) = sources["sources"]
     assert (source["name"], source["schema"]) == (names.SOURCE, STAGING_IN_DBT)
     assert (ROOT / "models/staging" / names.SOURCE).is_dir()
-    profile = yaml.safe_load((ROOT / "profiles/profiles.yml").read_text())
+    profile = yaml.safe_load((ROOT / "profiles.yml").read_text())
     for target, output in profile["dynamodb_lakehouse"]["outputs"].items():
         conf = output["server_side_parameters"]
         assert conf["spark.sql.defaultCatalog"] == names.CATALOG, target

@@ -1,4 +1,4 @@
-"""The one Spark/Iceberg configuration, rendered from profiles/profiles.yml."""
+"""The one Spark/Iceberg configuration, rendered from profiles.yml."""
 
 from __future__ import annotations
 

@@ -272,9 +272,10 @@ def test_ttl_expiries_can_be_kept_flagged(
     spark, clean_lakehouse, books_export, tmp_path: Path, monkeypatch
 ) -> None:
     project = tmp_path / "project"
-    for part in ("models", "macros", "profiles", "tests/dbt"):
+    for part in ("models", "macros", "tests/dbt"):
         if (ROOT / part).exists():
             shutil.copytree(ROOT / part, project / part)
+    shutil.copy(ROOT / "profiles.yml", project / "profiles.yml")
     text = (ROOT / "dbt_project.yml").read_text()
     (project / "dbt_project.yml").write_text(
         text.replace("      partition_key: id:S\n", "      partition_key: id:S\n      ttl_deletes: keep\n", 1)
