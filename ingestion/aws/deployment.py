@@ -78,8 +78,7 @@ def render(tables: list[TableConfig]) -> dict[str, Any]:
         resources[f"{camel(table.name)}Sync"] = _daily_sync(table)
         resources[f"{camel(table.name)}Maintain"] = _weekly_maintain(table)
     for table in tables:
-        # A single-table design is not verified yet (verify refuses it: docs/known-limits.md).
-        if table.verify != "off" and table.entities is None:
+        if verified(table):
             resources[f"{camel(table.name)}Verify"] = _verify(table)
     names = ", ".join(f"{t.name} ({t.cadence})" for t in tables)
     return {
@@ -182,6 +181,12 @@ def _weekly_maintain(table: TableConfig) -> dict[str, Any]:
         f"{table.name}-maintain",
         ["maintain", "--table", table.name],
     )
+
+
+def verified(table: TableConfig) -> bool:
+    """Whether the template schedules a verify of ``table``: its ``verify`` is not off, and it
+    is no single-table design (verify refuses one: docs/known-limits.md)."""
+    return table.verify != "off" and table.entities is None
 
 
 def _verify(table: TableConfig) -> dict[str, Any]:

@@ -509,3 +509,27 @@ def test_no_table_renders_no_template() -> None:
 
     with pytest.raises(TableConfigError, match="no table is configured"):
         deployment.render([])
+
+
+def test_render_says_a_single_table_design_is_not_verified(
+    project_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`deploy render` said a split table was verified weekly while rendering no verify
+    schedule for it (verify refuses a single-table design): what it prints is what it renders."""
+    import yaml
+
+    from ingestion import cli
+
+    args = ["add-table", "app", "--partition-key", "pk:S", "--sort-key", "sk:S"]
+    assert cli.main([*args, "--entity-key", "sk", "--entity", "USER", "--entity", "ORDER"]) == 0
+    capsys.readouterr()
+    out = project_copy / "deploy" / "split.yaml"
+    assert cli.main(["deploy", "render", "--out", str(out)]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.endswith(
+        "verified against DynamoDB: books weekly, orders weekly; not verified: app (a "
+        "single-table design: docs/known-limits.md)"
+    ), line
+    resources = yaml.load(out.read_text(), Loader=yaml.BaseLoader)["Resources"]
+    verifies = sorted(name for name in resources if name.endswith("Verify"))
+    assert verifies == ["BooksVerify", "OrdersVerify"]
