@@ -101,14 +101,31 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    for status in statuses(selected_tables(args)):
-        print_status(status)
+    for table in selected_tables(args):
+        group = list(statuses([table]))  # a single-table design: one status per entity table
+        if len(group) == 1:
+            print_status(group[0])
+            continue
+        # One change log feeds every entity table: its ledger once, a batch merged when every
+        # entity table merged it; then each entity table's own lines.
+        pending = {b for status in group for b in status.pending}
+        shared = f" (one change log for its {len(group)} entity tables)"
+        print_ledger(table.name, group[0].entries, pending, shared)
+        for status in group:
+            print(f"{status.table}:")
+            print_table_lines(status)
     return 0
 
 
 def print_status(status: TableStatus) -> None:
-    entries = status.entries
-    print(f"{status.table}: {len(entries)} source(s) in the ledger")
+    print_ledger(status.table, status.entries, set(status.pending))
+    print_table_lines(status)
+
+
+def print_ledger(
+    table: str, entries: list[ledger.Entry], pending: set[str], shared: str = ""
+) -> None:
+    print(f"{table}: {len(entries)} source(s) in the ledger{shared}")
     # Every export, and the last few stream batches.
     streamed = [e for e in entries if e.kind == ledger.STREAM]
     recent = streamed[-STREAM_BATCHES_SHOWN:]
@@ -124,7 +141,7 @@ def print_status(status: TableStatus) -> None:
                     e.end or "",
                     output.short_source(e.source)
                     + (f" ({len(e.file_names)} files)" if e.kind == ledger.STREAM else ""),
-                    "no" if e.batch_id in status.pending else "yes",
+                    "no" if e.batch_id in pending else "yes",
                 ]
                 for e in shown
             ],
@@ -136,6 +153,10 @@ def print_status(status: TableStatus) -> None:
             f"  ... and {len(streamed) - STREAM_BATCHES_SHOWN} earlier stream batches "
             f"({files} files in all)"
         )
+
+
+def print_table_lines(status: TableStatus) -> None:
+    """A final table's own lines: what waits for its merge, its rows, its verify, its files."""
     print(
         f"  last applied time: {status.last_applied}; staged rows not merged yet: "
         f"{status.unmerged_rows} ({len(status.pending)} batch(es)); final rows: "

@@ -86,6 +86,15 @@ def test_a_root_item_is_its_own_entity_and_a_no_op_sync_needs_no_jvm(
     bios = {r["pk"]: r["bio"] for r in spark.table("lake.lakehouse.app__profile").collect()}
     assert bios == {pk: f"bio of {pk}" for pk, _ in want["app__profile"]}
 
+    # `status`: the one change log's ledger once (it printed it once per entity table), then
+    # each entity table's own lines.
+    done = no_jvm("status", "--table", "app")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("source(s) in the ledger") == 1
+    assert "app: 1 source(s) in the ledger (one change log for its 4 entity tables)" in done.stdout
+    for final in [*FINALS.values(), "app__unmatched"]:
+        assert f"\n{final}:\n  last applied time:" in done.stdout
+
     # Nothing new (the export again): `sync` and `merge` answer without a JVM.
     for command in (["sync", "--table", "app", str(full)], ["merge", "--table", "app"]):
         done = no_jvm(*command)
