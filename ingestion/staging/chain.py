@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.schema.types import SchemaError
 from ingestion.sources import export_control
-from ingestion.sources.manifest import FULL, INCREMENTAL, Export, ExportError, Window
+from ingestion.sources.manifest import FULL, INCREMENTAL, Export, ExportError, Window, first_line
 from ingestion.staging.ledger import Entry
 
 
@@ -98,14 +99,33 @@ def check_source(table: TableConfig, export: Export) -> None:
 
 
 def check_stageable(table: TableConfig, export: Export, rebaseline: bool = False) -> None:
-    """``check_source``, and an export ``verify`` took is staged only to repair the table."""
+    """``check_source``, the keys' types against the first data line (``check_key_types``), and
+    an export ``verify`` took is staged only to repair the table."""
     check_source(table, export)
+    check_key_types(table, export)
     if export_control.is_verify_folder(str(export.folder)) and not rebaseline:
         raise ChainError(
             f"{export.folder}: an export verify took (under {export_control.VERIFY_PREFIX}/): "
             f"sync and ingest never stage one. To make {table.name} equal to it: "
             f"ddb-lakehouse verify --table {table.name} {export.folder} --repair"
         )
+
+
+def check_key_types(table: TableConfig, export: Export) -> None:
+    """A key whose DynamoDB type in the export's first data line contradicts the table's
+    declared key type (``--partition-key pk:N`` for a string key) is refused before Spark
+    starts, as detection would refuse it after a scan of the export (``type_rules.key_type``)."""
+    line = first_line(export)
+    image = (line.get("Item") or line.get("Keys")) if line else None
+    for key in table.keys if isinstance(image, dict) else ():
+        value = image.get(key.name)  # type: ignore[union-attr]
+        found = next(iter(value)) if isinstance(value, dict) and len(value) == 1 else None
+        if found is not None and found != key.descriptor:
+            raise SchemaError(
+                f"table {table.name}: key attribute {key.name!r} is declared {key.descriptor} but "
+                f"the data holds {found} (the first line of {export.folder}): check the table's "
+                "partition_key/sort_key in dbt_project.yml (nothing staged)"
+            )
 
 
 def check_chain(ledger: list[Entry], export: Export, allow_gap: bool = False) -> str | None:
