@@ -49,8 +49,8 @@ def stream(location: Path, records: list[dict]) -> None:
     assert failed is None and written
 
 
-def test_a_kept_ttl_expiry_stays_through_later_full_exports_and_rebuild(
-    spark, clean_lakehouse, project_copy: Path, tmp_path: Path
+def test_a_kept_ttl_expiry_stays_through_later_full_exports_rebuild_and_drift_adoption(
+    spark, clean_lakehouse, project_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = project_copy / "dbt_project.yml"
     config.write_text(
@@ -80,9 +80,23 @@ def test_a_kept_ttl_expiry_stays_through_later_full_exports_and_rebuild(
     assert rows == {"k1": ("one", "ttl_delete"), "k2": ("two, modified", "snapshot"), "k3": ("three", "snapshot")}  # fmt: skip
     assert images(spark) == expected
 
-    # rebuild (the full build from the change log, also what drift adoption runs) keeps it.
+    # rebuild (the full build from the change log) keeps it, and so does a drift adoption
+    # (`pages`, bigint, given 1.5: staging rebuilt with a wider type, the final table refreshed).
     assert main(["rebuild", "--table", "books"]) == 0
     assert final_rows(spark) == rows
+    drift = tmp_path / "drift"
+    sync_drift = ["sync", "--table", "books", "--stream", str(drift), "--settle", "0"]
+    k2c = {**k2b, "pages": {"N": "1"}}  # a new column, bigint
+    stream(drift, [sample_stream.stream_record("books", "MODIFY", {"id": k2["id"]}, k2b, k2c, at(64), 3)])  # fmt: skip
+    assert main(sync_drift) == 0
+    k2c = {**k2b, "pages": {"N": "1.5"}}  # a value that does not fit it
+    stream(drift, [sample_stream.stream_record("books", "MODIFY", {"id": k2["id"]}, k2b, k2c, at(65), 4)])  # fmt: skip
+    capsys.readouterr()
+    assert main(sync_drift) == 0
+    assert "drift adopted (pages)" in capsys.readouterr().out
+    assert final_rows(spark) == {**rows, "k2": ("two, modified", "update")}
+    spark.sql("refresh table lake.lakehouse.books")
+    assert dict(spark.table("lake.lakehouse.books").dtypes)["pages"] == "decimal(38,1)"
 
     # Staged together and merged at once: k3 expires, then a full export in which k1 exists
     # again (created anew) and k3 does not: k3's kept row comes in, k1's kept row is replaced.
