@@ -214,10 +214,15 @@ def print_verify(report: verifying.VerifyReport) -> None:
     print(output.format_table(["outcome", "items", "first keys"], rows))
     verdict = "EQUAL" if report.equal else "NOT EQUAL"
     print(f"{verdict} in {report.seconds:.1f}s")
-    if report.unmerged and not report.equal:
+    if report.unmerged:
         print(
-            f"note: {report.unmerged} staged batch(es) of {report.table} are not merged yet: a "
-            "difference may be the merge's lag (run `ddb-lakehouse merge`, then verify again)"
+            f"note: {report.unmerged} staged batch(es) of {report.table} are not merged yet: "
+            "their keys were compared as the change log holds them (run `ddb-lakehouse merge`)"
+        )
+    if report.counts["duplicate"]:
+        print(
+            f"note: a final table holds each key once: `ddb-lakehouse rebuild --table "
+            f"{report.table}` builds it again from its change log"
         )
 
 

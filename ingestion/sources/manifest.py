@@ -203,12 +203,12 @@ def first_line(export: Export) -> dict[str, Any] | None:
     for data_file in export.files:
         if data_file.item_count == 0:
             continue
-        with data_file.path.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
-            text = next((line for line in lines if line.strip()), None)
         try:
+            with data_file.path.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
+                text = next((line for line in lines if line.strip()), None)
             parsed = json.loads(text) if text else None
-        except ValueError:
-            return None
+        except Exception:  # noqa: BLE001 - missing, unreadable or damaged: the ingest, which
+            return None  # reads every file, reports it with its own clear error
         return parsed if isinstance(parsed, dict) else None
     return None
 

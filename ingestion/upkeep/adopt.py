@@ -111,21 +111,29 @@ def adopt_drift(
             f"{schema_file.schema_path(table.name)} (e.g. {example[1:-1]} in its "
             f"{where} keeps it as JSON text), then run the same command again"
         ) from exc
-    if rebuilt is None:  # re-detection keeps every type: the misfits are under declared types
-        return lines + [
-            f"{table.name}: {d.rows} value(s) of {d.attribute!r} do not fit a type declared "
-            f"inside it in {schema_file.schema_path(table.name)} (e.g. {d.example}; "
-            "re-detecting every staged image changes no type, so nothing was rebuilt): null in "
-            "its column, whole in _image, listed in _drift; declare a wider type and run "
-            "rebuild to keep them"
-            for d in drift
-            if d.attribute in adoptable
-        ]
-    changed = ", ".join(rebuilt.changed) or "no type changed"
-    return lines + [
-        f"{table.name}: drift adopted ({attributes}): staging rebuilt from the images "
-        f"({changed}); the next merge rebuilds the final table"
+    # An attribute whose type re-detection did not change holds misfits under a type declared
+    # inside it (re-detection keeps those): reported, never called adopted.
+    widened = {c.split(":", 1)[0].rsplit(".", 1)[-1] for c in (rebuilt.changed if rebuilt else ())}
+    misfits = [
+        f"{table.name}: {d.rows} value(s) of {d.attribute!r} do not fit a type declared "
+        f"inside it in {schema_file.schema_path(table.name)} (e.g. {d.example}; re-detecting "
+        "every staged image changes no type of it): null in its column, whole in _image, "
+        "listed in _drift; declare a wider type and run rebuild to keep them"
+        for d in drift
+        if d.attribute in adoptable and d.attribute not in widened
     ]
+    if rebuilt is None:  # no type changed at all: nothing was rewritten
+        return lines + misfits
+    adopted = ", ".join(a for a in adoptable if a in widened) or attributes
+    changed = ", ".join(rebuilt.changed) or "no type changed"
+    return (
+        lines
+        + misfits
+        + [
+            f"{table.name}: drift adopted ({adopted}): staging rebuilt from the images "
+            f"({changed}); the next merge rebuilds the final table"
+        ]
+    )
 
 
 def adopt_before_merge(

@@ -17,9 +17,10 @@ the key. Otherwise such a key is ``not comparable``: never counted equal or diff
 row kept for a delete (``ttl_deletes: keep``) is no item. A key the final table holds more than
 once is ``duplicate``, whatever its rows hold.
 
-The final side is read with the final table's own columns: an attribute staged but not merged
-yet (an ingest before its merge) is absent there, so an item that holds it is ``different``
-(the report says how many batches wait for a merge). A final column whose type differs from
+Between an ingest and its merge: a key of a batch not merged yet is compared like a key changed
+after the instant, as the change log holds it (the merge's lag is no difference; the report
+says how many batches wait), and the final side is read with the final table's own columns (an
+attribute staged but not merged has none there yet). A final column whose type differs from
 staging's (drift adopted, the final table not rebuilt yet) cannot be compared: refused until
 the next merge.
 """
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import names
@@ -157,13 +158,14 @@ def verify(
     final = names.final_table(table.name)
     items = spark.table(final).where(~F.col("_operation").isin(*change_order.DELETE_OPERATIONS))
     staging = spark.table(names.staging_table(table.name))
-    changed = staging.where(F.col("_version") > instant)
+    unmerged = merge_log.new_batches(spark, table.name)
+    changed = staging.where(changed_since(instant, unmerged))
     equal, unsure = first_pass.proved(spark, paths, items, changed, schema, held_schema, instant)
     counts = {o: 0 for o in OUTCOMES}
     counts["equal"] = equal
     compared = None
     if unsure:
-        compared = _second_pass(spark, table, export, paths, items, schema, unsure)
+        compared = _second_pass(spark, table, export, paths, items, schema, unsure, unmerged)
         for r in compared.groupBy("outcome").count().collect():  # at most six rows
             counts[r["outcome"]] += r["count"]
     first: dict[str, list[str]] = {}
@@ -182,7 +184,7 @@ def verify(
         first=first,
         attributes=attributes,
         seconds=time.monotonic() - started,
-        unmerged=len(merge_log.new_batches(spark, table.name)),
+        unmerged=len(unmerged),
     )
     if record:
         verify_log.record_run(spark, report, export.export_arn)
@@ -197,6 +199,7 @@ def _second_pass(
     items: DataFrame,
     schema: Schema,
     buckets: list[int],
+    unmerged: list[str],
 ) -> DataFrame:
     """The items of the buckets the first pass could not prove equal, compared in Python:
     (outcome, key, attributes), cached."""
@@ -215,7 +218,7 @@ def _second_pass(
     newest = max(fulls, key=lambda e: e.end or "", default=None)
     kept = newest.batch_id if newest and newest.source == export.export_arn else None
     rebaselined = bool(newest and not kept and export.export_time and newest.end and datetime.fromisoformat(newest.end) > export.export_time)  # fmt: skip
-    later = _state_at_instant(spark, table, keys, schema, export.version_micros, kept)
+    later = _state_at_instant(spark, table, keys, schema, export.version_micros, kept, unmerged)
     paired = exported.fullOuterJoin(held).leftOuterJoin(later)
     return (
         spark.createDataFrame(
@@ -227,8 +230,16 @@ def _second_pass(
     )
 
 
+def changed_since(instant: int, unmerged: list[str]) -> Column:
+    """A staged change the final table may not show at the instant: later than it, or of a
+    batch not merged yet (the merge's lag: such a key is compared as the change log holds it)."""
+    later = F.col("_version") > instant
+    return later | F.col("_batch_id").isin(unmerged) if unmerged else later
+
+
 def check_verifiable(spark: SparkSession, table: TableConfig) -> Schema:
-    """The table's types; refused when it has no final table to verify yet, or is a
+    """The table's types; refused when it has no final table to verify yet, when drift adopted
+    since its last merge changed a column's type (before an export is paid for), or is a
     single-table design (its entity tables are not compared with an export yet: a known limit,
     docs/single-table-design.md)."""
     if table.entities is not None:
@@ -239,18 +250,17 @@ def check_verifiable(spark: SparkSession, table: TableConfig) -> Schema:
     schema = table_types.current_schema(spark, table)
     if schema is None or not spark.catalog.tableExists(names.final_table(table.name)):
         raise VerifyError(f"{table.name}: no final table yet: sync and merge it, then verify")
-    return schema
-
-
-def final_side_schema(spark: SparkSession, table: TableConfig, schema: Schema) -> Schema:
-    """The types of the final table's side: ``schema`` without the attributes staged but not
-    merged yet (no column in the final table); refused when a column's type differs from
-    staging's (drift adopted since the last merge: the next merge rebuilds the final table)."""
     if full_refresh.needs_full_refresh(spark, table):
         raise VerifyError(
             f"{table.name}: the final table's column types differ from staging's (drift adopted "
             "since its last merge): run `ddb-lakehouse merge`, which rebuilds it, then verify"
         )
+    return schema
+
+
+def final_side_schema(spark: SparkSession, table: TableConfig, schema: Schema) -> Schema:
+    """The types of the final table's side: ``schema`` without the attributes staged but not
+    merged yet (no column in the final table)."""
     columns = set(spark.table(names.final_table(table.name)).columns)
     held = tuple(a for a in schema.attributes if a.key or a.column in columns)
     return replace(schema, attributes=held) if len(held) < len(schema.attributes) else schema
@@ -263,6 +273,7 @@ def _state_at_instant(
     schema: Schema,
     instant: int,
     kept: str | None,
+    unmerged: list[str],
 ) -> Any:
     """Each key with a staged change after the instant, as (key text, (known, row or None)).
     ``kept``: the batch of the export, when it is the table's newest staged full export (kept
@@ -271,7 +282,7 @@ def _state_at_instant(
     staging = spark.table(names.staging_table(table.name))
     key_columns = [a.column for a in schema.attributes if a.key]
     key_schema = Schema(schema.table, tuple(a for a in schema.attributes if a.key))
-    changed = staging.where(F.col("_version") > instant).select(*key_columns).distinct()
+    changed = staging.where(changed_since(instant, unmerged)).select(*key_columns).distinct()
 
     def state(row: Any) -> tuple[str, tuple[bool, dict[str, Any] | None]]:
         values = row.asDict(recursive=True)

@@ -41,10 +41,14 @@ def record_run(spark: SparkSession, report: VerifyReport, export_arn: str) -> No
         f"create table if not exists {log_table} ({LOG_COLUMNS}) using iceberg "
         "tblproperties ('format-version'='2', 'commit.retry.num-retries'='10')"
     )
-    held = set(spark.table(log_table).columns)
     for column, kind in ADDED_COLUMNS.items():
-        if column not in held:
-            spark.sql(f"alter table {log_table} add column `{column}` {kind}")
+        if column not in spark.table(log_table).columns:
+            try:
+                spark.sql(f"alter table {log_table} add column `{column}` {kind}")
+            except Exception:  # another verify added it first (two schedules at once)
+                spark.sql(f"refresh table {log_table}")
+                if column not in spark.table(log_table).columns:
+                    raise
     row = (
         report.table,
         export_arn,

@@ -7,6 +7,7 @@ CLI; each final table read by DuckDB, the expected items computed in plain Pytho
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -102,6 +103,21 @@ def test_a_root_item_is_its_own_entity_and_a_no_op_sync_needs_no_jvm(
         assert "app: nothing new to merge" in done.stdout
 
 
+def staged_as_before(spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    """`app` synced by the earlier rule: the key's text before a first `#`, none without one
+    (the earlier code's expression), and no mark of the new reading on its change log."""
+    add_app()
+    items = app_items()
+    text = "`_attrs`['sk'].S"
+    earlier = f"case when instr({text}, '#') > 0 then substring_index({text}, '#', 1) end"
+    with monkeypatch.context() as patched:
+        patched.setattr(entities, "value_sql", lambda by, attribute: earlier)
+        full = sample_exports.write_items_export(tmp_path / "full", "app", items)
+        assert main(["sync", "--table", "app", str(full)]) == 0
+    spark.sql("alter table lake.staging.app unset tblproperties ('dynamodb-lakehouse.entity-values')")  # fmt: skip
+    return items
+
+
 def test_root_items_staged_as_unmatched_move_to_their_entity_at_the_next_merge(
     spark,
     clean_lakehouse,
@@ -114,15 +130,7 @@ def test_root_items_staged_as_unmatched_move_to_their_entity_at_the_next_merge(
     """A change log staged by the earlier rule (the key's text before a first `#`, none without
     one: the earlier code's expression, and no mark of the new reading on the table), then a
     merge by this version: the profiles leave the unmatched table for the profile table."""
-    add_app()
-    items = app_items()
-    text = "`_attrs`['sk'].S"
-    earlier = f"case when instr({text}, '#') > 0 then substring_index({text}, '#', 1) end"
-    with monkeypatch.context() as patched:
-        patched.setattr(entities, "value_sql", lambda by, attribute: earlier)
-        full = sample_exports.write_items_export(tmp_path / "full", "app", items)
-        assert main(["sync", "--table", "app", str(full)]) == 0
-    spark.sql("alter table lake.staging.app unset tblproperties ('dynamodb-lakehouse.entity-values')")  # fmt: skip
+    items = staged_as_before(spark, tmp_path, monkeypatch)
     want = expected(items)
     before = held(lakehouse_home)
     assert before["app__profile"] == set() and before["app__unmatched"] >= want["app__profile"]
@@ -142,3 +150,31 @@ def test_root_items_staged_as_unmatched_move_to_their_entity_at_the_next_merge(
     assert "dynamodb-lakehouse.entities-moved" not in properties
     assert main(["merge", "--table", "app"]) == 0
     assert "app: nothing new to merge" in capsys.readouterr().out
+
+
+@pytest.mark.faults  # make test-faults
+@pytest.mark.parametrize("fault", ["after-rebuild-commit", "after-merge-commit"])
+def test_kill_9_while_root_items_move_then_the_same_command_again(
+    spark,
+    clean_lakehouse,
+    project_copy: Path,
+    lakehouse_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fault: str,
+) -> None:
+    """Killed after the staging rebuild that moved the rows (the final tables not built again
+    yet), or after they were built again but before the move is marked done: the next merge
+    builds them (again), every item in its table."""
+    items = staged_as_before(spark, tmp_path, monkeypatch)
+    env = {**os.environ, "LAKEHOUSE_FAULT": fault}
+    killed = subprocess.run(
+        [sys.executable, "-m", "ingestion.cli", "merge", "--table", "app"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    spark.sql("refresh table lake.staging.app")
+    properties = dict(spark.sql("show tblproperties lake.staging.app").collect())
+    assert properties.get("dynamodb-lakehouse.entities-moved") == "true"  # the refresh is owed
+    assert main(["merge", "--table", "app"]) == 0
+    assert held(lakehouse_home) == expected(items)

@@ -55,4 +55,3 @@ def test_plain_dbt_finds_the_profile_in_the_project_folder(
         [dbt, "parse"], cwd=project_copy, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert not (project_copy / "profiles").exists()

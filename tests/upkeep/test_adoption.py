@@ -123,7 +123,7 @@ def test_a_type_declared_inside_a_detected_map_is_kept_and_reported_not_adopted(
     }
     path = schema_file.schema_path("t")
     path.write_text(json.dumps({"attributes": {"details": details}}))
-    a = {"id": s("a"), "details": {"M": {"c": n("1"), "d": s("x")}}}
+    a = {"id": s("a"), "qty": n("1"), "details": {"M": {"c": n("1"), "d": s("x")}}}
     full = sample_exports.write_items_export(tmp_path / "full", "t", [a])
     assert main(["sync", "--table", "t", str(full)]) == 0
     capsys.readouterr()
@@ -140,6 +140,15 @@ def test_a_type_declared_inside_a_detected_map_is_kept_and_reported_not_adopted(
     assert spark.table("lake.staging.t.snapshots").count() == snapshots + 1  # the append only
     assert column_types(spark, "lake.staging.t")["details"] == "struct<c:bigint,d:string>"
     assert final(spark)["a"]["details"] is None  # null in its column, whole in _image
+
+    # With a detected attribute's misfit in the same batch: that one is adopted (and named),
+    # the nested declaration's misfit is reported, never called adopted.
+    both = {**a, "qty": n("2.5"), "details": {"M": {"c": n("2.5"), "d": s("x")}}}
+    assert table_t(modify(a, both, 2)) == 0
+    out = capsys.readouterr().out
+    assert "1 value(s) of 'details' do not fit a type declared inside it" in out
+    assert "drift adopted (qty): staging rebuilt from the images (qty: bigint -> decimal(38,1))" in out  # fmt: skip
+    assert column_types(spark, "lake.staging.t")["details"] == "struct<c:bigint,d:string>"
 
 
 def test_drift_that_cannot_be_adopted_is_never_merged_as_null(
