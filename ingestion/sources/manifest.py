@@ -8,7 +8,6 @@ before anything is staged.
 from __future__ import annotations
 
 import base64
-import gzip
 import hashlib
 import json
 from dataclasses import dataclass
@@ -194,23 +193,6 @@ def _read_files(folder: Location) -> list[DataFile]:
                 f"{path}:{number}: invalid manifest line ({exc}): {line[:200]}"
             ) from exc
     return files
-
-
-def first_line(export: Export) -> dict[str, Any] | None:
-    """The export's first data line (its first item or change, as JSON), read without Spark: a
-    few kilobytes of the first data file that holds items; None when there is none, or the line
-    is no JSON object (the ingest reports a damaged line as it reads every line)."""
-    for data_file in export.files:
-        if data_file.item_count == 0:
-            continue
-        try:
-            with data_file.path.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
-                text = next((line for line in lines if line.strip()), None)
-            parsed = json.loads(text) if text else None
-        except Exception:  # noqa: BLE001 - missing, unreadable or damaged: the ingest, which
-            return None  # reads every file, reports it with its own clear error
-        return parsed if isinstance(parsed, dict) else None
-    return None
 
 
 def md5_base64(path: Location) -> str:

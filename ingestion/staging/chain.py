@@ -22,13 +22,17 @@ separately: the ledger is the one record, and a derived view cannot disagree wit
 
 from __future__ import annotations
 
+import gzip
+import json
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import islice
+from typing import Any
 
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.schema.types import SchemaError
 from ingestion.sources import export_control
-from ingestion.sources.manifest import FULL, INCREMENTAL, Export, ExportError, Window, first_line
+from ingestion.sources.manifest import FULL, INCREMENTAL, Export, ExportError, Window
 from ingestion.staging.ledger import Entry
 
 
@@ -112,20 +116,36 @@ def check_stageable(table: TableConfig, export: Export, rebaseline: bool = False
 
 
 def check_key_types(table: TableConfig, export: Export) -> None:
-    """A key whose DynamoDB type in the export's first data line contradicts the table's
-    declared key type (``--partition-key pk:N`` for a string key) is refused before Spark
-    starts, as detection would refuse it after a scan of the export (``type_rules.key_type``)."""
-    line = first_line(export)
-    image = (line.get("Item") or line.get("Keys")) if line else None
-    for key in table.keys if isinstance(image, dict) else ():
-        value = image.get(key.name)  # type: ignore[union-attr]
-        found = next(iter(value)) if isinstance(value, dict) and len(value) == 1 else None
-        if found is not None and found != key.descriptor:
+    """A key whose DynamoDB type in every one of the export's first lines (up to 10) contradicts
+    the table's declared key type (``--partition-key pk:N`` for a string key) is refused before
+    Spark starts, as detection would refuse it after a scan. Lines that disagree are damage,
+    not a wrong configuration: the ingest names the item and its file."""
+    lines = _first_lines(export, 10)
+    for key in table.keys:
+        found = {_descriptor((line.get("Item") or line.get("Keys") or {}).get(key.name)) for line in lines}  # fmt: skip
+        if len(found) == 1 and None not in found and key.descriptor not in found:
             raise SchemaError(
                 f"table {table.name}: key attribute {key.name!r} is declared {key.descriptor} but "
-                f"the data holds {found} (the first line of {export.folder}): check the table's "
-                "partition_key/sort_key in dbt_project.yml (nothing staged)"
+                f"the data holds {found.pop()} (the first {len(lines)} line(s) of "
+                f"{export.folder}): check the table's partition_key/sort_key in dbt_project.yml "
+                "(nothing staged)"
             )
+
+
+def _first_lines(export: Export, count: int) -> list[dict[str, Any]]:
+    """Up to ``count`` data lines (as JSON) of the first data file with items, without Spark;
+    none when unreadable (the ingest, which reads every line, reports that clearly)."""
+    try:
+        data_file = next(f for f in export.files if f.item_count)
+        with data_file.path.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as text:
+            lines = [json.loads(t) for t in islice(filter(str.strip, text), count)]
+    except Exception:  # noqa: BLE001 - no data file, or a missing or damaged one
+        return []
+    return lines if all(isinstance(line, dict) for line in lines) else []
+
+
+def _descriptor(value: object) -> str | None:
+    return next(iter(value)) if isinstance(value, dict) and len(value) == 1 else None
 
 
 def check_chain(ledger: list[Entry], export: Export, allow_gap: bool = False) -> str | None:

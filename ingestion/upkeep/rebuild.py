@@ -30,9 +30,9 @@ from pyspark.sql import functions as F
 from ingestion import fault_points
 from ingestion.config import names
 from ingestion.dynamodb import decode
-from ingestion.dynamodb.entities import ENTITY_COLUMN, entity_sql, final_tables
+from ingestion.dynamodb.entities import ENTITY_COLUMN, EntityRule, entity_sql, final_tables
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.merge import merge_log
+from ingestion.merge import full_refresh, merge_log
 from ingestion.schema import detect, schema_file, type_rules, typed_rows, types
 from ingestion.spark import table_metadata
 from ingestion.staging import append, entity_types, exports, ledger, staging_table, table_types
@@ -123,22 +123,14 @@ def _changed(previous: types.Schema | None, detected: types.Schema) -> tuple[str
     )
 
 
-def _entities_of_keys(staged: DataFrame, table: TableConfig) -> tuple[DataFrame, bool]:
-    """Under a key rule: each row's ``_entity`` derived again from its key (a row staged when a
-    key with no ``#`` went to the unmatched table moves to its entity), and whether any row
-    moves (one Spark job)."""
-    rule = table.entities
-    assert rule is not None
+def _entities_of_keys(staged: DataFrame, rule: EntityRule) -> tuple[DataFrame, bool]:
+    """Under a key rule: each row's ``_entity`` derived again from its key (one staged when a key
+    with no ``#`` went to the unmatched table moves), and whether any row moves (a Spark job)."""
     derived = F.expr(entity_sql(rule))
     with_attrs = staged.withColumn("_attrs", F.expr(decode.parse_item("`_image`")))
     moves = with_attrs.where(~F.col(ENTITY_COLUMN).eqNullSafe(derived)).limit(1).count() > 0
     rederived = with_attrs.withColumn(ENTITY_COLUMN, derived).drop("_attrs")
     return rederived.select(*staged.columns), moves
-
-
-def _properties(spark: SparkSession, name: str) -> dict[str, str]:
-    metadata = table_metadata.read(spark, name)
-    return metadata.properties if metadata is not None else {}
 
 
 def _same_types(previous: types.Schema | None, detected: types.Schema) -> bool:
@@ -184,7 +176,7 @@ def rebuild_staging(
     staged = spark.read.option("snapshot-id", read_id).table(name)
     moved = False
     if table.entities is not None and table.entities.by == "key":
-        staged, moved = _entities_of_keys(staged, table)
+        staged, moved = _entities_of_keys(staged, table.entities)
     if table.entities is None:
         detected = _detected(table, staged, previous)
     else:  # each entity's types from its own staged rows (their `_entity`, kept)
@@ -202,7 +194,7 @@ def rebuild_staging(
         **staging_table.TABLE_PROPERTIES,
         table_types.PROPERTY: table_types.document(detected),  # the types, in the same commit
     }
-    if moved or _properties(spark, name).get(staging_table.ENTITIES_MOVED) == "true":
+    if moved or full_refresh.entities_moved(spark, table.name):
         properties[staging_table.ENTITIES_MOVED] = "true"  # until the final tables are rebuilt
     for key, value in properties.items():
         writer = writer.tableProperty(key, value)

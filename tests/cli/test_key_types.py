@@ -1,6 +1,7 @@
 """A key type that contradicts the export (`--partition-key pk:N` for a string key) is refused
-from the export's first data line, before Spark starts: it took a 65 s Spark run to find. Run
-where no JVM can start; nothing is staged."""
+from the export's first data lines, before Spark starts: it took a 65 s Spark run to find. Run
+where no JVM can start; nothing is staged. (One damaged line among good ones is the ingest's
+to report, naming its file: tests/staging/test_ingest.py.)"""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def test_a_key_type_the_export_contradicts_is_refused_before_spark(
     assert done.returncode == 2, done.stdout + done.stderr[-2000:]
     assert done.stderr.strip().splitlines() == [
         f"error: table invoices: key attribute 'invoice_id' is declared N but the data holds S "
-        f"(the first line of {export}): check the table's partition_key/sort_key in "
+        f"(the first 3 line(s) of {export}): check the table's partition_key/sort_key in "
         "dbt_project.yml (nothing staged)"
     ]
     from ingestion.config import names
