@@ -153,6 +153,9 @@ UNSEEN: tuple[Unseen, ...] = (
         Unseen("JobRole", action, f"{DATA}/warehouse/lakehouse/books/data/x.parquet", _JVM)
         for action in ("s3:GetObject", "s3:PutObject", "s3:DeleteObject")
     ),
+    Unseen("JobRole", "s3:AbortMultipartUpload",
+           f"{DATA}/warehouse/lakehouse/books/data/x.parquet",
+           _JVM + ": a multipart upload of a data file the writer abandons (a failed task)"),  # fmt: skip
     Unseen("JobRole", "s3:ListBucket", DATA, _JVM + ": orphan files listed under the warehouse"),
     Unseen("JobRole", "s3:GetObject", "arn:aws:s3:::code-bucket/dynamodb-lakehouse/main.py",
            "EMR Serverless user guide, job runtime roles: the entry point and archives are read "
@@ -443,7 +446,8 @@ def scheduled_calls(template: dict[str, Any]) -> list[Call]:
             continue
         target = resource["Properties"]["Target"]
         text = sample(resolve(target["Input"], template))
-        service, operation, params = contracts.scheduler_request(target["Arn"], json.loads(text))
+        arn = sample(resolve(target["Arn"], template))
+        service, operation, params = contracts.scheduler_request(arn, json.loads(text))
         where = f"deploy/template.yaml: {name}"
         found.append(Call(service, operation, json.dumps(params), "eu-west-1", where,
                           "SchedulerRole"))  # fmt: skip

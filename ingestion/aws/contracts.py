@@ -6,7 +6,7 @@ operation's input shape in botocore's service model: required members, types and
 lengths by botocore's own ``ParamValidator``; maximum lengths, patterns of tokens and enum
 values by ``_limits`` (the validator leaves those to the service). No AWS call is made.
 
-A Scheduler target names an SDK call as ``arn:aws:scheduler:::aws-sdk:<service>:<apiAction>``
+A Scheduler target names an SDK call as ``arn:<partition>:scheduler:::aws-sdk:<service>:<apiAction>``
 and writes its input's members with a capital first letter (``ApplicationId``) where botocore's
 shapes have ``applicationId``: ``scheduler_request`` maps the names case-insensitively and
 refuses any member the shape lacks. Botocore fills an idempotency token (``clientToken``) for
@@ -15,12 +15,14 @@ SDK callers only; a Scheduler input must carry its own (``<aws.scheduler.executi
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import Any
 
 from ingestion.config.errors import LakehouseError
 
-SCHEDULER_SDK = "arn:aws:scheduler:::aws-sdk:"
+# A Scheduler universal target, in any partition (aws, aws-cn, aws-us-gov).
+SCHEDULER_SDK = re.compile(r"arn:aws[a-z-]*:scheduler:::aws-sdk:")
 
 
 class ContractError(LakehouseError):
@@ -123,9 +125,12 @@ def _recase(value: Any, shape: Any, where: str) -> Any:
 def scheduler_request(target_arn: str, target_input: dict[str, Any]) -> tuple[str, str, dict]:
     """(service, operation, params) of an EventBridge Scheduler universal target, with the
     input's member names as botocore's shape has them."""
-    if not target_arn.startswith(SCHEDULER_SDK):
-        raise ContractError(f"{target_arn}: not a Scheduler universal target ({SCHEDULER_SDK}...)")
-    sdk_service, _, action = target_arn[len(SCHEDULER_SDK) :].partition(":")
+    universal = SCHEDULER_SDK.match(target_arn)
+    if not universal:
+        raise ContractError(
+            f"{target_arn}: not a Scheduler universal target (arn:aws:scheduler:::aws-sdk:...)"
+        )
+    sdk_service, _, action = target_arn[universal.end() :].partition(":")
     service = _service_of(sdk_service)
     operation = action[:1].upper() + action[1:]
     shape = operation_model(service, operation).input_shape

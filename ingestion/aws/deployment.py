@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any
 
-from ingestion.aws import contracts, emr
+from ingestion.aws import contracts, emr, packaging
 from ingestion.aws import deployment_shared as shared
 from ingestion.dynamodb.tables import TableConfig, TableConfigError
 
@@ -51,7 +51,7 @@ def render(tables: list[TableConfig]) -> dict[str, Any]:
         raise TableConfigError("no table is configured: add one (add-table), then render")
     streamed = [t for t in tables if t.cadence == "stream"]
     daily = [t for t in tables if t.cadence != "stream"]
-    parameters = shared.parameters()
+    parameters = shared.parameters(packaging.lambda_key())
     for table in tables:
         parameters[table_arn(table)] = {
             "Type": "String",
@@ -67,6 +67,7 @@ def render(tables: list[TableConfig]) -> dict[str, Any]:
     resources = shared.bucket_and_catalog()
     resources["JobRole"] = shared.job_role([table_arn(t) for t in tables])
     resources.update(shared.scheduling())
+    resources.update(shared.notifications())
     if streamed:
         resources.update(shared.stream_writer([stream_arn(t) for t in streamed]))
         for table in streamed:
@@ -74,6 +75,8 @@ def render(tables: list[TableConfig]) -> dict[str, Any]:
                 stream_arn(table)
             )
         resources["Watch"] = _watch(streamed)
+    roles = ["JobRole", *(["StreamWriterRole"] if streamed else [])]
+    resources["BucketKeyAccess"] = shared.key_access(roles)
     for table in daily:
         resources[f"{camel(table.name)}Sync"] = _daily_sync(table)
         resources[f"{camel(table.name)}Maintain"] = _weekly_maintain(table)
@@ -86,6 +89,7 @@ def render(tables: list[TableConfig]) -> dict[str, Any]:
         "Description": "dynamodb-lakehouse for the tables " + names + ": the data bucket, "
         "the stream writer, the Glue databases, the job role and the schedules.",
         "Parameters": parameters,
+        "Conditions": shared.conditions(),
         "Resources": resources,
         "Outputs": shared.outputs(bool(streamed)),
     }
@@ -94,7 +98,9 @@ def render(tables: list[TableConfig]) -> dict[str, Any]:
 def _parameters(watch: bool) -> str:
     code = ("s3://${CodeBucket}/${JobArchiveKey}", "s3://${BucketName}/warehouse")
     deps = "s3://${CodeBucket}/${JobDependenciesKey}"
-    return emr.spark_parameters(*code, deps, watch=watch, databases=shared.DATABASES)
+    return emr.spark_parameters(
+        *code, deps, watch=watch, databases=shared.DATABASES, region="${AWS::Region}"
+    )
 
 
 def job_input(name: str, arguments: list[str], watch: bool = False) -> str:
@@ -109,6 +115,7 @@ def job_input(name: str, arguments: list[str], watch: bool = False) -> str:
     if watch:
         job["Mode"] = "STREAMING"
         job["RetryPolicy"] = {"MaxFailedAttemptsPerHour": emr.WATCH_RETRIES}
+        job["ExecutionTimeoutMinutes"] = emr.NO_TIMEOUT
     job["JobDriver"] = {
         "SparkSubmit": {
             "EntryPoint": "s3://${CodeBucket}/${JobEntryPointKey}",
@@ -119,6 +126,11 @@ def job_input(name: str, arguments: list[str], watch: bool = False) -> str:
     return json.dumps(job, indent=1)
 
 
+# The Scheduler's universal target for StartJobRun, in the stack's partition (aws, aws-cn,
+# aws-us-gov).
+START_JOB_RUN = "arn:${AWS::Partition}:scheduler:::aws-sdk:emrserverless:startJobRun"
+
+
 def _schedule(description: str, expression: str, name: str, arguments: list[str], watch: bool = False) -> dict[str, Any]:  # fmt: skip
     return {
         "Type": "AWS::Scheduler::Schedule",
@@ -127,7 +139,7 @@ def _schedule(description: str, expression: str, name: str, arguments: list[str]
             "ScheduleExpression": expression,
             "FlexibleTimeWindow": {"Mode": "OFF"},
             "Target": {
-                "Arn": "arn:aws:scheduler:::aws-sdk:emrserverless:startJobRun",
+                "Arn": {"Fn::Sub": START_JOB_RUN},
                 "RoleArn": {"Fn::GetAtt": ["SchedulerRole", "Arn"]},
                 # A start that still fails after the retries lands in the queue with its
                 # error, instead of leaving no trace but a metric.
@@ -218,7 +230,11 @@ def to_yaml(template: dict[str, Any]) -> str:
 
 
 # What a schedule's ${...} stands for when its input is checked (a role ARN must look like one).
-SAMPLES = {"JobRole.Arn": "arn:aws:iam::123456789012:role/lakehouse-job"}
+SAMPLES = {
+    "JobRole.Arn": "arn:aws:iam::123456789012:role/lakehouse-job",
+    "AWS::Partition": "aws",
+    "AWS::Region": "us-east-1",
+}
 
 
 def check(template: dict[str, Any]) -> None:
@@ -227,9 +243,9 @@ def check(template: dict[str, Any]) -> None:
         if resource["Type"] != "AWS::Scheduler::Schedule":
             continue
         target = resource["Properties"]["Target"]
-        text = re.sub(
-            r"\$\{([^}]+)\}",
-            lambda m: SAMPLES.get(m.group(1), m.group(1)),
-            target["Input"]["Fn::Sub"],
-        )
-        contracts.check_scheduler_target(target["Arn"], json.loads(text))
+        arn, text = (_sample(target[k]["Fn::Sub"]) for k in ("Arn", "Input"))
+        contracts.check_scheduler_target(arn, json.loads(text))
+
+
+def _sample(text: str) -> str:
+    return re.sub(r"\$\{([^}]+)\}", lambda m: SAMPLES.get(m.group(1), m.group(1)), text)

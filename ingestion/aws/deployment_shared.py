@@ -17,6 +17,10 @@ FUNCTION = "dynamodb-lakehouse-stream-writer"
 STREAM_FAILURES = "dynamodb-lakehouse-stream-failures"
 SCHEDULE_FAILURES = "dynamodb-lakehouse-schedule-failures"
 FOURTEEN_DAYS = 1209600
+CREATE_BUCKET, KMS_KEY, TOPIC = "CreateBucket", "BucketKmsKeyArn", "NotificationTopicArn"
+CREATES_BUCKET, HAS_KMS_KEY, NOTIFIES = "CreatesBucket", "HasKmsKey", "Notifies"
+# The EMR release whose Iceberg line (1.10) the project is tested on; emr.MIN_RELEASE still runs.
+RECOMMENDED_RELEASE = "emr-7.12.0"
 STAGING_PARAMETER = "StagingDatabaseName"
 FINAL_PARAMETER = "FinalDatabaseName"
 # The job's databases, as the template's parameters (emr.job_environment).
@@ -56,7 +60,10 @@ def _queue(name: str) -> dict[str, Any]:
     return {"Type": "AWS::SQS::Queue", "Properties": props}
 
 
-def parameters() -> dict[str, Any]:
+def parameters(lambda_key: str) -> dict[str, Any]:
+    """The template's parameters; ``lambda_key`` is the stream writer's zip's key
+    (``packaging.lambda_key``)."""
+
     def text(description: str, default: str | None = None) -> dict[str, str]:
         found = {"Type": "String", "Description": description}
         return found | ({"Default": default} if default is not None else {})
@@ -69,28 +76,99 @@ def parameters() -> dict[str, Any]:
         return text(description, default) | pattern
 
     return {
-        "BucketName": text("S3 bucket for exports, stream change files and the Iceberg warehouse."),
+        "BucketName": text("S3 bucket for exports, stream change files and the Iceberg warehouse (under the prefixes below)."),  # noqa: E501
+        CREATE_BUCKET: text("true: the stack creates BucketName. false: BucketName exists already (e.g. the bucket of your exports); the stack sets no lifecycle rule, encryption or policy on it (docs/on-aws.md).", "true") | {"AllowedValues": ["true", "false"]},  # noqa: E501
+        KMS_KEY: text("ARN of the customer-managed KMS key that encrypts BucketName, if any: the job role and the stream writer may use it (a bucket the stack creates is encrypted with it). Empty: SSE-S3.", ""),  # noqa: E501
+        TOPIC: text("ARN of an SNS topic told of a stream writer behind or failing, a failed scheduled start and a failed job run; its access policy must let events.amazonaws.com publish (docs/on-aws.md). Empty: no notification.", ""),  # noqa: E501
         "CodeBucket": text("Bucket holding the Lambda package and the job's code (make package)."),
-        "LambdaCodeKey": text("The stream writer's zip in CodeBucket.", "dynamodb-lakehouse/stream_writer.zip"),  # noqa: E501
+        "LambdaCodeKey": text("The stream writer's zip in CodeBucket: its name holds a digest of its content, so a new version is a new key and updates the function (make package prints it).", lambda_key),  # noqa: E501
         "JobEntryPointKey": text("The job's entry point (ingestion/main.py) in CodeBucket.", "dynamodb-lakehouse/main.py"),  # noqa: E501
         "JobArchiveKey": text("The package and the dbt project (ddb-lakehouse emr package) in CodeBucket.", "dynamodb-lakehouse/project.zip"),  # noqa: E501
         "JobDependenciesKey": text("The job's Python packages for the application's architecture (deps-x86_64.tar.gz or deps-arm64.tar.gz) in CodeBucket.", "dynamodb-lakehouse/deps-x86_64.tar.gz"),  # noqa: E501
-        "EmrApplicationId": text("EMR Serverless application (Spark, emr-7.7.0 or later) that runs the jobs."),  # noqa: E501
+        "EmrApplicationId": text(f"EMR Serverless application (Spark, {RECOMMENDED_RELEASE} or later: the Iceberg line the project is tested on) that runs the jobs."),  # noqa: E501
         "StreamPrefix": text("Prefix of the stream change files in BucketName.", "streams"),
-        "ExportPrefix": text("Prefix of the DynamoDB exports in BucketName.", "exports"),
+        "ExportPrefix": text("Prefix of the DynamoDB exports in BucketName (moving from AWS's sample: a prefix other than its exports').", "exports"),  # noqa: E501
         # The job reads both from its environment (LAKEHOUSE_*_DATABASE, set by the schedules).
         STAGING_PARAMETER: database("Glue database of the staging change logs and the merge log.", names.STAGING),  # noqa: E501
         FINAL_PARAMETER: database("Glue database of the final tables Athena queries.", names.FINAL),  # noqa: E501
     }  # fmt: skip
 
 
+def conditions() -> dict[str, Any]:
+    """The template's conditions: whether it creates the bucket, knows its KMS key, notifies."""
+
+    def given(parameter: str) -> dict[str, Any]:
+        return {"Fn::Not": [{"Fn::Equals": [{"Ref": parameter}, ""]}]}
+
+    return {
+        CREATES_BUCKET: {"Fn::Equals": [{"Ref": CREATE_BUCKET}, "true"]},
+        HAS_KMS_KEY: given(KMS_KEY),
+        NOTIFIES: given(TOPIC),
+    }
+
+
+def _when(condition: str, value: Any) -> dict[str, Any]:
+    """``value`` when ``condition`` holds, else no value at all."""
+    return {"Fn::If": [condition, value, {"Ref": "AWS::NoValue"}]}
+
+
+def _notify() -> dict[str, Any]:
+    """An alarm's actions: the notification topic, when one is given."""
+    return _when(NOTIFIES, [{"Ref": TOPIC}])
+
+
+def _queue_alarm(queue: str, what: str) -> dict[str, Any]:
+    """An alarm on a dead-letter queue holding anything at all."""
+    props = {
+        "AlarmDescription": what,
+        "Namespace": "AWS/SQS",
+        "MetricName": "ApproximateNumberOfMessagesVisible",
+        "Dimensions": [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue, "QueueName"]}}],
+        "Statistic": "Maximum",
+        "Period": 300,
+        "EvaluationPeriods": 1,
+        "Threshold": 0,
+        "ComparisonOperator": "GreaterThanThreshold",
+        "TreatMissingData": "notBreaching",
+        "AlarmActions": _notify(),
+    }
+    return {"Type": "AWS::CloudWatch::Alarm", "Properties": props}
+
+
+def notifications() -> dict[str, Any]:
+    """What tells the topic: a scheduled start that failed for good (its queue's alarm), and
+    every failed job run of the application (an EventBridge rule; the topic's policy must let
+    EventBridge publish)."""
+    rule = {
+        "Description": "A failed job run of the lakehouse's EMR Serverless application, to the "
+        "notification topic.",
+        "EventPattern": {
+            "source": ["aws.emr-serverless"],
+            "detail-type": ["EMR Serverless Job Run State Change"],
+            "detail": {"state": ["FAILED"], "applicationId": [{"Ref": "EmrApplicationId"}]},
+        },
+        "Targets": [{"Arn": {"Ref": TOPIC}, "Id": "notification-topic"}],
+    }
+    return {
+        "ScheduleFailuresAlarm": _queue_alarm(
+            "ScheduleFailures",
+            "A scheduled job run could not be started after its retries: its error is the "
+            "message in the schedule failures queue.",
+        ),
+        "FailedJobRuns": {"Type": "AWS::Events::Rule", "Condition": NOTIFIES, "Properties": rule},
+    }
+
+
 def bucket_and_catalog() -> dict[str, Any]:
+    """The data bucket (unless ``CreateBucket`` is false: the user's own) and both databases.
+    A bucket the stack creates expires old exports and aborts multipart uploads left
+    incomplete (a killed job's, an export's): their parts are billed until then."""
+    kms = {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": {"Ref": KMS_KEY}}
+    encryption = {"Fn::If": [HAS_KMS_KEY, kms, {"SSEAlgorithm": "AES256"}]}
     bucket = {
         "BucketName": {"Ref": "BucketName"},
         "BucketEncryption": {
-            "ServerSideEncryptionConfiguration": [
-                {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
-            ]
+            "ServerSideEncryptionConfiguration": [{"ServerSideEncryptionByDefault": encryption}]
         },
         "PublicAccessBlockConfiguration": {
             "BlockPublicAcls": True,
@@ -105,11 +183,18 @@ def bucket_and_catalog() -> dict[str, Any]:
                     "Status": "Enabled",
                     "Prefix": _sub("${ExportPrefix}/"),
                     "ExpirationInDays": 30,
-                }
+                },
+                {
+                    "Id": "abort-incomplete-uploads",
+                    "Status": "Enabled",
+                    "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 7},
+                },
             ]
         },
     }
-    found: dict[str, Any] = {"DataBucket": {"Type": "AWS::S3::Bucket", "Properties": bucket}}
+    found: dict[str, Any] = {
+        "DataBucket": {"Type": "AWS::S3::Bucket", "Condition": CREATES_BUCKET, "Properties": bucket}
+    }
     for logical, name, what in (
         ("LakehouseDatabase", FINAL_PARAMETER, "Final Iceberg tables (one row per DynamoDB item), queried by Athena."),  # noqa: E501
         ("StagingDatabase", STAGING_PARAMETER, "Staging Iceberg change logs and the merge log."),
@@ -138,21 +223,37 @@ def job_role(table_arns: list[str]) -> dict[str, Any]:
     ]  # noqa: E501
     return _role("emr-serverless.amazonaws.com", "lakehouse-job", [
         _statement("ListTheBucket", ["s3:ListBucket"], _sub(bucket)),
-        _statement("ReadWriteTheLakehouse", ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"], _sub(bucket + "/*")),  # noqa: E501
+        # AbortMultipartUpload: an upload the JVM abandons (S3FileIO's, EMRFS's) or an
+        # export's; the bucket's lifecycle rule aborts the ones nobody does.
+        _statement("ReadWriteTheLakehouse", ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"], _sub(bucket + "/*")),  # noqa: E501
         _statement("ReadTheCode", ["s3:GetObject"], _sub("arn:${AWS::Partition}:s3:::${CodeBucket}/dynamodb-lakehouse/*")),  # noqa: E501
         _statement("GlueCatalog", [f"glue:{a}" for a in glue_actions], [_sub(glue + r) for r in ["catalog", *databases, *tables]]),  # noqa: E501
         _statement("Exports", ["dynamodb:ExportTableToPointInTime"], [{"Ref": a} for a in table_arns]),  # noqa: E501
         # ListExports has no resource type in IAM: it is granted on "*" or not at all.
         _statement("ListExports", ["dynamodb:ListExports"], "*"),
-        # DynamoDB writes an export's files as the caller: these on its prefix, beside
-        # s3:PutObject above.
-        _statement("ExportWrites", ["s3:PutObjectAcl", "s3:AbortMultipartUpload"], _sub(bucket + "/${ExportPrefix}/*")),  # noqa: E501
+        # DynamoDB writes an export's files as the caller: this on its prefix, beside
+        # s3:PutObject and s3:AbortMultipartUpload above.
+        _statement("ExportWrites", ["s3:PutObjectAcl"], _sub(bucket + "/${ExportPrefix}/*")),  # noqa: E501
         _statement("DescribeExports", ["dynamodb:DescribeExport"], [_sub("${" + a + "}/export/*") for a in table_arns]),  # noqa: E501
         # sync --from-dynamodb asks whether the chain can continue (point-in-time recovery).
         _statement("RecoveryWindow", ["dynamodb:DescribeContinuousBackups"], [{"Ref": a} for a in table_arns]),  # noqa: E501
         # verify --metrics; PutMetricData has no resource type in IAM: "*" or nothing.
         _statement("VerifyMetrics", ["cloudwatch:PutMetricData"], "*"),
     ])  # fmt: skip
+
+
+def key_access(roles: list[str]) -> dict[str, Any]:
+    """The bucket's KMS key for ``roles`` (reading and writing objects it encrypts), when the
+    template is given one: a policy of its own, so that no role's statement is conditional."""
+    statement = _statement(
+        "UseTheBucketKey", ["kms:Decrypt", "kms:GenerateDataKey"], {"Ref": KMS_KEY}
+    )
+    props = {
+        "PolicyName": "lakehouse-bucket-key",
+        "Roles": [{"Ref": role} for role in roles],
+        "PolicyDocument": {"Version": "2012-10-17", "Statement": [statement]},
+    }
+    return {"Type": "AWS::IAM::Policy", "Condition": HAS_KMS_KEY, "Properties": props}
 
 
 def scheduling() -> dict[str, Any]:
@@ -204,6 +305,17 @@ def stream_writer(stream_arns: list[str]) -> dict[str, Any]:
         "Threshold": 60000,
         "ComparisonOperator": "GreaterThanThreshold",
         "TreatMissingData": "notBreaching",
+        "AlarmActions": _notify(),
+    }
+    # The mapping retries a failing batch until it is written (stream_mapping); the stream
+    # keeps a record 24 hours, so past this age the oldest records are hours from being lost.
+    at_risk = alarm | {
+        "AlarmDescription": "The stream writer has not written for 12 hours: the stream "
+        "keeps a record 24 hours, after which its change is lost to the lakehouse until "
+        "verify --from-dynamodb --repair heals the table. Fix the writer (its log group).",
+        "EvaluationPeriods": 1,
+        "Period": 300,
+        "Threshold": AT_RISK_MS,
     }
     return {
         "StreamWriterLogs": {"Type": "AWS::Logs::LogGroup", "Properties": logs},
@@ -211,13 +323,28 @@ def stream_writer(stream_arns: list[str]) -> dict[str, Any]:
         "StreamWriterFunction": {"Type": "AWS::Lambda::Function", "Properties": function},
         "StreamFailures": _queue(STREAM_FAILURES),
         "StreamBehindAlarm": {"Type": "AWS::CloudWatch::Alarm", "Properties": alarm},
+        "StreamAtRiskAlarm": {"Type": "AWS::CloudWatch::Alarm", "Properties": at_risk},
+        "StreamFailuresAlarm": _queue_alarm(
+            "StreamFailures",
+            "Lambda dropped stream records (their metadata is the message): the lakehouse "
+            "lacks those changes until verify --from-dynamodb --repair heals the table.",
+        ),
     }
+
+
+AT_RISK_MS = 12 * 3600 * 1000  # half the stream's 24-hour retention
+
+
+RETRY_FOREVER = -1  # Lambda's "no limit" for a stream mapping's retries and record age
 
 
 def stream_mapping(stream_arn: str) -> dict[str, Any]:
     """One stream's event source mapping: fewer, bigger change files (one per shard every few
-    seconds at most); a record that still fails after the retries, bisected down to itself, is
-    reported to the queue (the record itself stays in the stream for 24 hours)."""
+    seconds at most), and a failing batch retried until it is written, with no cap on retries
+    or on a record's age (docs/decisions/0010-stream-retries.md): an S3 outage delays the
+    changes and loses none while it is shorter than the stream's 24 hours, and the alarms say
+    when it is not. The failure queue receives only what Lambda still drops (a record trimmed
+    from the stream), and its alarm says so."""
     props = {
         "EventSourceArn": {"Ref": stream_arn},
         "FunctionName": {"Ref": "StreamWriterFunction"},
@@ -226,7 +353,8 @@ def stream_mapping(stream_arn: str) -> dict[str, Any]:
         "MaximumBatchingWindowInSeconds": 5,
         "FunctionResponseTypes": ["ReportBatchItemFailures"],
         "BisectBatchOnFunctionError": True,
-        "MaximumRetryAttempts": 10,
+        "MaximumRetryAttempts": RETRY_FOREVER,
+        "MaximumRecordAgeInSeconds": RETRY_FOREVER,
         "DestinationConfig": {"OnFailure": {"Destination": _arn("StreamFailures")}},
     }
     return {"Type": "AWS::Lambda::EventSourceMapping", "Properties": props}

@@ -1,10 +1,18 @@
 """Run a ``ddb-lakehouse`` command on Amazon EMR: submit what ``packaging`` built, wait.
 
 On EMR Serverless the project zip and the dependency archive are unpacked next to the driver
-(``spark.archives ...#project,...#deps``); the job runs the release's Python 3.11 with both on
-``PYTHONPATH`` and ``LAKEHOUSE_TARGET=emr`` (Glue catalog, S3 warehouse, EMR's Iceberg jar given
-to spark-submit). ``spark_parameters`` is the one list of those settings: ``emr submit`` sends it
-and the template's schedules carry it (a test compares them; docs/on-aws.md shows it).
+and next to every executor (``spark.archives ...#project,...#deps``); the job runs the release's
+Python 3.11 with both on ``PYTHONPATH`` and ``LAKEHOUSE_TARGET=emr`` (Glue catalog, S3
+warehouse, EMR's Iceberg jar given to spark-submit). ``spark_parameters`` is the one list of
+those settings: ``emr submit`` sends it and the template's schedules carry it (a test compares
+them; docs/on-aws.md shows it).
+
+The driver's environment is ``spark.emr-serverless.driverEnv.*``; the executors take only
+``spark.executorEnv.*`` (EMR Serverless's job properties), so every variable goes to both: the
+Python a job runs on its executors (verify's second pass) imports the project and reads the
+same settings as the driver's. The region goes to both as ``AWS_REGION``: EMR injects none, and
+a client built without one would depend on what the SDK's default chain finds in a private
+subnet.
 """
 
 from __future__ import annotations
@@ -58,10 +66,13 @@ def check_release(client: Any, application_id: str) -> tuple[str, str]:
 DATABASES = (names.STAGING, names.FINAL)
 
 
-def job_environment(warehouse: str, databases: tuple[str, str] = DATABASES) -> dict[str, str]:
-    """The environment the job's driver needs (the target, the warehouse, the project, the
-    staging and final databases)."""
+def job_environment(
+    warehouse: str, region: str, databases: tuple[str, str] = DATABASES
+) -> dict[str, str]:
+    """The environment the job's driver and executors need (the target, the warehouse, the
+    project, the region, the staging and final databases)."""
     return {
+        "AWS_REGION": region,
         "LAKEHOUSE_TARGET": "emr",
         "LAKEHOUSE_WAREHOUSE": warehouse,
         "LAKEHOUSE_PROJECT_DIR": "./project",
@@ -92,16 +103,17 @@ WATCH_SIZE = (
 def job_setup(
     archive: str,
     warehouse: str,
+    region: str,
     deps_archive: str | None = None,
     venv_archive: str | None = None,
     databases: tuple[str, str] = DATABASES,
 ) -> tuple[dict[str, str], list[str]]:
-    """The driver's environment and the archives (``uri#alias``) of one job run, on EMR
-    Serverless and on EMR on EC2 alike. The job's Python is the release's 3.11 with
-    ``deps_archive`` on its path; or, with neither archive, the same Python in a custom image
-    that has the packages (deploy/Dockerfile); or the interpreter inside a packed
+    """The job's environment (driver and executors alike) and the archives (``uri#alias``) of
+    one job run, on EMR Serverless and on EMR on EC2 alike. The job's Python is the release's
+    3.11 with ``deps_archive`` on its path; or, with neither archive, the same Python in a custom
+    image that has the packages (deploy/Dockerfile); or the interpreter inside a packed
     ``venv_archive`` of the user's own."""
-    env = job_environment(warehouse, databases)
+    env = job_environment(warehouse, region, databases)
     archives = [f"{archive}#project"]
     python = job_python.JOB_PYTHON
     if deps_archive:
@@ -121,14 +133,17 @@ def spark_parameters(
     venv_archive: str | None = None,
     watch: bool = False,
     databases: tuple[str, str] = DATABASES,
+    *,
+    region: str,
 ) -> str:
     """spark-submit parameters of an EMR Serverless job of this project: the one list that
-    ``emr submit`` sends and the template's schedules carry (a test compares them). ``watch``
-    sizes a long-running ``watch`` small."""
-    env, archives = job_setup(archive, warehouse, deps_archive, venv_archive, databases)
+    ``emr submit`` sends and the template's schedules carry (a test compares them). Every
+    variable goes to the driver and to the executors. ``watch`` sizes a long-running ``watch``
+    small."""
+    env, archives = job_setup(archive, warehouse, region, deps_archive, venv_archive, databases)
     parts = [f"--conf spark.jars={EMR_ICEBERG_JAR}", f"--conf spark.archives={','.join(archives)}"]
     parts += [f"--conf spark.emr-serverless.driverEnv.{k}={v}" for k, v in env.items()]
-    parts.append(f"--conf spark.executorEnv.PYSPARK_PYTHON={env['PYSPARK_PYTHON']}")
+    parts += [f"--conf spark.executorEnv.{k}={v}" for k, v in env.items()]
     if watch:
         parts += [f"--conf {setting}" for setting in WATCH_SIZE]
     return " ".join(parts)
@@ -140,6 +155,8 @@ def start_serverless(client: Any, request: dict[str, Any]) -> str:
 
 
 WATCH_RETRIES = 5
+# EMR Serverless's "no limit" for a job run's executionTimeoutMinutes (the default is 720).
+NO_TIMEOUT = 0
 
 
 def is_watch(arguments: list[str]) -> bool:
@@ -180,9 +197,11 @@ def job_run_request(
     }
     if is_watch(arguments):
         # A watch runs until stopped: a streaming run, restarted by the service after a
-        # failure (at most WATCH_RETRIES times an hour), with no batch time limit.
+        # failure (at most WATCH_RETRIES times an hour), with no time limit: a run without
+        # executionTimeoutMinutes is cancelled after 12 hours, streaming or not.
         request["mode"] = "STREAMING"
         request["retryPolicy"] = {"maxFailedAttemptsPerHour": WATCH_RETRIES}
+        request["executionTimeoutMinutes"] = NO_TIMEOUT
     return request
 
 
@@ -198,6 +217,7 @@ def step_request(
     archive: str,
     name: str,
     warehouse: str,
+    region: str,
     deps_archive: str | None = None,
 ) -> dict[str, Any]:
     """One EMR on EC2 step (``emr submit --dry-run`` prints it): spark-submit through
@@ -205,7 +225,7 @@ def step_request(
     ``spark.yarn.appMasterEnv.*`` sets its environment and the archives are unpacked (in client
     mode the driver ran on the primary node without either, and LAKEHOUSE_TARGET never
     reached it)."""
-    env, archives = job_setup(archive, warehouse, deps_archive)
+    env, archives = job_setup(archive, warehouse, region, deps_archive)
     command = ["spark-submit", "--deploy-mode", "cluster"]
     command += ["--conf", f"spark.jars={EMR_ICEBERG_JAR}"]
     command += ["--conf", f"spark.archives={','.join(archives)}"]

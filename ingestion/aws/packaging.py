@@ -62,13 +62,28 @@ def package(out: Path, root: Path | None = None) -> Package:
     return Package(archive, root / "ingestion" / "main.py", digest)
 
 
+def lambda_key(root: Path | None = None) -> str:
+    """The Lambda zip's key in the code bucket, named by a digest of the files it holds: a
+    new version of the writer is a new key, which is what makes CloudFormation update the
+    function (a zip uploaded again under the same key never reaches it)."""
+    root = root or settings.project_dir()
+    digest = hashlib.sha256()
+    for name in LAMBDA_FILES:
+        digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
+    return f"{CODE_PREFIX}/stream_writer-{digest.hexdigest()[:16]}.zip"
+
+
+# Where the template expects what ``make package`` builds, in the code bucket.
+CODE_PREFIX = "dynamodb-lakehouse"
+
+
 def package_lambda(out: Path, root: Path | None = None) -> Path:
     """The Lambda function's code: the writer, the S3 URI parser and the handler's stable path
     (``ingestion.stream_writer.handler``) only: standard library + boto3, which the Lambda
-    runtime provides."""
+    runtime provides. Named as its key (``lambda_key``) names it."""
     root = root or settings.project_dir()
     out.mkdir(parents=True, exist_ok=True)
-    archive = out / "stream_writer.zip"
+    archive = out / lambda_key(root).rsplit("/", 1)[1]
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
         for name in LAMBDA_FILES:
             info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
@@ -136,4 +151,7 @@ def package_for_deploy(out: Path, architectures: list[str], report: Callable[[st
         report(f"dependencies for {arch}: building (pip, CPython {job_python.PYTHON_VERSION})...")
         path, _ = dependencies(out, arch)
         report(f"dependencies for {arch}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
-    report(f"Lambda function: {function} (handler {LAMBDA_HANDLER})")
+    report(
+        f"Lambda function: {function} (handler {LAMBDA_HANDLER}): upload it to "
+        f"s3://CODE/{lambda_key()}, the template's LambdaCodeKey"
+    )

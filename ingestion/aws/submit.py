@@ -31,6 +31,7 @@ class Submission:
     custom_image: bool = False
     venv_archive: str | None = None
     architecture: str = "x86_64"
+    region: str | None = None  # the job's; default: this machine's AWS configuration's
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,17 @@ def _check(s: Submission) -> None:
         )
 
 
+def region(s: Submission) -> str:
+    """The region the job runs in and is given (``AWS_REGION``): ``--region``, else this
+    machine's AWS configuration's; the EMR clients are built in it."""
+    import boto3
+
+    found = s.region or settings.aws_region() or boto3.session.Session().region_name
+    if not found:
+        raise emr.EmrError("no region: pass --region or set AWS_REGION")
+    return str(found)
+
+
 def _prepare(s: Submission, arch: str) -> _Prepared:
     """The package built and the request that runs it (nothing sent)."""
     bucket, prefix = parse_s3_uri(s.code)
@@ -68,14 +80,21 @@ def _prepare(s: Submission, arch: str) -> _Prepared:
     assert s.warehouse is not None
     if s.application_id:
         parameters = emr.spark_parameters(
-            archive, s.warehouse, deps_uri, s.venv_archive, watch=emr.is_small(s.arguments)
+            archive,
+            s.warehouse,
+            deps_uri,
+            s.venv_archive,
+            watch=emr.is_small(s.arguments),
+            region=region(s),
         )
         assert s.role_arn is not None
         request = emr.job_run_request(
             s.application_id, s.role_arn, entry, s.arguments, parameters, name
         )
     else:
-        request = emr.step_request(entry, s.arguments, archive, name, s.warehouse, deps_uri)
+        request = emr.step_request(
+            entry, s.arguments, archive, name, s.warehouse, region(s), deps_uri
+        )
     return _Prepared(built, bucket, prefix, deps, request)
 
 
@@ -100,7 +119,7 @@ def submit(s: Submission, report: Callable[[str], Any], wait: bool, poll: float)
     arch = s.architecture
     client = None
     if s.application_id:
-        client = boto3.client("emr-serverless")
+        client = boto3.client("emr-serverless", region_name=region(s))
         label, arch = emr.check_release(client, s.application_id)
         report(f"application {s.application_id}: {label}, {arch}")
     p = _prepare(s, arch)
@@ -117,7 +136,7 @@ def submit(s: Submission, report: Callable[[str], Any], wait: bool, poll: float)
         done, failed = emr.DONE_SERVERLESS, emr.FAILED_SERVERLESS
     else:
         assert s.cluster_id is not None
-        client = boto3.client("emr")
+        client = boto3.client("emr", region_name=region(s))
         step_id = emr.add_step(client, s.cluster_id, p.request)
         what = f"step {step_id} on cluster {s.cluster_id}"
         state = emr.step_state(client, s.cluster_id, step_id)

@@ -66,6 +66,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="x86_64",
         help="of a cluster, or of the application in a --dry-run (a real submission asks it)",
     )
+    a.add_argument(
+        "--region",
+        help="the job's AWS region, given to it as AWS_REGION (default: your AWS configuration's)",
+    )
     a.add_argument("--poll", type=float, default=30.0, help="seconds between status calls")
     a.add_argument("--no-wait", action="store_true", help="submit and return")
     a.add_argument(

@@ -30,6 +30,7 @@ LEASES = "dynamodb_lakehouse_leases"  # one watch per table across machines (job
 REJECTS_SUFFIX = "_rejects"  # staging.<table>_rejects: a table's damaged stream lines
 SOURCE = "dynamodb"  # dbt source name of the change logs
 NAMESPACES = (STAGING, FINAL)
+METRICS_NAMESPACE = "DynamoDBLakehouse"  # CloudWatch: verify's counts, doctor's probe
 
 # The ledger's keys in a staging commit's Iceberg snapshot summary (``staging.ledger``); the
 # merge's macros read three of them through ``vars.lakehouse_summary_keys`` of dbt_project.yml.

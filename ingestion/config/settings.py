@@ -64,6 +64,13 @@ def target() -> str:
     return os.environ.get("LAKEHOUSE_TARGET", "local")
 
 
+def aws_region() -> str | None:
+    """The AWS region of this process: ``AWS_REGION`` (what a job on EMR is given, and what
+    Lambda sets), else ``AWS_DEFAULT_REGION`` (the only one botocore itself reads); None when
+    neither is set. Every AWS client a job builds takes it."""
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
+
+
 def export_environment() -> dict[str, str]:
     """Pin the variables every child process (spark-submit, dbt) must agree on, and return them.
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ingestion.config import names
+from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
@@ -134,7 +134,7 @@ def verify(
     return verifying.verify(spark, table, folder)
 
 
-METRICS_NAMESPACE = "DynamoDBLakehouse"
+METRICS_NAMESPACE = names.METRICS_NAMESPACE
 METRICS = (  # metric name, outcomes summed
     ("VerifyDifferences", ("missing", "extra", "different", "duplicate")),
     ("VerifyMissing", ("missing",)),
@@ -148,9 +148,9 @@ METRICS = (  # metric name, outcomes summed
 
 def publish_metrics(report: verifying.VerifyReport, table_arn: str | None) -> None:
     """The run's counts as CloudWatch metrics (one ``PutMetricData``, dimension ``Table``), in the
-    table's region (from its ARN; else the session's): an alarm on ``VerifyDifferences`` above
+    table's region (from its ARN; else the job's, ``settings.aws_region``): an alarm on ``VerifyDifferences`` above
     0 says a table stopped equalling DynamoDB, and ``doctor --aws`` reads the last one."""
-    region = sync.region_of(table_arn) if table_arn else None
+    region = sync.region_of(table_arn) if table_arn else settings.aws_region()
     with aws_errors(f"{report.table}: CloudWatch PutMetricData (the verify ran)"):
         cloudwatch_client(region).put_metric_data(
             Namespace=METRICS_NAMESPACE, MetricData=metric_data(report)

@@ -4,11 +4,13 @@ gives one line: ✓ with what it found, or ✗ with the fix.
 ``local_checks``: Java, the jars, the catalog file, the dbt project (parsed in this process, no
 JVM) and the free disk under ``LAKEHOUSE_HOME``. ``job_checks``: inside a job on the deployment
 (``doctor --in-job``, what ``doctor --aws --probe`` submits): its Python and dbt, Iceberg on the
-classpath, both databases, a scratch table. ``ingestion.aws.doctor`` checks an AWS account.
+classpath, both databases, a scratch table, and on AWS one call to each service the job's
+Python reaches (``endpoint_checks``). ``ingestion.aws.doctor`` checks an AWS account.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -115,7 +117,79 @@ def job_checks(spark: Any) -> list[Check]:
     for namespace in names.NAMESPACES:
         checks.append(_namespace(spark, namespace))
     checks.append(_scratch_table(spark))
+    if settings.target() in AWS_TARGETS:
+        checks += endpoint_checks()
     return checks
+
+
+# The targets whose jobs call AWS (the rehearsal's through its local stand-ins).
+AWS_TARGETS = ("emr", "rehearsal")
+
+
+def endpoint_checks(client: Callable[[str, str], Any] | None = None) -> list[Check]:
+    """What a job's Python calls besides the JVM's Glue and S3: one cheap call to DynamoDB,
+    Glue, S3 and CloudWatch in the job's region, each with a
+    short timeout and no retry: a service the job's network cannot reach (no VPC endpoint, no
+    NAT gateway) fails here in seconds, naming the endpoint it needs. ``client(service,
+    region)`` makes the clients (boto3's by default)."""
+    region = settings.aws_region()
+    if not region:
+        return [Check("region", False, "no AWS_REGION: the job parameters set it (emr submit, "
+                      "deploy/template.yaml); render and submit again")]  # fmt: skip
+    make = client or _short_client
+    bucket, prefix = _warehouse()
+    calls: dict[str, Callable[[Any], Any]] = {
+        "dynamodb": lambda c: c.list_exports(MaxResults=1),
+        "glue": lambda c: c.get_database(Name=names.STAGING),
+        "s3": lambda c: c.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1),
+        # One data point of a metric of its own (never verify's): what verify --metrics sends.
+        "cloudwatch": lambda c: c.put_metric_data(
+            Namespace=names.METRICS_NAMESPACE,
+            MetricData=[{"MetricName": "DoctorProbe", "Value": 1.0, "Unit": "Count"}],
+        ),
+    }
+    return [_reach(service, region, make, call) for service, call in calls.items()]
+
+
+def _reach(service: str, region: str, make: Callable[[str, str], Any], call: Any) -> Check:
+    from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+
+    name = f"reach {service}"
+    client = make(service, region)
+    try:
+        call(client)
+    except (ConnectionError, HTTPClientError) as exc:
+        endpoint = client.meta.endpoint_url
+        vpc = "monitoring" if service == "cloudwatch" else service
+        return Check(name, False, f"cannot reach {endpoint} ({type(exc).__name__}): in a VPC "
+                     f"without a NAT gateway, add the endpoint com.amazonaws.{region}.{vpc}")  # fmt: skip
+    except ClientError as exc:
+        # The network reaches the service: what it answers is the other checks' concern,
+        # but for a refusal of the job's credentials, which every later call would meet too.
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code"))
+        if any(word in code.lower() for word in REFUSALS):
+            return Check(name, False, f"reached, refused: {code}: {error.get('Message')}")
+        return Check(name, True, f"{client.meta.endpoint_url} answered ({code})")
+    return Check(name, True, f"{client.meta.endpoint_url} answered")
+
+
+REFUSALS = ("denied", "unrecognizedclient", "invalidclienttoken", "expiredtoken", "signature")
+
+
+def _warehouse() -> tuple[str, str]:
+    """The warehouse's bucket and prefix (``LAKEHOUSE_WAREHOUSE``, which every job is given)."""
+    from ingestion.sources.s3_uri import parse_s3_uri
+
+    return parse_s3_uri(os.environ["LAKEHOUSE_WAREHOUSE"])
+
+
+def _short_client(service: str, region: str) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    quick = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 1})
+    return boto3.client(service, region_name=region, config=quick)
 
 
 def _python() -> Check:

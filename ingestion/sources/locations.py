@@ -12,21 +12,23 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, BinaryIO
 
+from ingestion.config import settings
 from ingestion.sources.s3_uri import LocationError, parse_s3_uri
 
 __all__ = ["LocationError", "S3Path", "s3_client"]
 
 
 def s3_client() -> Any:
-    """One boto3 S3 client per endpoint (``AWS_ENDPOINT_URL_S3``, else AWS's)."""
-    return _client_for(os.environ.get("AWS_ENDPOINT_URL_S3") or None)
+    """One boto3 S3 client per endpoint (``AWS_ENDPOINT_URL_S3``, else AWS's) and region (the
+    job's, ``settings.aws_region``)."""
+    return _client_for(os.environ.get("AWS_ENDPOINT_URL_S3") or None, settings.aws_region())
 
 
 @lru_cache(maxsize=4)
-def _client_for(endpoint: str | None) -> Any:
+def _client_for(endpoint: str | None, region: str | None) -> Any:
     import boto3
 
-    return boto3.client("s3", endpoint_url=endpoint)
+    return boto3.client("s3", endpoint_url=endpoint, region_name=region)
 
 
 @dataclass(frozen=True)

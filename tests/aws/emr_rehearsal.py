@@ -15,10 +15,14 @@ What EMR Serverless does with a job run, and how each step is rehearsed here:
   Iceberg jar (1.10.2) on this machine, plus the stand-ins below.
 - The driver's Python is the release's ``/usr/bin/python3.11``, with no packages of its own.
   Here: a virtual environment of this machine's CPython 3.11 made with nothing installed.
-- The executors run apart from the driver, on their own workers. Here: Spark's
-  ``local-cluster`` master, an executor in its own JVM (and its own Python workers), so that
-  state held only by the driver's process, environment or disk shows up.
-- It injects no region: only what the job parameters set. Here: no ``AWS_REGION``.
+- The executors run apart from the driver, on their own workers, whose environment is the
+  platform's (the role's credentials) plus ``spark.executorEnv.*``, never the driver's; each
+  executor unpacks ``spark.archives`` into its own working directory. Here: a standalone Spark
+  master and worker (``cluster``) started in processes of their own with only the platform's
+  stand-ins in their environment (``local-cluster`` would start them inside the driver's JVM, and
+  every executor would inherit the driver's ``PYTHONPATH``); ``spark.archives`` goes to Spark
+  with the downloaded files, so each executor unpacks its own copies.
+- It injects no region: only what the job parameters set. Here: no ``AWS_REGION`` but theirs.
 
 What cannot run here and has a stand-in: the Glue Data Catalog (Iceberg's JDBC catalog behind
 ``rehearsal/NoViewCatalog.java``, compiled here, which like GlueCatalog is no view catalog: Spark
@@ -32,10 +36,14 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tarfile
+import time
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +112,8 @@ def prepare(parameters: str, s3: Any, work: Path, python: Path) -> Job:
         if key == "spark.jars":
             job.confs.append(f"spark.jars={','.join(_local_jars(value, work.parent))}")
         elif key == "spark.archives":
+            # The driver's copies here; the executors unpack their own from Spark.
+            downloaded = []
             for entry in value.split(","):
                 uri, _, alias = entry.partition("#")
                 bucket, object_key = uri[len("s3://") :].split("/", 1)
@@ -111,6 +121,8 @@ def prepare(parameters: str, s3: Any, work: Path, python: Path) -> Job:
                 local.parent.mkdir(exist_ok=True)
                 s3.download_file(bucket, object_key, str(local))
                 _unpack(local, work / alias)
+                downloaded.append(f"{local.as_uri()}#{alias}")
+            job.confs.append(f"spark.archives={','.join(downloaded)}")
         elif key.startswith(ENV_PREFIX):
             job.env[key[len(ENV_PREFIX) :]] = value
         elif key.startswith("spark.executorEnv."):
@@ -124,8 +136,64 @@ def prepare(parameters: str, s3: Any, work: Path, python: Path) -> Job:
     return job
 
 
-# One worker of 2 cores: an executor JVM beside the driver's (EMR's workers stand apart too).
-MASTER = "local-cluster[1,2,4096]"
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _base_env(spark_home: Path, home: Path) -> dict[str, str]:
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "SPARK_HOME": str(spark_home),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        **({"JAVA_HOME": os.environ["JAVA_HOME"]} if "JAVA_HOME" in os.environ else {}),
+    }
+
+
+@contextmanager
+def cluster(spark_home: Path, folder: Path, platform: dict[str, str]) -> Iterator[str]:
+    """A standalone master and one worker of 2 cores, each in a process of its own whose
+    environment holds only ``platform`` (what EMR's containers give every process: here the
+    local S3 endpoint and its credentials, standing in for the job role's); yield its URL.
+    Executors get that environment and ``spark.executorEnv.*``, nothing of the driver's."""
+    folder.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    url = f"spark://127.0.0.1:{port}"
+    env = {**_base_env(spark_home, folder), **platform}
+    spark_class = str(spark_home / "bin" / "spark-class")
+    commands = {
+        "master": [spark_class, "org.apache.spark.deploy.master.Master",
+                   "--host", "127.0.0.1", "--port", str(port), "--webui-port", "0"],
+        "worker": [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                   "--webui-port", "0", "--cores", "2", "--memory", "4g",
+                   "--work-dir", str(folder / "work"), url],
+    }  # fmt: skip
+    processes = []
+    try:
+        for name, command in commands.items():
+            log = (folder / f"{name}.log").open("w")
+            processes.append(
+                subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=log)
+            )
+            _wait_for(folder / f"{name}.log", _READY[name], processes[-1])
+        yield url
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+            process.wait(timeout=60)
+
+
+_READY = {"master": "I have been elected leader", "worker": "Successfully registered with master"}
+
+
+def _wait_for(log: Path, line: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 120
+    while line not in log.read_text(errors="replace"):
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"{log.name} never said {line!r}:\n{log.read_text()[-3000:]}")
+        time.sleep(0.2)
 
 CATALOG_SOURCE = Path(__file__).parent / "rehearsal" / "NoViewCatalog.java"
 
@@ -158,27 +226,26 @@ def _local_jars(value: str, folder: Path) -> list[str]:
 
 
 def run(
-    job: Job, entry_point: Path, arguments: list[str], spark_home: Path, stand_ins: dict[str, str]
+    job: Job,
+    entry_point: Path,
+    arguments: list[str],
+    spark_home: Path,
+    stand_ins: dict[str, str],
+    master: str,
 ) -> subprocess.CompletedProcess[str]:
-    """``spark-submit`` the entry point in the job's folder, with only the job's environment
-    (``LAKEHOUSE_TARGET=emr`` becomes ``rehearsal``: the stand-in catalog and S3A)."""
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(job.work),
-        "SPARK_HOME": str(spark_home),
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        **({"JAVA_HOME": os.environ["JAVA_HOME"]} if "JAVA_HOME" in os.environ else {}),
-        **stand_ins,
-        **job.env,
-    }
+    """``spark-submit`` the entry point in the job's folder on ``master`` (``cluster``), with
+    only the job's environment (``LAKEHOUSE_TARGET=emr`` becomes ``rehearsal``: the stand-in
+    catalog and S3A)."""
+    env = {**_base_env(spark_home, job.work), **stand_ins, **job.env}
     if env.get("LAKEHOUSE_TARGET") == "emr":
         env["LAKEHOUSE_TARGET"] = "rehearsal"
     entry = job.work / "main.py"
     if not entry.exists():
         shutil.copyfile(entry_point, entry)
-    # Executors in their own JVMs, as on EMR: what lives only in the driver's environment or on
-    # its disk (a path, a variable, an import) fails here as it would there.
-    command = [str(spark_home / "bin" / "spark-submit"), "--master", MASTER]
+    # Executors in their own JVMs, on a worker that is not the driver's, as on EMR: what lives
+    # only in the driver's environment or on its disk (a path, a variable, an import) fails
+    # here as it would there.
+    command = [str(spark_home / "bin" / "spark-submit"), "--master", master]
     for conf in job.confs:
         command += ["--conf", conf]
     command += ["main.py", *arguments]

@@ -40,11 +40,18 @@ def test_serverless_job_request_and_wait() -> None:
         "emr-serverless", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
     stub = Stubber(client)
-    parameters = emr.spark_parameters("s3://code/p/project.zip", "s3://lake/warehouse", "s3://code/p/deps.tgz")  # fmt: skip
+    parameters = emr.spark_parameters("s3://code/p/project.zip", "s3://lake/warehouse", "s3://code/p/deps.tgz", region="eu-west-1")  # fmt: skip
     assert "spark.archives=s3://code/p/project.zip#project,s3://code/p/deps.tgz#deps" in parameters
-    assert "spark.emr-serverless.driverEnv.PYSPARK_PYTHON=/usr/bin/python3.11" in parameters
-    assert "spark.emr-serverless.driverEnv.PYTHONPATH=./project:./deps" in parameters
-    assert "spark.emr-serverless.driverEnv.LAKEHOUSE_TARGET=emr" in parameters
+    # Every variable reaches the driver (driverEnv) and the executors (executorEnv): the
+    # executors got only PYSPARK_PYTHON, and verify's second pass failed there on import.
+    for where in ("spark.emr-serverless.driverEnv.", "spark.executorEnv."):
+        assert where + "PYSPARK_PYTHON=/usr/bin/python3.11" in parameters
+        assert where + "PYTHONPATH=./project:./deps" in parameters
+        assert where + "LAKEHOUSE_TARGET=emr" in parameters
+        assert where + "AWS_REGION=eu-west-1" in parameters
+    driver = [p for p in parameters.split(" ") if p.startswith("spark.emr-serverless.driverEnv.")]
+    executors = [p for p in parameters.split(" ") if p.startswith("spark.executorEnv.")]
+    assert [p.split(".", 3)[3] for p in driver] == [p.split(".", 2)[2] for p in executors]
     arguments = ["sync", "--table", "orders", "--from-dynamodb"]
     expected = {
         "applicationId": "app-1",
@@ -108,7 +115,7 @@ def test_cluster_step_request() -> None:
     # Cluster mode: the driver runs in YARN's application master, which gets the environment
     # (in client mode LAKEHOUSE_TARGET never reached the driver).
     # The release's Python 3.11 runs it, with the dependency archive on its path.
-    env = {"LAKEHOUSE_TARGET": "emr", "LAKEHOUSE_WAREHOUSE": "s3://lake/warehouse",
+    env = {"AWS_REGION": "eu-west-1", "LAKEHOUSE_TARGET": "emr", "LAKEHOUSE_WAREHOUSE": "s3://lake/warehouse",
            "LAKEHOUSE_PROJECT_DIR": "./project", "PYTHONPATH": "./project:./deps",
            "LAKEHOUSE_STAGING_DATABASE": "staging", "LAKEHOUSE_FINAL_DATABASE": "lakehouse",
            "PYSPARK_PYTHON": "/usr/bin/python3.11", "PYSPARK_DRIVER_PYTHON": "/usr/bin/python3.11"}  # fmt: skip
@@ -128,7 +135,7 @@ def test_cluster_step_request() -> None:
     with stub:
         request = emr.step_request(
             "s3://code/main.py", args, "s3://code/project.zip", "books", "s3://lake/warehouse",
-            "s3://code/deps.tgz",
+            "eu-west-1", "s3://code/deps.tgz",
         )  # fmt: skip
         step = emr.add_step(client, "j-1", request)
         assert emr.wait(emr.step_state(client, "j-1", step), emr.DONE_STEP, emr.FAILED_STEP, "step", 0, print) == "COMPLETED"  # fmt: skip
@@ -184,8 +191,9 @@ def test_schedules_send_what_emr_submit_sends() -> None:
     import json
 
     code = ("s3://${CodeBucket}/${JobArchiveKey}", "s3://${BucketName}/warehouse", "s3://${CodeBucket}/${JobDependenciesKey}")  # fmt: skip
-    expected = emr.spark_parameters(*code)
+    expected = emr.spark_parameters(*code, region="${AWS::Region}")
     assert f"spark.jars={emr.EMR_ICEBERG_JAR}" in expected
+    assert "spark.executorEnv.AWS_REGION=${AWS::Region}" in expected  # the stack's region
     schedules = [
         r for r in _template()["Resources"].values() if r["Type"] == "AWS::Scheduler::Schedule"
     ]
@@ -194,7 +202,9 @@ def test_schedules_send_what_emr_submit_sends() -> None:
         job = json.loads(schedule["Properties"]["Target"]["Input"]["Fn::Sub"])
         watch = job["JobDriver"]["SparkSubmit"]["EntryPointArguments"][0] == "watch"
         sent = job["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"]
-        assert sent == emr.spark_parameters(*code, watch=watch, databases=shared.DATABASES)
+        assert sent == emr.spark_parameters(
+            *code, watch=watch, databases=shared.DATABASES, region="${AWS::Region}"
+        )
 
 
 def test_each_table_is_verified_by_its_verify_key(project_copy: Path) -> None:
@@ -221,17 +231,30 @@ def test_each_table_is_verified_by_its_verify_key(project_copy: Path) -> None:
     assert rendered["BooksVerify"]["Properties"]["ScheduleExpression"] == deployment.VERIFY_SCHEDULES["daily"]  # fmt: skip
 
 
-def test_poison_stream_records_are_reported_and_lag_alarms() -> None:
+def test_what_lambda_still_drops_is_reported_and_every_failure_notifies() -> None:
     """The event source mapping retried 100 times with no on-failure destination: a poison
-    record vanished unrecorded, and nothing said the writer was falling behind."""
+    record vanished unrecorded, and nothing said the writer was falling behind. Then the
+    alarms had no action and nothing watched the queues or the job runs: a failure told
+    nobody. Now every alarm and failed job run goes to the notification topic, when given."""
     resources = _template()["Resources"]
     mapping = resources["BooksStreamMapping"]["Properties"]
     destination = mapping["DestinationConfig"]["OnFailure"]["Destination"]
     assert destination == {"Fn::GetAtt": ["StreamFailures", "Arn"]}
     assert resources["StreamFailures"]["Type"] == "AWS::SQS::Queue"
-    alarms = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
-    assert [a["MetricName"] for a in alarms] == ["IteratorAge"]
-    assert alarms[0]["Dimensions"][0]["Value"] == {"Ref": "StreamWriterFunction"}
+    alarms = {n: r["Properties"] for n, r in resources.items() if r["Type"] == "AWS::CloudWatch::Alarm"}  # fmt: skip
+    assert sorted(alarms) == ["ScheduleFailuresAlarm", "StreamAtRiskAlarm", "StreamBehindAlarm", "StreamFailuresAlarm"]  # fmt: skip
+    assert alarms["StreamBehindAlarm"]["Dimensions"][0]["Value"] == {"Ref": "StreamWriterFunction"}
+    queues = {alarms[f"{q}Alarm"]["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for q in ("StreamFailures", "ScheduleFailures")}  # fmt: skip
+    assert queues == {"StreamFailures", "ScheduleFailures"}  # both dead-letter queues
+    notify = {"Fn::If": ["Notifies", [{"Ref": "NotificationTopicArn"}], {"Ref": "AWS::NoValue"}]}
+    assert all(a["AlarmActions"] == notify for a in alarms.values())
+    rule = resources["FailedJobRuns"]
+    assert rule["Type"] == "AWS::Events::Rule" and rule["Condition"] == "Notifies"
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["source"] == ["aws.emr-serverless"]
+    assert pattern["detail-type"] == ["EMR Serverless Job Run State Change"]
+    assert pattern["detail"] == {"state": ["FAILED"], "applicationId": [{"Ref": "EmrApplicationId"}]}  # fmt: skip
+    assert rule["Properties"]["Targets"][0]["Arn"] == {"Ref": "NotificationTopicArn"}
 
 
 def test_lambda_package_runs_without_site_packages(tmp_path: Path) -> None:
@@ -283,6 +306,7 @@ def test_dry_run_prints_the_request_the_schedules_send(
 
     command = ["emr", "submit", "--code", "s3://code/p", "--application-id", "app-1"]
     command += ["--role-arn", "arn:aws:iam::123456789012:role/job", "--warehouse", "s3://lake/warehouse"]  # fmt: skip
+    command += ["--region", "eu-west-1"]
     assert cli.main([*command, "--dry-run", "--", "sync", "--table", "books"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("StartJobRun {") and "nothing uploaded" in out
@@ -299,7 +323,24 @@ def test_dry_run_prints_the_request_the_schedules_send(
     filled = filled.replace("s3://${CodeBucket}/${JobDependenciesKey}#deps", deps)
     for parameter, database in zip(shared.DATABASES, (names.STAGING, names.FINAL), strict=True):
         filled = filled.replace(parameter, database)  # the parameters' defaults
+    filled = filled.replace("${AWS::Region}", "eu-west-1")  # the stack's, --region here
     assert job["sparkSubmitParameters"] == filled
+
+
+def test_a_job_without_a_region_is_refused_before_anything_is_built(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The job's AWS clients take the region the job is given (AWS_REGION): a submission that
+    knows none says so, instead of leaving it to what the SDK finds on EMR."""
+    from ingestion import cli
+
+    for variable in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    command = ["emr", "submit", "--code", "s3://code/p", "--application-id", "app-1"]
+    command += ["--role-arn", "arn:aws:iam::123456789012:role/job", "--warehouse", "s3://lake/w"]
+    assert cli.main([*command, "--dry-run", "--", "sync", "--table", "books"]) == 2
+    assert "no region: pass --region or set AWS_REGION" in capsys.readouterr().err
 
 
 def test_the_books_watch_is_one_streaming_run_that_never_overlaps(
@@ -322,7 +363,7 @@ def test_the_books_watch_is_one_streaming_run_that_never_overlaps(
     assert arguments[:3] == ["watch", "--table", "books"] and arguments[-1] == "--if-free"
     command = ["emr", "submit", "--code", "s3://code/p", "--application-id", "app-1"]
     command += ["--role-arn", "arn:aws:iam::123456789012:role/job", "--warehouse", "s3://lake/warehouse"]  # fmt: skip
-    assert cli.main([*command, "--dry-run", "--", *arguments]) == 0
+    assert cli.main([*command, "--region", "eu-west-1", "--dry-run", "--", *arguments]) == 0
     out = capsys.readouterr().out
     request = json.loads(out[len("StartJobRun ") : out.rindex("}") + 1])
     assert request["mode"] == job["Mode"] == "STREAMING"
@@ -330,6 +371,12 @@ def test_the_books_watch_is_one_streaming_run_that_never_overlaps(
     assert "spark.executor.instances=1" in sent  # sized small, as the schedule's
     assert sent.split("spark.executorEnv.PYSPARK_PYTHON")[1] == job["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"].split("spark.executorEnv.PYSPARK_PYTHON")[1]  # fmt: skip
     assert request["retryPolicy"] == {"maxFailedAttemptsPerHour": job["RetryPolicy"]["MaxFailedAttemptsPerHour"]}  # fmt: skip
+    # No time limit: without executionTimeoutMinutes the service cancelled the watch every 12
+    # hours (its default, streaming or not); 0 is "none". Batch runs keep the default.
+    assert request["executionTimeoutMinutes"] == job["ExecutionTimeoutMinutes"] == 0
+    for name, resource in resources.items():
+        if resource["Type"] == "AWS::Scheduler::Schedule" and name != "Watch":
+            assert "ExecutionTimeoutMinutes" not in resource["Properties"]["Target"]["Input"]["Fn::Sub"]  # fmt: skip
 
 
 def test_the_dependency_archive_holds_what_emr_lacks_for_its_python_311() -> None:
@@ -406,6 +453,11 @@ def _sample_input(target: dict) -> dict:
     return json.loads(aws_calls.sample(aws_calls.resolve(target["Input"], _template())))
 
 
+def _target_arn(target: dict) -> str:
+    """The target's ARN in the stack's partition (the sample's: aws)."""
+    return aws_calls.sample(aws_calls.resolve(target["Arn"], _template()))
+
+
 def test_every_schedule_input_is_a_valid_start_job_run() -> None:
     """Neither schedule could start a job: their inputs had no ClientToken, which StartJobRun
     requires (botocore fills it for SDK callers only). Checked by botocore's own validator
@@ -415,7 +467,7 @@ def test_every_schedule_input_is_a_valid_start_job_run() -> None:
     for name, target in schedules.items():
         job = _sample_input(target)
         assert job["ClientToken"] == "<aws.scheduler.execution-id>", name
-        contracts.check_scheduler_target(target["Arn"], job)
+        contracts.check_scheduler_target(_target_arn(target), job)
 
 
 def test_the_schedule_check_bites() -> None:
@@ -423,15 +475,15 @@ def test_the_schedule_check_bites() -> None:
     job = _sample_input(target)
     del job["ClientToken"]
     with pytest.raises(contracts.ContractError, match='Missing required parameter in input: "clientToken"'):  # fmt: skip
-        contracts.check_scheduler_target(target["Arn"], job)
+        contracts.check_scheduler_target(_target_arn(target), job)
     job = _sample_input(target)
     job["JobDriver"]["SparkSubmit"]["EntryPointArgs"] = job["JobDriver"]["SparkSubmit"].pop("EntryPointArguments")  # fmt: skip
     with pytest.raises(contracts.ContractError, match="no member 'EntryPointArgs'"):
-        contracts.check_scheduler_target(target["Arn"], job)
+        contracts.check_scheduler_target(_target_arn(target), job)
     job = _sample_input(target)
     job["Name"] = "x" * 300
     with pytest.raises(contracts.ContractError, match="name: length 300 is over the maximum 256"):
-        contracts.check_scheduler_target(target["Arn"], job)
+        contracts.check_scheduler_target(_target_arn(target), job)
 
 
 def test_a_failed_start_leaves_a_trace() -> None:
@@ -446,13 +498,13 @@ def test_a_failed_start_leaves_a_trace() -> None:
 
 def test_emr_submit_sends_a_valid_start_job_run() -> None:
     for arguments in (["sync", "--table", "orders"], ["watch", "--table", "books"]):
-        parameters = emr.spark_parameters("s3://code/p/project.zip", "s3://lake/warehouse")
+        parameters = emr.spark_parameters("s3://code/p/project.zip", "s3://lake/warehouse", region="eu-west-1")  # fmt: skip
         request = emr.job_run_request(
             "00fabcdefgh12345", "arn:aws:iam::123456789012:role/job", "s3://code/p/main.py",
             arguments, parameters, "ddb-lakehouse " + " ".join(arguments),
         )  # fmt: skip
         contracts.check("emr-serverless", "StartJobRun", request)
-    step = emr.step_request("s3://c/main.py", ["sync"], "s3://c/project.zip", "sync", "s3://lake/w")
+    step = emr.step_request("s3://c/main.py", ["sync"], "s3://c/project.zip", "sync", "s3://lake/w", "eu-west-1")  # fmt: skip
     contracts.check("emr", "AddJobFlowSteps", {"JobFlowId": "j-1", "Steps": [step]})
 
 

@@ -8,8 +8,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import aws_calls
 import boto3
 import pytest
+from botocore.config import Config
 from botocore.stub import ANY, Stubber
 
 from ingestion import cli
@@ -375,3 +377,47 @@ def test_last_verify() -> None:
         assert doctor.last_verify(watch, replace(_table(), verify="off")).line() == (
             "✓ orders: last verify: no schedule (verify: off in the table's entry)"
         )
+
+
+def test_the_probe_reaches_each_service_of_the_job_or_names_its_endpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A job in a VPC without a NAT gateway reaches no AWS service without its endpoint:
+    `doctor --probe` calls DynamoDB, Glue, S3 and CloudWatch from inside the job (the EMR
+    rehearsal runs these in its job) and names the endpoint each one needs."""
+    import local_s3
+
+    from ingestion.project import doctor as in_job
+
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setenv("LAKEHOUSE_WAREHOUSE", f"s3://{aws_calls.BUCKET}/warehouse")
+
+    def at(url: str) -> Any:
+        return lambda service, region: boto3.client(
+            service, region_name=region, endpoint_url=url, aws_access_key_id="x",
+            aws_secret_access_key="x",
+            config=Config(connect_timeout=1, read_timeout=2, retries={"max_attempts": 1}),
+        )  # fmt: skip
+
+    with local_s3.server() as endpoint:  # moto's server: every service answers
+        reached = in_job.endpoint_checks(at(endpoint))
+    assert [c.name for c in reached] == ["reach dynamodb", "reach glue", "reach s3", "reach cloudwatch"]  # fmt: skip
+    assert all(c.ok and c.detail.startswith(f"{endpoint} answered") for c in reached), reached
+    closed = in_job.endpoint_checks(at("http://127.0.0.1:1"))  # nothing listens: no route
+    assert not any(c.ok for c in closed)
+    assert closed[0].line() == (
+        "✗ reach dynamodb: cannot reach http://127.0.0.1:1 (EndpointConnectionError): in a VPC "
+        "without a NAT gateway, add the endpoint com.amazonaws.eu-west-1.dynamodb"
+    )
+    assert closed[3].detail.endswith("com.amazonaws.eu-west-1.monitoring")  # CloudWatch's name
+
+    refused = _client("dynamodb")
+    stub = Stubber(refused)
+    stub.add_client_error("list_exports", "AccessDeniedException", "not authorized")
+    with stub:
+        denied = in_job._reach("dynamodb", "eu-west-1", lambda s, r: refused, lambda c: c.list_exports(MaxResults=1))  # fmt: skip
+    assert denied.line() == "✗ reach dynamodb: reached, refused: AccessDeniedException: not authorized"  # fmt: skip
+
+    monkeypatch.delenv("AWS_REGION")
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    assert [c.name for c in in_job.endpoint_checks(at(endpoint))] == ["region"]

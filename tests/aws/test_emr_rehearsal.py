@@ -39,6 +39,7 @@ WAREHOUSE = f"s3://{BUCKET}/warehouse"
 # Not the defaults: the job takes its databases from the parameters it is sent (the template's
 # StagingDatabaseName and FinalDatabaseName), not from names it was built with.
 DATABASES = ("ddb_changes", "ddb_tables")
+REGION = "us-east-1"  # what the job parameters give it (the template: the stack's region)
 
 
 def test_rehearsal_target_is_the_emr_target_but_for_the_catalog(
@@ -108,10 +109,15 @@ def final_orders(catalog_file: Path, endpoint: str) -> dict[str, dict]:
 class Rehearsal:
     """The uploaded job and the local stand-ins; ``submit`` runs one job run."""
 
-    def __init__(self, root: Path, endpoint: str, project: Path = ROOT) -> None:
-        self.root, self.endpoint = root, endpoint
-        self.s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    def __init__(self, root: Path, endpoint: str, master: str, project: Path = ROOT) -> None:
+        self.root, self.endpoint, self.master = root, endpoint, master
+        self.s3 = boto3.client("s3", endpoint_url=endpoint, region_name=REGION)
         self.s3.create_bucket(Bucket=BUCKET)
+        # The stack's Glue databases, as boto3 sees them (the JVM's catalog is the SQLite
+        # stand-in): what doctor's probe asks Glue for.
+        glue = boto3.client("glue", endpoint_url=endpoint, region_name=REGION)
+        for database in DATABASES:
+            glue.create_database(DatabaseInput={"Name": database})
         dist = root / "dist"
         built = packaging.package(dist, project)
         arch = job_python.local_architecture()
@@ -130,18 +136,23 @@ class Rehearsal:
     def submit(self, parameters: str, *arguments: str) -> tuple[int, str]:
         self.runs += 1
         job = emr_rehearsal.prepare(parameters, self.s3, self.root / f"run-{self.runs}", self.python)  # fmt: skip
-        # No region: EMR injects none unless the job parameters set it, and the job must not
-        # depend on one (its DynamoDB client takes the table ARN's).
+        # No region but the job parameters': EMR injects none. Every AWS endpoint of the
+        # job's Python is the local one (moto's server).
         stand_ins = {
             **local_s3.CREDENTIALS,
+            "AWS_ENDPOINT_URL": self.endpoint,
             "AWS_ENDPOINT_URL_S3": self.endpoint,
             "LAKEHOUSE_REHEARSAL_CATALOG": str(self.catalog),
         }
-        done = emr_rehearsal.run(job, self.entry, list(arguments), self.spark_home, stand_ins)
+        done = emr_rehearsal.run(
+            job, self.entry, list(arguments), self.spark_home, stand_ins, self.master
+        )
         return done.returncode, done.stderr[-3000:] + "\n--- stdout ---\n" + done.stdout[-4000:]
 
     def ok(self, *arguments: str) -> str:
-        parameters = emr.spark_parameters(self.archive, WAREHOUSE, self.deps, databases=DATABASES)
+        parameters = emr.spark_parameters(
+            self.archive, WAREHOUSE, self.deps, databases=DATABASES, region=REGION
+        )
         code, output = self.submit(parameters, *arguments)
         assert code == 0, f"{' '.join(arguments)} failed:\n{output}"
         return output
@@ -163,8 +174,15 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
     full = sample_exports.write_samples(out, 300, 4, ["orders"])["orders"]
     chain = orders_chain.write_orders_chain(out, 300, 4, increments=2)
     onboarding.add_table("t", "id:S", None)  # a table with no schema file: its types detected
-    with local_s3.server() as endpoint:
-        rehearsal = Rehearsal(tmp_path / "emr", endpoint, project_copy)
+    with (
+        local_s3.server() as endpoint,
+        emr_rehearsal.cluster(
+            emr_rehearsal.emr_like_spark_home(tmp_path / "emr"),
+            tmp_path / "cluster",
+            {**local_s3.CREDENTIALS, "AWS_ENDPOINT_URL_S3": endpoint},
+        ) as master,
+    ):
+        rehearsal = Rehearsal(tmp_path / "emr", endpoint, master, project_copy)
         full_uri, *chain_uris = upload_exports(rehearsal.s3, out, [full, *chain])
 
         # ingest, then dbt run + dbt test in a catalog without views, in one process (a JVM
@@ -174,12 +192,21 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
         status = rehearsal.ok("status")
         assert "orders" in status
         # What `doctor --aws --probe` runs on the application: the job's Python with the
-        # archive's dbt, Iceberg from spark.jars, both databases, a scratch table.
+        # archive's dbt, Iceberg from spark.jars, both databases, a scratch table, and a call to
+        # each AWS service the job's Python reaches, in the region the parameters give it.
         probe = rehearsal.ok("doctor", "--in-job")
         for line in ("✓ dbt: dbt-core", "✓ iceberg: Apache Iceberg 1.10.2", "✓ warehouse: created"):
             assert line in probe, probe
+        for service in ("dynamodb", "glue", "s3", "cloudwatch"):
+            assert f"✓ reach {service}: {endpoint} answered" in probe, probe
 
         assert final_orders(rehearsal.catalog, endpoint) == expected_orders([full, *chain])
+        # verify against the full export, whose keys the chain changed after its instant: the
+        # second pass runs the project's Python on the executors, which import it from the
+        # archives the job parameters give them (not from the driver's environment).
+        assert expected_orders([full]) != expected_orders([full, *chain])  # keys changed since
+        verified = rehearsal.ok("verify", "--table", "orders", full_uri)
+        assert "EQUAL in" in verified and "NOT EQUAL" not in verified, verified
         with sqlite3.connect(rehearsal.catalog) as catalog:
             spaces = {n for (n,) in catalog.execute("select table_namespace from iceberg_tables")}
         assert spaces == set(DATABASES), spaces  # nothing under the default names
@@ -215,16 +242,18 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
 
         # What failed on EMR fails here too. The catalog holds no views, as Glue's:
         code, output = rehearsal.submit(
-            emr.spark_parameters(rehearsal.archive, WAREHOUSE, rehearsal.deps, databases=DATABASES),
+            emr.spark_parameters(
+                rehearsal.archive, WAREHOUSE, rehearsal.deps, databases=DATABASES, region=REGION
+            ),
             "query", f"create view {DATABASES[0]}.any_view as select 1 as one",
         )  # fmt: skip
         assert code != 0 and "not supported by catalog" in output, output
         # The packages come from the archive alone:
-        without_deps = emr.spark_parameters(rehearsal.archive, WAREHOUSE)
+        without_deps = emr.spark_parameters(rehearsal.archive, WAREHOUSE, region=REGION)
         code, output = rehearsal.submit(without_deps, "status")
         assert code != 0 and "No module named" in output, output[-2000:]
         # Iceberg's jar reaches the driver only as a spark-submit parameter:
-        params = emr.spark_parameters(rehearsal.archive, WAREHOUSE, rehearsal.deps)
+        params = emr.spark_parameters(rehearsal.archive, WAREHOUSE, rehearsal.deps, region=REGION)
         without_jar = params.replace(f"--conf spark.jars={emr.EMR_ICEBERG_JAR} ", "")
         assert without_jar != params
         code, output = rehearsal.submit(without_jar, "status")
