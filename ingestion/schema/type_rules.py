@@ -13,6 +13,7 @@ from typing import Any
 
 from ingestion.dynamodb.naming import column_name
 from ingestion.schema.types import (
+    GLUE_TYPE_MAX,
     MAX_FIELDS,
     MAX_TYPED_DEPTH,
     METADATA_COLUMNS,
@@ -182,6 +183,25 @@ class _Resolver:
         return ColumnType("array", element=column_type), info
 
 
+def _within_glue(
+    column_type: ColumnType, info: dict[str, Any], override: dict[str, Any], where: str
+) -> tuple[ColumnType, dict[str, Any]]:
+    """A detected type longer than Glue accepts is kept as JSON text (a commit of it would fail,
+    and every later one); a declared one is refused, naming the limit."""
+    length = len(column_type.sql())
+    if "type" in override and DETECTED_MARK not in override:
+        raise SchemaError(
+            f"{where}: its declared type is {length} characters long and the Glue Data Catalog "
+            f"refuses a column type over {GLUE_TYPE_MAX}: declare it string (kept as JSON text) "
+            "or declare fewer fields"
+        )
+    note = (
+        f"its type would be {length} characters, over the {GLUE_TYPE_MAX} the Glue Data "
+        "Catalog accepts: plain JSON text"
+    )
+    return STRING, {**info, "note": note}
+
+
 def resolve(
     table: str,
     stats: Stats,
@@ -208,6 +228,8 @@ def resolve(
             attributes.append(Attribute(name, column, column_type, key=True, info=info))
             continue
         column_type, info = resolver.resolve(path, where)
+        if len(column_type.sql()) > GLUE_TYPE_MAX:
+            column_type, info = _within_glue(column_type, info, resolver._override(path), where)
         info["nullable"] = present < stats.items
         attributes.append(Attribute(name, column, column_type, info=info))
     check_unique([(a.name, a.column) for a in attributes], f"table {table}", set(METADATA_COLUMNS))

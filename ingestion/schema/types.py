@@ -49,6 +49,10 @@ METADATA_COLUMNS = (
 SCALARS = ("string", "boolean", "binary", "bigint")
 MAX_TYPED_DEPTH = 6  # deeper nesting is kept as JSON text (a column type stays readable)
 MAX_FIELDS = 500  # a map with more distinct keys is a dictionary: kept as JSON text
+# What the Glue Data Catalog accepts of a column (its API's Column: Name, Type): a table whose
+# column is longer is refused at every commit, so detection keeps within them.
+GLUE_NAME_MAX = 255
+GLUE_TYPE_MAX = 131_072
 SIMPLE_TYPES = {
     "S": "string",
     "N": "decimal(38,9)",
@@ -215,10 +219,18 @@ def simple_type(spec: str, where: str) -> ColumnType:
 
 
 def check_unique(pairs: list[tuple[str, str]], where: str, reserved: set[str]) -> None:
-    """Two names mapping to one column, or a name taking a metadata column: the error says how
-    to map them in the schema file."""
+    """Two names mapping to one column, or a name taking a metadata column, or (a table's own
+    column, ``reserved`` given) a name too long for Glue: the error says how to map them in the
+    schema file."""
     seen: dict[str, str] = {}
     for name, column in pairs:
+        if reserved and len(column) > GLUE_NAME_MAX:
+            raise SchemaError(
+                f"{where}: attribute {name[:60]!r}... maps to a column name of {len(column)} "
+                f"characters, and the Glue Data Catalog refuses one over {GLUE_NAME_MAX}; give it "
+                'a shorter column in the schema file: "attributes": {"<the name>": {"column": '
+                '"<at most 255 characters>"}}'
+            )
         if column in reserved:
             raise SchemaError(
                 f"{where}: attribute {name!r} maps to column {column!r}, a metadata column of the "

@@ -589,3 +589,72 @@ def test_render_says_a_single_table_design_is_not_verified(
     resources = yaml.load(out.read_text(), Loader=yaml.BaseLoader)["Resources"]
     verifies = sorted(name for name in resources if name.endswith("Verify"))
     assert verifies == ["BooksVerify", "OrdersVerify"]
+
+
+def test_the_template_fits_an_account_that_already_has_its_bucket() -> None:
+    """The template always created the data bucket: an existing name failed the stack, a new
+    one left the old exports out of the job's reach. Now the bucket's creation is a parameter
+    (every path is a prefix of BucketName either way), its KMS key too."""
+    template = _template()
+    parameters, conditions = template["Parameters"], template["Conditions"]
+    assert parameters["CreateBucket"]["AllowedValues"] == ["true", "false"]
+    assert parameters["CreateBucket"]["Default"] == "true"
+    assert conditions["CreatesBucket"] == {"Fn::Equals": [{"Ref": "CreateBucket"}, "true"]}
+    resources = template["Resources"]
+    assert resources["DataBucket"]["Condition"] == "CreatesBucket"
+    # Nothing else names the bucket resource: every use goes through the parameter.
+    assert "DataBucket" not in json.dumps({k: v for k, v in resources.items() if k != "DataBucket"})  # fmt: skip
+    key = resources["BucketKeyAccess"]
+    assert key["Condition"] == "HasKmsKey" and key["Type"] == "AWS::IAM::Policy"
+    assert key["Properties"]["Roles"] == [{"Ref": "JobRole"}, {"Ref": "StreamWriterRole"}]
+    statement = key["Properties"]["PolicyDocument"]["Statement"][0]
+    assert statement["Action"] == ["kms:Decrypt", "kms:GenerateDataKey"]
+    assert statement["Resource"] == {"Ref": "BucketKmsKeyArn"}
+    encryption = resources["DataBucket"]["Properties"]["BucketEncryption"]
+    by_default = encryption["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]  # fmt: skip
+    assert by_default["Fn::If"][0] == "HasKmsKey"
+
+
+def test_incomplete_uploads_are_aborted_where_the_job_writes() -> None:
+    """Multipart uploads left incomplete in the warehouse were never aborted and stayed
+    billed: the bucket's one rule expired old exports, and abort was granted on exports only."""
+    template = _template()
+    rules = template["Resources"]["DataBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]
+    abort = [r for r in rules if "AbortIncompleteMultipartUpload" in r]
+    assert len(abort) == 1 and "Prefix" not in abort[0]  # the whole bucket
+    assert abort[0]["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"] == 7
+    statements = template["Resources"]["JobRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]  # fmt: skip
+    writes = next(s for s in statements if s["Sid"] == "ReadWriteTheLakehouse")
+    assert "s3:AbortMultipartUpload" in writes["Action"]
+    assert writes["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:s3:::${BucketName}/*"}
+
+
+def test_every_arn_the_template_writes_is_in_the_stacks_partition() -> None:
+    """The Scheduler targets said arn:aws: (GovCloud and China refuse them)."""
+    text = TEMPLATE.read_text()
+    assert "arn:aws:" not in text
+    for name, target in _schedules().items():
+        assert target["Arn"] == {"Fn::Sub": "arn:${AWS::Partition}:scheduler:::aws-sdk:emrserverless:startJobRun"}, name  # fmt: skip
+        assert contracts.scheduler_request(_target_arn(target), _sample_input(target))[1] == "StartJobRun"  # fmt: skip
+    china = "arn:aws-cn:scheduler:::aws-sdk:emrserverless:startJobRun"
+    assert contracts.scheduler_request(china, {})[:2] == ("emr-serverless", "StartJobRun")
+
+
+def test_the_lambda_key_is_named_by_its_content(tmp_path: Path) -> None:
+    """A zip uploaded again under the same key never updated the function: CloudFormation
+    sees no change. The key now holds a digest of the files in the zip."""
+    import shutil
+
+    key = packaging.lambda_key(ROOT)
+    assert re.fullmatch(r"dynamodb-lakehouse/stream_writer-[0-9a-f]{16}\.zip", key)
+    assert _template()["Parameters"]["LambdaCodeKey"]["Default"] == key
+    built = packaging.package_lambda(tmp_path / "dist", ROOT)
+    assert built.name == key.rsplit("/", 1)[1]
+    copy = tmp_path / "copy"
+    for name in packaging.LAMBDA_FILES:
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / name, copy / name)
+    assert packaging.lambda_key(copy) == key
+    with (copy / "ingestion" / "sources" / "stream_writer.py").open("a") as writer:
+        writer.write("\n# a new version\n")
+    assert packaging.lambda_key(copy) != key

@@ -217,6 +217,7 @@ def test_three_tables_render_to_a_template_that_passes_every_check(
     from ingestion.aws import contracts
 
     for target in (r["Properties"]["Target"] for r in resources.values() if r["Type"] == "AWS::Scheduler::Schedule"):  # fmt: skip
-        contracts.check_scheduler_target(target["Arn"], json.loads(aws_calls.sample(aws_calls.resolve(target["Input"], template))))  # fmt: skip
+        arn = aws_calls.sample(aws_calls.resolve(target["Arn"], template))
+        contracts.check_scheduler_target(arn, json.loads(aws_calls.sample(aws_calls.resolve(target["Input"], template))))  # fmt: skip
     needs = aws_calls.needs(aws_calls.RECORDER.calls, aws_calls.scheduled_calls(template))
     assert [n for n in needs if not aws_calls.allowed(n, aws_calls.grants(template))] == []

@@ -303,3 +303,29 @@ def _entries(entries) -> list:
         found += _entries((entry.get("fields") or {}).values())
         found += _entries([entry["element"]] if isinstance(entry.get("element"), dict) else [])
     return found
+
+
+def test_what_glue_would_refuse_is_kept_as_json_text_or_refused_naming_the_limit() -> None:
+    """Glue refuses a column name over 255 characters and a type over 131,072: a table with
+    one fails every commit after it. A detected type that long is JSON text; a name that long,
+    or a declared type, is refused before anything is staged, naming the limit and the fix."""
+    long_fields = {("m",): {"M": one()}} | {
+        ("m", f"{i:03d}" + "k" * 300): {"S": one()} for i in range(types.MAX_FIELDS)
+    }
+    schema = detect(long_fields)
+    attribute = schema.get("m")
+    assert attribute is not None and attribute.type.sql() == "string"
+    assert "over the 131072 the Glue Data Catalog accepts" in attribute.info["note"]
+    # Under the limit: a struct as before.
+    assert type_of({("m",): {"M": one()}, ("m", "k"): {"S": one()}}, "m") == "struct<`k`:string>"
+
+    name = "a" * 256
+    with pytest.raises(SchemaError, match="column name of 256 characters, and the Glue Data Catalog refuses one over 255"):  # fmt: skip
+        detect({(name,): {"S": one()}})
+    fixed = detect({(name,): {"S": one()}}, overrides={name: {"column": "a_long_one"}})
+    assert [a.column for a in fixed.attributes] == ["a_long_one"]
+    assert detect({("a" * 255,): {"S": one()}}).attributes[0].column == "a" * 255
+
+    declared = {"type": "struct", "fields": {f"f{i}{'x' * 300}": {"type": "string"} for i in range(450)}}  # fmt: skip
+    with pytest.raises(SchemaError, match="declared type is .* refuses a column type over 131072"):  # fmt: skip
+        detect({("m",): {"M": one()}}, overrides={"m": declared})
