@@ -6,7 +6,9 @@ for each configured table (its ``table_arn``, else its name in the region): poin
 recovery and its period (exports need it), its stream and view type, and for a ``cadence:
 stream`` table its stream writer's Lambda mapping, enabled and not behind (``IteratorAge``);
 the last verify against DynamoDB (its ``VerifyDifferences`` metric); each Glue database: found, and not governed by Lake Formation (a database whose
-``CreateTableDefaultPermissions`` is empty is, and refuses the job role until it is granted).
+``CreateTableDefaultPermissions`` is empty is, and refuses the job role until it is granted);
+the data bucket's encryption (``--bucket``): a customer KMS key, and with ``--role-arn``
+whether the job role may use it (IAM's policy simulator).
 
 What these calls cannot see (the job's Python on the application, the job role's own reach)
 needs a job run on the account: see docs/on-aws.md.
@@ -56,7 +58,7 @@ def application(client: Any, application_id: str) -> Check:
         return Check(name, False, f"{_reason(exc)}: check --application-id and the region")
     if state not in USABLE_STATES:
         return Check(name, False, f"{label}, {arch}, {state}: create a new application")
-    return Check(name, True, f"{label}, {arch}, {state}")
+    return Check(name, True, f"{label}, {arch}, {state}{emr.release_note(label)}")
 
 
 def point_in_time_recovery(client: Any, table: TableConfig) -> Check:
@@ -198,6 +200,48 @@ def database(glue: Any, name: str) -> Check:
     return Check(title, True, "found, IAM permissions apply")
 
 
+def bucket_key(s3: Any, iam: Any, bucket: str, role_arn: str | None) -> Check:
+    """The data bucket's default encryption: a customer-managed KMS key must be given to the
+    template (``BucketKmsKeyArn``), which grants the job role and the stream writer its use;
+    with the job role's ARN, IAM's policy simulator says whether the role may use it (the
+    key's own policy must also let the account's IAM policies grant it, as its default does)."""
+    from botocore.exceptions import ClientError
+
+    name = f"bucket {bucket}: encryption"
+    try:
+        found = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]
+    except ClientError as exc:
+        if (
+            exc.response.get("Error", {}).get("Code")
+            == "ServerSideEncryptionConfigurationNotFoundError"
+        ):  # noqa: E501
+            return Check(name, True, "SSE-S3: no key to grant")
+        return Check(name, False, _reason(exc))
+    default = found["Rules"][0].get("ApplyServerSideEncryptionByDefault", {})
+    algorithm, key = default.get("SSEAlgorithm", ""), default.get("KMSMasterKeyID")
+    if not algorithm.startswith("aws:kms") or not key or key.endswith("alias/aws/s3"):
+        return Check(
+            name, True, f"{algorithm or 'SSE-S3'} with an AWS managed key: no key to grant"
+        )
+    given = f"deploy with BucketKmsKeyArn={key} (the job role and the stream writer need kms:Decrypt and kms:GenerateDataKey on it)"  # noqa: E501
+    if not role_arn or not key.startswith("arn:"):
+        return Check(name, True, f"SSE-KMS with {key}: {given}; --role-arn checks the job role")
+    results = iam.simulate_principal_policy(
+        PolicySourceArn=role_arn, ActionNames=list(KMS_ACTIONS), ResourceArns=[key]
+    )["EvaluationResults"]
+    denied = [r["EvalActionName"] for r in results if r["EvalDecision"] != "allowed"]
+    if denied:
+        return Check(
+            name,
+            False,
+            f"SSE-KMS with {key}: the job role may not {', '.join(denied)} on it: {given}",
+        )  # noqa: E501
+    return Check(name, True, f"SSE-KMS with {key}: the job role may use it")
+
+
+KMS_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
+
+
 def _reason(exc: Exception) -> str:
     response = getattr(exc, "response", None) or {}
     error = response.get("Error") or {}
@@ -212,6 +256,8 @@ class Account:
     application_id: str | None = None
     databases: tuple[str, ...] = (names.STAGING, names.FINAL)
     region: str | None = None
+    bucket: str | None = None  # the data bucket (the template's BucketName)
+    role_arn: str | None = None  # the job role
 
 
 def aws_checks(account: Account, client: Callable[..., Any] | None = None) -> list[Check]:
@@ -235,6 +281,8 @@ def aws_checks(account: Account, client: Callable[..., Any] | None = None) -> li
         checks.append(last_verify(watch, table))
     glue = make("glue", region)
     checks += [database(glue, name) for name in account.databases]
+    if account.bucket:
+        checks.append(bucket_key(make("s3", region), make("iam", region), account.bucket, account.role_arn))  # fmt: skip
     return checks
 
 

@@ -41,8 +41,22 @@ class EmrError(LakehouseError):
 
 
 # The oldest EMR release whose Iceberg (1.7) has what `maintain` calls: rewrite_data_files'
-# remove-dangling-deletes. Tested locally with Iceberg 1.10.2 (snowpark-connect-deps-iceberg).
+# remove-dangling-deletes. Tested locally with Iceberg 1.10.2 (snowpark-connect-deps-iceberg),
+# the line EMR ships from emr-7.12.0 (7.7 to 7.9 ship 1.7.1): recommended, not required.
 MIN_RELEASE = (7, 7, 0)
+RECOMMENDED_RELEASE = (7, 12, 0)
+
+
+def release_note(label: str) -> str:
+    """What ``doctor`` and ``emr submit`` add about a release older than the recommended one."""
+    numbers = tuple(int(n) for n in re.findall(r"\d+", label)[:3])
+    if numbers >= RECOMMENDED_RELEASE:
+        return ""
+    wanted = "emr-" + ".".join(map(str, RECOMMENDED_RELEASE))
+    return (
+        f" (runs; the project is tested on the Iceberg line of {wanted} and later: an "
+        "application on it is recommended)"
+    )
 
 
 def check_release(client: Any, application_id: str) -> tuple[str, str]:

@@ -121,7 +121,7 @@ def submit(s: Submission, report: Callable[[str], Any], wait: bool, poll: float)
     if s.application_id:
         client = boto3.client("emr-serverless", region_name=region(s))
         label, arch = emr.check_release(client, s.application_id)
-        report(f"application {s.application_id}: {label}, {arch}")
+        report(f"application {s.application_id}: {label}, {arch}{emr.release_note(label)}")
     p = _prepare(s, arch)
     s3 = s3_client()
     _entry, archive = packaging.upload(s3, p.built, p.bucket, p.prefix)

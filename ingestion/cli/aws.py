@@ -151,6 +151,11 @@ def _register_doctor(sub: argparse._SubParsersAction) -> None:
         help=f"the Glue databases of the tables (default: {names.STAGING} {names.FINAL})",
     )
     p.add_argument(
+        "--bucket",
+        help="with --aws: the data bucket (the template's BucketName): its KMS key, and with "
+        "--role-arn whether the job role may use it",
+    )
+    p.add_argument(
         "--probe",
         action="store_true",
         help="with --aws: run the checks inside one small job run on the application (its "
@@ -158,7 +163,7 @@ def _register_doctor(sub: argparse._SubParsersAction) -> None:
     )
     for flag, what in (
         ("--code", "s3://BUCKET/PREFIX to upload the job's code to (as emr submit)"),
-        ("--role-arn", "the job role (as emr submit)"),
+        ("--role-arn", "the job role (as emr submit); with --bucket, its use of the bucket's key"),
         ("--warehouse", "s3://BUCKET/PREFIX of the tables (as emr submit)"),
     ):
         p.add_argument(flag, help=f"--probe: {what}")
@@ -193,7 +198,14 @@ def _account_checks(args: argparse.Namespace, report: Callable[[str], Any]) -> l
     from ingestion.dynamodb.tables import load_tables
 
     tables = tuple(load_tables().values())
-    account = doctor.Account(tables, args.application_id, tuple(args.glue_database), args.region)
+    account = doctor.Account(
+        tables,
+        args.application_id,
+        tuple(args.glue_database),
+        args.region,
+        args.bucket,
+        args.role_arn,
+    )
     checks = [] if args.dry_run else doctor.aws_checks(account)
     if not args.probe or not all(c.ok for c in checks):
         return checks
@@ -207,6 +219,7 @@ def _account_checks(args: argparse.Namespace, report: Callable[[str], Any]) -> l
         application_id=args.application_id,
         role_arn=args.role_arn,
         warehouse=args.warehouse,
+        region=args.region,
     )
     report(doctor.PROBE_COST)
     if args.dry_run:

@@ -174,9 +174,7 @@ def cluster(spark_home: Path, folder: Path, platform: dict[str, str]) -> Iterato
     try:
         for name, command in commands.items():
             log = (folder / f"{name}.log").open("w")
-            processes.append(
-                subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=log)
-            )
+            processes.append(subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=log))
             _wait_for(folder / f"{name}.log", _READY[name], processes[-1])
         yield url
     finally:
@@ -194,6 +192,7 @@ def _wait_for(log: Path, line: str, process: subprocess.Popen[bytes]) -> None:
         if process.poll() is not None or time.monotonic() > deadline:
             raise AssertionError(f"{log.name} never said {line!r}:\n{log.read_text()[-3000:]}")
         time.sleep(0.2)
+
 
 CATALOG_SOURCE = Path(__file__).parent / "rehearsal" / "NoViewCatalog.java"
 

@@ -81,8 +81,15 @@ def test_application() -> None:
         )
         for _ in range(2):
             stub.add_response("get_application", _application("emr-7.9.0", "STOPPED"))
+        # emr-7.9 ships Iceberg 1.7.1; the project is tested on the 1.10 line (emr-7.12 on).
         assert doctor.application(client, "app-1").line() == (
-            "✓ application app-1: emr-7.9.0, arm64, STOPPED"
+            "✓ application app-1: emr-7.9.0, arm64, STOPPED (runs; the project is tested on the "
+            "Iceberg line of emr-7.12.0 and later: an application on it is recommended)"
+        )
+        for _ in range(2):
+            stub.add_response("get_application", _application("emr-7.12.0", "STOPPED"))
+        assert doctor.application(client, "app-1").line() == (
+            "✓ application app-1: emr-7.12.0, arm64, STOPPED"
         )
         stub.add_client_error("get_application", "ResourceNotFoundException", "Application not found")  # fmt: skip
         assert doctor.application(client, "app-1").line() == (
@@ -226,6 +233,7 @@ def test_the_probe_is_doctor_in_one_small_job(capsys: pytest.CaptureFixture[str]
 
     command = ["doctor", "--aws", "--probe", "--dry-run", "--application-id", "00fabcdefgh12345"]
     command += ["--code", "s3://code/p", "--role-arn", "arn:aws:iam::123456789012:role/job"]
+    command += ["--region", "eu-west-1"]
     assert cli.main([*command, "--warehouse", "s3://lake/warehouse"]) == 0
     out = capsys.readouterr().out
     assert doctor.PROBE_COST in out
@@ -233,6 +241,7 @@ def test_the_probe_is_doctor_in_one_small_job(capsys: pytest.CaptureFixture[str]
     job = request["jobDriver"]["sparkSubmit"]
     assert job["entryPointArguments"] == ["doctor", "--in-job"]
     assert "spark.executor.instances=1" in job["sparkSubmitParameters"]
+    assert "spark.executorEnv.AWS_REGION=eu-west-1" in job["sparkSubmitParameters"]
     contracts.check("emr-serverless", "StartJobRun", request)
     assert cli.main(command) == 2
     assert "--probe needs --application-id, --code, --role-arn and --warehouse" in (
@@ -421,3 +430,47 @@ def test_the_probe_reaches_each_service_of_the_job_or_names_its_endpoint(
     monkeypatch.delenv("AWS_REGION")
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
     assert [c.name for c in in_job.endpoint_checks(at(endpoint))] == ["region"]
+
+
+def test_a_bucket_encrypted_with_a_customer_key_names_the_grant_the_job_role_needs() -> None:
+    """An existing export bucket encrypted with a customer KMS key needs kms:Decrypt and
+    kms:GenerateDataKey for the job role: the template grants them when given the key
+    (BucketKmsKeyArn), and doctor says so, checking the role with IAM's policy simulator."""
+    key = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    role = "arn:aws:iam::123456789012:role/lakehouse-job"
+    s3, iam = _client("s3"), _client("iam")
+
+    def encrypted(algorithm: str, key_id: str | None) -> dict:
+        default = {"SSEAlgorithm": algorithm} | ({"KMSMasterKeyID": key_id} if key_id else {})
+        return {"ServerSideEncryptionConfiguration": {"Rules": [{"ApplyServerSideEncryptionByDefault": default}]}}  # fmt: skip
+
+    def decisions(*allowed: bool) -> dict:
+        return {"EvaluationResults": [
+            {"EvalActionName": a, "EvalDecision": "allowed" if ok else "implicitDeny"}
+            for a, ok in zip(doctor.KMS_ACTIONS, allowed, strict=True)
+        ]}  # fmt: skip
+
+    asked = {"PolicySourceArn": role, "ActionNames": list(doctor.KMS_ACTIONS), "ResourceArns": [key]}  # fmt: skip
+    with Stubber(s3) as s3_stub, Stubber(iam) as iam_stub:
+        s3_stub.add_response("get_bucket_encryption", encrypted("AES256", None), {"Bucket": "lake"})
+        assert doctor.bucket_key(s3, iam, "lake", role).line() == (
+            "✓ bucket lake: encryption: AES256 with an AWS managed key: no key to grant"
+        )
+        s3_stub.add_response("get_bucket_encryption", encrypted("aws:kms", key), {"Bucket": "lake"})
+        iam_stub.add_response("simulate_principal_policy", decisions(False, True), asked)
+        assert doctor.bucket_key(s3, iam, "lake", role).line() == (
+            f"✗ bucket lake: encryption: SSE-KMS with {key}: the job role may not kms:Decrypt on "
+            f"it: deploy with BucketKmsKeyArn={key} (the job role and the stream writer need "
+            "kms:Decrypt and kms:GenerateDataKey on it)"
+        )
+        s3_stub.add_response("get_bucket_encryption", encrypted("aws:kms", key), {"Bucket": "lake"})
+        iam_stub.add_response("simulate_principal_policy", decisions(True, True), asked)
+        assert doctor.bucket_key(s3, iam, "lake", role).ok
+        s3_stub.add_response("get_bucket_encryption", encrypted("aws:kms", key), {"Bucket": "lake"})
+        without_role = doctor.bucket_key(s3, iam, "lake", None)
+        assert without_role.ok and f"BucketKmsKeyArn={key}" in without_role.detail
+        assert without_role.detail.endswith("--role-arn checks the job role")
+        s3_stub.add_client_error("get_bucket_encryption", "AccessDenied", "Access Denied")
+        assert doctor.bucket_key(s3, iam, "lake", role).line() == (
+            "✗ bucket lake: encryption: AccessDenied: Access Denied"
+        )
