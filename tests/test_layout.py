@@ -14,7 +14,8 @@ import pytest
 from support import ROOT
 
 PACKAGE = ROOT / "ingestion"
-MAX_MODULE_LINES = 300
+# A module is one concept, as long as it needs: its line cap is lifted (the modules split only
+# to meet it are folded back as the house is rebuilt). A function still stays readable.
 MAX_FUNCTION_LINES = 70
 MAX_ROOM_MODULES = 12
 
@@ -73,12 +74,10 @@ def test_every_room_names_its_modules_and_what_it_may_import(room: str) -> None:
     assert set(re.findall(r"``ingestion\.(\w+)``", allowed)) == below, room
 
 
-def test_modules_and_functions_stay_small() -> None:
+def test_functions_stay_small() -> None:
     too_long = []
     for path in _modules():
         text = path.read_text()
-        if text.count("\n") > MAX_MODULE_LINES:
-            too_long.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 size = (node.end_lineno or node.lineno) - node.lineno + 1
