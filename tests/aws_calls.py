@@ -136,6 +136,8 @@ class Unseen:
 # Calls made as a role that botocore in this process never sees.
 BUCKET, DATA = "user-bucket", "arn:aws:s3:::user-bucket"
 BUCKETS = {"BucketName": BUCKET, "CodeBucket": "code-bucket"}  # the template's two buckets
+# The customer-managed key of a bucket encrypted with SSE-KMS (the template's BucketKmsKeyArn).
+KEY = f"arn:aws:kms:eu-west-1:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 TABLE = f"arn:aws:dynamodb:eu-west-1:{ACCOUNT}:table/user-table"
 GLUE = f"arn:aws:glue:eu-west-1:{ACCOUNT}"
 # The JVM's Glue calls, on both databases: the staging change logs and the final tables.
@@ -153,6 +155,14 @@ UNSEEN: tuple[Unseen, ...] = (
         Unseen("JobRole", action, f"{DATA}/warehouse/lakehouse/books/data/x.parquet", _JVM)
         for action in ("s3:GetObject", "s3:PutObject", "s3:DeleteObject")
     ),
+    *(
+        Unseen(role, action, KEY,
+               "S3 user guide, SSE-KMS: with the bucket's customer key, reading an object needs "
+               "kms:Decrypt and writing one kms:GenerateDataKey, as the caller (the job's exports, "
+               "warehouse and change files; the stream writer's puts)")
+        for role, action in (("JobRole", "kms:Decrypt"), ("JobRole", "kms:GenerateDataKey"),
+                             ("StreamWriterRole", "kms:GenerateDataKey"))
+    ),  # fmt: skip
     Unseen("JobRole", "s3:AbortMultipartUpload",
            f"{DATA}/warehouse/lakehouse/books/data/x.parquet",
            _JVM + ": a multipart upload of a data file the writer abandons (a failed task)"),  # fmt: skip
@@ -361,7 +371,7 @@ def _ref(name: str, template: dict[str, Any]) -> str:
             return table
         if name.endswith("DatabaseName"):  # the calls recorded here use the default names
             return str(parameter["Default"])
-        return BUCKETS.get(name, "{{" + name + "}}")
+        return {**BUCKETS, "BucketKmsKeyArn": KEY}.get(name, "{{" + name + "}}")
     resource = template["Resources"][name]["Properties"]
     return str(resource.get("FunctionName") or resource.get("QueueName") or "{{" + name + "}}")
 
@@ -407,20 +417,32 @@ class Grant:
     resources: tuple[str, ...]
 
 
-def grants(template: dict[str, Any]) -> list[Grant]:
-    """Every (role, statement, action) of the template's inline role policies."""
+def _policies(template: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(role, policy document) of every role's inline policies and of every AWS::IAM::Policy
+    attached to a role (the conditional ones, e.g. the bucket's KMS key, as if given)."""
     found = []
     for name, resource in template["Resources"].items():
-        if resource["Type"] != "AWS::IAM::Role":
-            continue
-        for policy in resource["Properties"].get("Policies", []):
-            for statement in policy["PolicyDocument"]["Statement"]:
-                assert statement["Effect"] == "Allow" and "Condition" not in statement, statement
-                actions = statement["Action"]
-                listed = resolve(statement["Resource"], template)
-                listed = tuple(listed if isinstance(listed, list) else [listed])
-                for action in actions if isinstance(actions, list) else [actions]:
-                    found.append(Grant(name, statement.get("Sid", ""), action, listed))
+        if resource["Type"] == "AWS::IAM::Role":
+            found += [
+                (name, p["PolicyDocument"]) for p in resource["Properties"].get("Policies", [])
+            ]  # noqa: E501
+        elif resource["Type"] == "AWS::IAM::Policy":
+            document = resource["Properties"]["PolicyDocument"]
+            found += [(role["Ref"], document) for role in resource["Properties"]["Roles"]]
+    return found
+
+
+def grants(template: dict[str, Any]) -> list[Grant]:
+    """Every (role, statement, action) of the template's role policies (``_policies``)."""
+    found = []
+    for name, document in _policies(template):
+        for statement in document["Statement"]:
+            assert statement["Effect"] == "Allow" and "Condition" not in statement, statement
+            actions = statement["Action"]
+            listed = resolve(statement["Resource"], template)
+            listed = tuple(listed if isinstance(listed, list) else [listed])
+            for action in actions if isinstance(actions, list) else [actions]:
+                found.append(Grant(name, statement.get("Sid", ""), action, listed))
     return found
 
 

@@ -75,8 +75,9 @@ def render(tables: list[TableConfig]) -> dict[str, Any]:
                 stream_arn(table)
             )
         resources["Watch"] = _watch(streamed)
-    roles = ["JobRole", *(["StreamWriterRole"] if streamed else [])]
-    resources["BucketKeyAccess"] = shared.key_access(roles)
+    resources["JobKeyAccess"] = shared.key_access("JobRole", shared.READ_WRITE_KEY)
+    if streamed:
+        resources["StreamWriterKeyAccess"] = shared.key_access("StreamWriterRole", shared.WRITE_KEY)
     for table in daily:
         resources[f"{camel(table.name)}Sync"] = _daily_sync(table)
         resources[f"{camel(table.name)}Maintain"] = _weekly_maintain(table)
@@ -225,6 +226,8 @@ def to_yaml(template: dict[str, Any]) -> str:
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
     Dumper.add_representer(str, text)
+    # CloudFormation refuses YAML aliases: a value used twice is written twice.
+    Dumper.ignore_aliases = lambda self, data: True  # type: ignore[method-assign]
     body = yaml.dump(template, Dumper=Dumper, sort_keys=False, width=10_000, allow_unicode=True)
     return HEADER + body
 

@@ -195,8 +195,16 @@ def bucket_and_catalog() -> dict[str, Any]:
             ]
         },
     }
+    # Kept when the stack is deleted or stops creating it (CreateBucket changed to false): it
+    # holds the exports and the warehouse.
+    kept = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
     found: dict[str, Any] = {
-        "DataBucket": {"Type": "AWS::S3::Bucket", "Condition": CREATES_BUCKET, "Properties": bucket}
+        "DataBucket": {
+            "Type": "AWS::S3::Bucket",
+            "Condition": CREATES_BUCKET,
+            **kept,
+            "Properties": bucket,
+        }  # noqa: E501
     }
     for logical, name, what in (
         ("LakehouseDatabase", FINAL_PARAMETER, "Final Iceberg tables (one row per DynamoDB item), queried by Athena."),  # noqa: E501
@@ -245,18 +253,21 @@ def job_role(table_arns: list[str]) -> dict[str, Any]:
     ])  # fmt: skip
 
 
-def key_access(roles: list[str]) -> dict[str, Any]:
-    """The bucket's KMS key for ``roles`` (reading and writing objects it encrypts), when the
-    template is given one: a policy of its own, so that no role's statement is conditional."""
-    statement = _statement(
-        "UseTheBucketKey", ["kms:Decrypt", "kms:GenerateDataKey"], {"Ref": KMS_KEY}
-    )
+def key_access(role: str, actions: list[str]) -> dict[str, Any]:
+    """The bucket's KMS key for ``role``, when the template is given one: a policy of its own,
+    so that no role's statement is conditional. The job role reads and writes what the key
+    encrypts (``kms:Decrypt``, ``kms:GenerateDataKey``); the stream writer only writes."""
+    statement = _statement("UseTheBucketKey", actions, {"Ref": KMS_KEY})
     props = {
         "PolicyName": "lakehouse-bucket-key",
-        "Roles": [{"Ref": role} for role in roles],
+        "Roles": [{"Ref": role}],
         "PolicyDocument": {"Version": "2012-10-17", "Statement": [statement]},
     }
     return {"Type": "AWS::IAM::Policy", "Condition": HAS_KMS_KEY, "Properties": props}
+
+
+READ_WRITE_KEY = ["kms:Decrypt", "kms:GenerateDataKey"]
+WRITE_KEY = ["kms:GenerateDataKey"]
 
 
 def scheduling() -> dict[str, Any]:

@@ -219,11 +219,11 @@ def bucket_key(s3: Any, iam: Any, bucket: str, role_arn: str | None) -> Check:
         return Check(name, False, _reason(exc))
     default = found["Rules"][0].get("ApplyServerSideEncryptionByDefault", {})
     algorithm, key = default.get("SSEAlgorithm", ""), default.get("KMSMasterKeyID")
-    if not algorithm.startswith("aws:kms") or not key or key.endswith("alias/aws/s3"):
-        return Check(
-            name, True, f"{algorithm or 'SSE-S3'} with an AWS managed key: no key to grant"
-        )
-    given = f"deploy with BucketKmsKeyArn={key} (the job role and the stream writer need kms:Decrypt and kms:GenerateDataKey on it)"  # noqa: E501
+    if not algorithm.startswith("aws:kms"):
+        return Check(name, True, f"SSE-S3 ({algorithm or 'AES256'}): no key to grant")
+    if not key or key.endswith("alias/aws/s3"):
+        return Check(name, True, "SSE-KMS with the AWS managed key aws/s3: no key to grant")
+    given = f"deploy with BucketKmsKeyArn={key} (the job role needs kms:Decrypt and kms:GenerateDataKey on it, the stream writer kms:GenerateDataKey)"  # noqa: E501
     if not role_arn or not key.startswith("arn:"):
         return Check(name, True, f"SSE-KMS with {key}: {given}; --role-arn checks the job role")
     results = iam.simulate_principal_policy(

@@ -604,12 +604,21 @@ def test_the_template_fits_an_account_that_already_has_its_bucket() -> None:
     assert resources["DataBucket"]["Condition"] == "CreatesBucket"
     # Nothing else names the bucket resource: every use goes through the parameter.
     assert "DataBucket" not in json.dumps({k: v for k, v in resources.items() if k != "DataBucket"})  # fmt: skip
-    key = resources["BucketKeyAccess"]
-    assert key["Condition"] == "HasKmsKey" and key["Type"] == "AWS::IAM::Policy"
-    assert key["Properties"]["Roles"] == [{"Ref": "JobRole"}, {"Ref": "StreamWriterRole"}]
-    statement = key["Properties"]["PolicyDocument"]["Statement"][0]
-    assert statement["Action"] == ["kms:Decrypt", "kms:GenerateDataKey"]
-    assert statement["Resource"] == {"Ref": "BucketKmsKeyArn"}
+    # The bucket's customer KMS key, when given: the job reads and writes, the writer writes
+    # (tests/aws/test_permissions.py checks both against the calls that need them).
+    for name, role, actions in (
+        ("JobKeyAccess", "JobRole", ["kms:Decrypt", "kms:GenerateDataKey"]),
+        ("StreamWriterKeyAccess", "StreamWriterRole", ["kms:GenerateDataKey"]),
+    ):
+        key = resources[name]
+        assert key["Condition"] == "HasKmsKey" and key["Type"] == "AWS::IAM::Policy"
+        assert key["Properties"]["Roles"] == [{"Ref": role}]
+        statement = key["Properties"]["PolicyDocument"]["Statement"][0]
+        assert statement["Action"] == actions
+        assert statement["Resource"] == {"Ref": "BucketKmsKeyArn"}
+    # Kept when the stack stops creating it (CreateBucket changed to false) or is deleted.
+    assert resources["DataBucket"]["DeletionPolicy"] == "Retain"
+    assert resources["DataBucket"]["UpdateReplacePolicy"] == "Retain"
     encryption = resources["DataBucket"]["Properties"]["BucketEncryption"]
     by_default = encryption["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]  # fmt: skip
     assert by_default["Fn::If"][0] == "HasKmsKey"
@@ -627,6 +636,12 @@ def test_incomplete_uploads_are_aborted_where_the_job_writes() -> None:
     writes = next(s for s in statements if s["Sid"] == "ReadWriteTheLakehouse")
     assert "s3:AbortMultipartUpload" in writes["Action"]
     assert writes["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:s3:::${BucketName}/*"}
+
+
+def test_the_template_holds_no_yaml_alias() -> None:
+    """CloudFormation refuses a template with YAML aliases (cfn-lint lets them through): a value
+    rendered twice (an alarm's dimensions, its actions) was written once and referred to."""
+    assert not re.search(r"[&*]id\d+", TEMPLATE.read_text())
 
 
 def test_every_arn_the_template_writes_is_in_the_stacks_partition() -> None:

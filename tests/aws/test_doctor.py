@@ -454,14 +454,19 @@ def test_a_bucket_encrypted_with_a_customer_key_names_the_grant_the_job_role_nee
     with Stubber(s3) as s3_stub, Stubber(iam) as iam_stub:
         s3_stub.add_response("get_bucket_encryption", encrypted("AES256", None), {"Bucket": "lake"})
         assert doctor.bucket_key(s3, iam, "lake", role).line() == (
-            "✓ bucket lake: encryption: AES256 with an AWS managed key: no key to grant"
+            "✓ bucket lake: encryption: SSE-S3 (AES256): no key to grant"
+        )
+        managed = encrypted("aws:kms", "arn:aws:kms:eu-west-1:123456789012:alias/aws/s3")
+        s3_stub.add_response("get_bucket_encryption", managed, {"Bucket": "lake"})
+        assert doctor.bucket_key(s3, iam, "lake", role).line() == (
+            "✓ bucket lake: encryption: SSE-KMS with the AWS managed key aws/s3: no key to grant"
         )
         s3_stub.add_response("get_bucket_encryption", encrypted("aws:kms", key), {"Bucket": "lake"})
         iam_stub.add_response("simulate_principal_policy", decisions(False, True), asked)
         assert doctor.bucket_key(s3, iam, "lake", role).line() == (
             f"✗ bucket lake: encryption: SSE-KMS with {key}: the job role may not kms:Decrypt on "
-            f"it: deploy with BucketKmsKeyArn={key} (the job role and the stream writer need "
-            "kms:Decrypt and kms:GenerateDataKey on it)"
+            f"it: deploy with BucketKmsKeyArn={key} (the job role needs kms:Decrypt and "
+            "kms:GenerateDataKey on it, the stream writer kms:GenerateDataKey)"
         )
         s3_stub.add_response("get_bucket_encryption", encrypted("aws:kms", key), {"Bucket": "lake"})
         iam_stub.add_response("simulate_principal_policy", decisions(True, True), asked)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
@@ -207,6 +208,15 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
         assert expected_orders([full]) != expected_orders([full, *chain])  # keys changed since
         verified = rehearsal.ok("verify", "--table", "orders", full_uri)
         assert "EQUAL in" in verified and "NOT EQUAL" not in verified, verified
+        # The parameters as they were, the executors given PYSPARK_PYTHON alone: on EMR the
+        # second pass failed on every such run.
+        sent = emr.spark_parameters(
+            rehearsal.archive, WAREHOUSE, rehearsal.deps, databases=DATABASES, region=REGION
+        )
+        driver_only = re.sub(r" --conf spark\.executorEnv\.(?!PYSPARK_PYTHON=)\S+", "", sent)
+        assert driver_only.count("spark.executorEnv.") == 1
+        code, output = rehearsal.submit(driver_only, "verify", "--table", "orders", full_uri)
+        assert code != 0 and "No module named 'ingestion'" in output, output[-2000:]
         with sqlite3.connect(rehearsal.catalog) as catalog:
             spaces = {n for (n,) in catalog.execute("select table_namespace from iceberg_tables")}
         assert spaces == set(DATABASES), spaces  # nothing under the default names

@@ -6,7 +6,8 @@ developer guide describes it (batches in sequence order; a batch that reports it
 retried from its first failed record; past ``MaximumRetryAttempts``, unless it is -1, only the
 batch's metadata goes to the on-failure destination and the shard moves on). The writer is the
 real function's handler, writing to moto's S3 server (a test double for AWS only) through a
-bucket that is missing while the outage lasts; the change files then go through `watch`.
+bucket that is missing while the outage lasts; the change files then go through `sync`
+(copied to a folder: reading them on `s3://` is tests/staging/test_streams_s3.py's).
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def test_after_an_outage_every_change_reaches_the_final_table(
     endpoint: str, spark, clean_lakehouse, tmp_path: Path
 ) -> None:
     """The same outage under the rendered mapping: retried until written, nothing dropped,
-    every change merged by the watch."""
+    every change merged by `sync`."""
     assert poll(_records(), _rendered_mapping(), _outage(endpoint, failing=15)) == []
     s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
     local = tmp_path / "streams"
@@ -142,6 +143,5 @@ def test_after_an_outage_every_change_reaches_the_final_table(
         target = local / item["Key"].split("/", 1)[1]
         target.parent.mkdir(parents=True, exist_ok=True)
         s3.download_file(BUCKET, item["Key"], str(target))
-    command = ["watch", "--table", "books", "--stream", str(local)]
-    assert cli.main([*command, "--interval", "0", "--ticks", "1", "--settle", "0"]) == 0
+    assert cli.main(["sync", "--table", "books", "--stream", str(local), "--settle", "0"]) == 0
     assert final_ids(spark) == ["b1", "b2", "b3", "b4", "b5"]
