@@ -84,17 +84,13 @@ def parameters(lambda_key: str) -> dict[str, Any]:
         "JobEntryPointKey": text("The job's entry point (ingestion/main.py) in CodeBucket.", "dynamodb-lakehouse/main.py"),  # noqa: E501
         "JobArchiveKey": text("The package and the dbt project (ddb-lakehouse emr package) in CodeBucket.", "dynamodb-lakehouse/project.zip"),  # noqa: E501
         "JobDependenciesKey": text("The job's Python packages for the application's architecture (deps-x86_64.tar.gz or deps-arm64.tar.gz) in CodeBucket.", "dynamodb-lakehouse/deps-x86_64.tar.gz"),  # noqa: E501
-        "EmrApplicationId": text(f"EMR Serverless application (Spark, {_release(emr.RECOMMENDED_RELEASE)} or later recommended: the Iceberg line the project is tested on; {_release(emr.MIN_RELEASE)} at least) that runs the jobs."),  # noqa: E501
+        "EmrApplicationId": text(f"EMR Serverless application (Spark, {emr.release_label(emr.RECOMMENDED_RELEASE)} or later recommended: the Iceberg line the project is tested on; {emr.release_label(emr.MIN_RELEASE)} at least) that runs the jobs."),  # noqa: E501
         "StreamPrefix": text("Prefix of the stream change files in BucketName.", "streams"),
         "ExportPrefix": text("Prefix of the DynamoDB exports in BucketName (moving from AWS's sample: a prefix other than its exports').", "exports"),  # noqa: E501
         # The job reads both from its environment (LAKEHOUSE_*_DATABASE, set by the schedules).
         STAGING_PARAMETER: database("Glue database of the staging change logs and the merge log.", names.STAGING),  # noqa: E501
         FINAL_PARAMETER: database("Glue database of the final tables Athena queries.", names.FINAL),  # noqa: E501
     }  # fmt: skip
-
-
-def _release(numbers: tuple[int, ...]) -> str:
-    return "emr-" + ".".join(map(str, numbers))
 
 
 def conditions() -> dict[str, Any]:

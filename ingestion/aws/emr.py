@@ -47,12 +47,21 @@ MIN_RELEASE = (7, 7, 0)
 RECOMMENDED_RELEASE = (7, 12, 0)
 
 
+def release_numbers(label: str) -> tuple[int, ...]:
+    """``emr-7.12.0`` -> (7, 12, 0)."""
+    return tuple(int(n) for n in re.findall(r"\d+", label)[:3])
+
+
+def release_label(numbers: tuple[int, ...]) -> str:
+    """(7, 12, 0) -> ``emr-7.12.0``."""
+    return "emr-" + ".".join(map(str, numbers))
+
+
 def release_note(label: str) -> str:
     """What ``doctor`` and ``emr submit`` add about a release older than the recommended one."""
-    numbers = tuple(int(n) for n in re.findall(r"\d+", label)[:3])
-    if numbers >= RECOMMENDED_RELEASE:
+    if release_numbers(label) >= RECOMMENDED_RELEASE:
         return ""
-    wanted = "emr-" + ".".join(map(str, RECOMMENDED_RELEASE))
+    wanted = release_label(RECOMMENDED_RELEASE)
     return (
         f" (runs; the project is tested on the Iceberg line of {wanted} and later: an "
         "application on it is recommended)"
@@ -65,9 +74,8 @@ def check_release(client: Any, application_id: str) -> tuple[str, str]:
     archive."""
     application = client.get_application(applicationId=application_id)["application"]
     label = str(application["releaseLabel"])
-    numbers = tuple(int(n) for n in re.findall(r"\d+", label)[:3])
-    if not label.startswith("emr-") or numbers < MIN_RELEASE:
-        minimum = "emr-" + ".".join(map(str, MIN_RELEASE))
+    if not label.startswith("emr-") or release_numbers(label) < MIN_RELEASE:
+        minimum = release_label(MIN_RELEASE)
         raise EmrError(
             f"application {application_id} runs {label}; this project needs {minimum} or later "
             "(Iceberg 1.7 or later, for maintain's remove-dangling-deletes): create an "
