@@ -17,8 +17,16 @@ setup: ## install Java/SQLite JDBC if missing, create .venv, install pinned pack
 demo: setup ## sample exports -> spark-submit ingest -> dbt run + dbt test -> report and a query
 	$(BIN)/ddb-lakehouse demo
 
+# The suite's budget: `make test` says how long it took against it (docs/development.md, "The
+# suite's budget", says how a new test stays inside it).
+TEST_BUDGET_MINUTES := 15
+
 test: setup ## the test suite (real Spark, Iceberg and dbt), without the fault-injection suite
-	$(BIN)/pytest -m "not faults" --durations=25
+	@start=$$(date +%s); status=0; $(BIN)/pytest -m "not faults" --durations=25 || status=$$?; \
+	seconds=$$(( $$(date +%s) - start )); budget=$$(( $(TEST_BUDGET_MINUTES) * 60 )); \
+	echo "make test: $$(( seconds / 60 )) min $$(( seconds % 60 )) s of its $(TEST_BUDGET_MINUTES)-minute budget ($$(( seconds * 100 / budget ))%)"; \
+	if [ $$seconds -gt $$budget ]; then echo "make test: OVER BUDGET: docs/development.md, \"The suite's budget\", says where the time goes and how a test stays inside it"; fi; \
+	exit $$status
 
 test-faults: setup ## kill -9 at every point of an export's way (also on a single-table design), and concurrent ingests (about 20 min)
 	$(BIN)/pytest -m faults

@@ -54,12 +54,20 @@ def spark():
 
 
 def reset_lakehouse(spark) -> None:
-    """Drop every table and view of the two namespaces (each test module starts empty)."""
+    """Drop every table and view of the two namespaces (each test module starts empty): out of
+    the catalog, then the namespaces' folders removed from the local warehouse. That deletes
+    what ``drop table ... purge`` deletes, without the Spark job purge runs per table to find
+    the files (about half a second a reset)."""
+    import shutil
+    from urllib.parse import urlparse
+
+    warehouse = Path(urlparse(spark.conf.get("spark.sql.catalog.lake.warehouse")).path)
     for namespace in ("lakehouse", "staging"):
         for row in spark.sql(f"show views in lake.{namespace}").collect():
             spark.sql(f"drop view if exists lake.{namespace}.`{row['viewName']}`")
         for row in spark.sql(f"show tables in lake.{namespace}").collect():
-            spark.sql(f"drop table if exists lake.{namespace}.`{row['tableName']}` purge")
+            spark.sql(f"drop table if exists lake.{namespace}.`{row['tableName']}`")
+        shutil.rmtree(warehouse / namespace, ignore_errors=True)
 
 
 @pytest.fixture

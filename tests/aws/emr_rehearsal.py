@@ -33,6 +33,7 @@ fails the rehearsal: a new parameter must be thought through here, not passed on
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 import shutil
@@ -40,6 +41,7 @@ import socket
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 import zipfile
 from collections.abc import Iterator
@@ -110,7 +112,7 @@ def prepare(parameters: str, s3: Any, work: Path, python: Path) -> Job:
     for setting in tokens[1::2]:
         key, _, value = setting.partition("=")
         if key == "spark.jars":
-            job.confs.append(f"spark.jars={','.join(_local_jars(value, work.parent))}")
+            job.confs.append(f"spark.jars={','.join(_local_jars(value))}")
         elif key == "spark.archives":
             # The driver's copies here; the executors unpack their own from Spark.
             downloaded = []
@@ -197,31 +199,82 @@ def _wait_for(log: Path, line: str, process: subprocess.Popen[bytes]) -> None:
 CATALOG_SOURCE = Path(__file__).parent / "rehearsal" / "NoViewCatalog.java"
 
 
-def no_view_catalog_jar(folder: Path) -> Path:
-    """Compile the stand-in for Glue's catalog against the Iceberg and Spark jars."""
-    jar = folder / "no-view-catalog.jar"
+def cache_dir() -> Path:
+    """Where the rehearsal keeps what it builds from inputs that rarely change, between runs and
+    clones (as pip keeps its wheels): the job's dependency archive (pip, about 30 s) and the
+    stand-in catalog's jar (``javac``), each under a key made from the hash of its inputs, so a
+    change of any input builds it again."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "dynamodb-lakehouse" / "rehearsal"
+
+
+def _iceberg_jar() -> Path:
+    return next(j for j in jars.required_jars() if j.name == jars.ICEBERG_JAR).source
+
+
+def no_view_catalog_jar() -> Path:
+    """The stand-in for Glue's catalog, compiled against the Iceberg and Spark jars; kept in
+    ``cache_dir`` under the hash of its source and of the jars it is compiled against."""
+    spark_jars = sorted(p.name for p in jars.pyspark_jars_dir().glob("*.jar"))
+    inputs = [CATALOG_SOURCE.read_text(), _iceberg_jar().name, *spark_jars]
+    key = hashlib.sha256("\n".join(inputs).encode()).hexdigest()[:16]
+    jar = cache_dir() / f"no-view-catalog-{key}.jar"
     if jar.is_file():
         return jar
-    classes = folder / "classes"
-    iceberg = next(j for j in jars.required_jars() if j.name == jars.ICEBERG_JAR).source
-    classpath = f"{iceberg}:{jars.pyspark_jars_dir()}/*"
-    javac = ["javac", "-nowarn", "-d", str(classes), "-cp", classpath, str(CATALOG_SOURCE)]
-    subprocess.run(javac, check=True, capture_output=True)
-    subprocess.run(["jar", "cf", str(jar), "-C", str(classes), "lakehouse"], check=True)
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        classes, built = Path(scratch) / "classes", Path(scratch) / jar.name
+        classpath = f"{_iceberg_jar()}:{jars.pyspark_jars_dir()}/*"
+        javac = ["javac", "-nowarn", "-d", str(classes), "-cp", classpath, str(CATALOG_SOURCE)]
+        subprocess.run(javac, check=True, capture_output=True)
+        subprocess.run(["jar", "cf", str(built), "-C", str(classes), "lakehouse"], check=True)
+        shutil.move(built, jar)  # whole or not at all: a run killed mid-build leaves no jar
     return jar
 
 
-def _local_jars(value: str, folder: Path) -> list[str]:
-    iceberg = next(j for j in jars.required_jars() if j.name == jars.ICEBERG_JAR).source
+def _local_jars(value: str) -> list[str]:
     local = []
     for jar in value.split(","):
         if jar != emr.EMR_ICEBERG_JAR:
             raise AssertionError(f"no local stand-in for the jar {jar}")
-        local.append(str(iceberg))
+        local.append(str(_iceberg_jar()))
     # Stand-ins for what EMR has on its classpath: S3A for EMRFS, the catalog and its SQLite
     # JDBC driver for Glue's client.
-    stand_ins = [*jars.install_aws(), no_view_catalog_jar(folder), jars.SQLITE_JDBC_JAR]
+    stand_ins = [*jars.install_aws(), no_view_catalog_jar(), jars.SQLITE_JDBC_JAR]
     return local + [str(p) for p in stand_ins]
+
+
+def driver_classpath(job: Job, spark_home: Path) -> list[Path]:
+    """Every jar the job's driver JVM loads: the Spark home's and ``spark.jars``. A class in
+    none of them is one the driver cannot load, whatever else the job does."""
+    given = [c.partition("=")[2] for c in job.confs if c.startswith("spark.jars=")]
+    listed = [Path(p) for value in given for p in value.split(",") if p]
+    return sorted((spark_home / "jars").glob("*.jar")) + listed
+
+
+def holds_class(classpath: list[Path], name: str) -> bool:
+    entry = name.replace(".", "/") + ".class"
+    for jar in classpath:
+        with zipfile.ZipFile(jar) as archive:
+            if entry in archive.namelist():
+                return True
+    return False
+
+
+def driver_import(job: Job, spark_home: Path, module: str) -> subprocess.CompletedProcess[str]:
+    """Import ``module`` the way the job's driver does before anything starts Spark: the job's
+    Python in the job's folder, with only the job's environment and the ``PYTHONPATH``
+    spark-submit gives a Python driver (PySpark's own zips first, then the job's). A package
+    the job's archives do not hold fails here exactly as on the driver, without a JVM."""
+    env = {**_base_env(spark_home, job.work), **job.env}
+    lib = spark_home / "python" / "lib"
+    zips = [str(p) for p in sorted(lib.glob("*.zip"))]
+    env["PYTHONPATH"] = ":".join([*zips, *filter(None, [job.env.get("PYTHONPATH")])])
+    python = job.env.get("PYSPARK_DRIVER_PYTHON") or job.env["PYSPARK_PYTHON"]
+    return subprocess.run(
+        [python, "-c", f"import {module}"],
+        cwd=job.work, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
 
 
 def run(

@@ -6,7 +6,9 @@ this machine's architecture), uploaded to a local S3 endpoint (moto's server: a 
 AWS only), and every run starts in a fresh folder, as every EMR job run starts in a fresh
 container: a full export is ingested, merged, an incremental chain synced, the table maintained,
 its status read. Then the final table is read back with pyiceberg and compared with what the
-export files say, and two broken jobs show that the rehearsal catches what failed on EMR.
+export files say, and broken jobs show that the rehearsal catches what failed on EMR: two in
+a JVM (the catalog has no views; the executors lack the project), two decided by the
+parameters alone and checked without one (no dependency archive; no Iceberg jar).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import boto3
 import emr_rehearsal
 import local_s3
 import pytest
+import yaml
 from support import ROOT
 
 from ingestion.aws import emr, job_python, packaging
@@ -122,7 +125,8 @@ class Rehearsal:
         dist = root / "dist"
         built = packaging.package(dist, project)
         arch = job_python.local_architecture()
-        deps, key = packaging.dependencies(dist, arch, ROOT)
+        # Built once per content (emr_rehearsal.cache_dir), as `emr package` builds it once per key.
+        deps, key = packaging.dependencies(emr_rehearsal.cache_dir() / "deps", arch, ROOT)
         entry, self.archive = packaging.upload(self.s3, built, BUCKET, "code")
         self.deps = packaging.deps_location(BUCKET, "code", arch, key)
         assert packaging.upload_dependencies(self.s3, deps, self.deps)
@@ -134,9 +138,22 @@ class Rehearsal:
         self.catalog = root / "glue.db"
         self.runs = 0
 
-    def submit(self, parameters: str, *arguments: str) -> tuple[int, str]:
+    def job(self, parameters: str) -> emr_rehearsal.Job:
+        """A job run's fresh folder, its archives unpacked, as EMR starts each run."""
         self.runs += 1
-        job = emr_rehearsal.prepare(parameters, self.s3, self.root / f"run-{self.runs}", self.python)  # fmt: skip
+        return emr_rehearsal.prepare(parameters, self.s3, self.root / f"run-{self.runs}", self.python)  # fmt: skip
+
+    def driver_import(self, parameters: str, module: str) -> tuple[int, str]:
+        done = emr_rehearsal.driver_import(self.job(parameters), self.spark_home, module)
+        return done.returncode, done.stderr[-3000:]
+
+    def driver_loads(self, parameters: str, name: str) -> bool:
+        """Whether the class ``name`` is on the job's driver classpath."""
+        classpath = emr_rehearsal.driver_classpath(self.job(parameters), self.spark_home)
+        return emr_rehearsal.holds_class(classpath, name)
+
+    def submit(self, parameters: str, *arguments: str) -> tuple[int, str]:
+        job = self.job(parameters)
         # No region but the job parameters': EMR injects none. Every AWS endpoint of the
         # job's Python is the local one (moto's server).
         stand_ins = {
@@ -258,14 +275,23 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
             "query", f"create view {DATABASES[0]}.any_view as select 1 as one",
         )  # fmt: skip
         assert code != 0 and "not supported by catalog" in output, output
-        # The packages come from the archive alone:
-        without_deps = emr.spark_parameters(rehearsal.archive, WAREHOUSE, region=REGION)
-        code, output = rehearsal.submit(without_deps, "status")
-        assert code != 0 and "No module named" in output, output[-2000:]
-        # Iceberg's jar reaches the driver only as a spark-submit parameter:
+        # The next two are decided by the parameters before Spark starts, and are checked
+        # without a JVM: the driver's first import, and the driver's classpath.
+        # The packages come from the archive alone: without it, the driver's first import fails.
         params = emr.spark_parameters(rehearsal.archive, WAREHOUSE, rehearsal.deps, region=REGION)
+        assert rehearsal.driver_import(params, "ingestion.cli") == (0, "")
+        without_deps = emr.spark_parameters(rehearsal.archive, WAREHOUSE, region=REGION)
+        code, output = rehearsal.driver_import(without_deps, "ingestion.cli")
+        assert code != 0 and "No module named" in output, output[-2000:]
+        # Iceberg's jar reaches the driver only as a spark-submit parameter: without it, the
+        # class the profile names for the catalog is in no jar of the driver's classpath.
+        profile = yaml.safe_load((ROOT / "profiles.yml").read_text())["dynamodb_lakehouse"]
+        catalog_class = profile["outputs"]["rehearsal"]["server_side_parameters"][
+            "spark.sql.catalog.lake"
+        ]
+        assert catalog_class.startswith("org.apache.iceberg")
         without_jar = params.replace(f"--conf spark.jars={emr.EMR_ICEBERG_JAR} ", "")
         assert without_jar != params
-        code, output = rehearsal.submit(without_jar, "status")
-        assert code != 0 and "org.apache.iceberg" in output, output[-2000:]
+        assert rehearsal.driver_loads(params, catalog_class)
+        assert not rehearsal.driver_loads(without_jar, catalog_class)
     assert os.environ.get("LAKEHOUSE_TARGET", "local") == "local"  # the test's own is untouched

@@ -145,7 +145,7 @@ def test_merge_applies_upserts_deletes_and_the_version_guard(spark, clean_lakeho
     assert first_snapshot in history
     assert pyiceberg_rows(spark, "books") == 60  # an independent reader sees the deletes
 
-    counts, _ = runner.run_merge(spark, [books])  # nothing new: nothing changes
+    counts, _ = runner.run_merge(spark, [books], test=False)  # nothing new: nothing changes
     assert (counts[0].inserted, counts[0].updated, counts[0].deleted) == (0, 0, 0)
     assert spark.table("lake.lakehouse.books").count() == 60
 
@@ -156,7 +156,7 @@ def test_a_delete_merged_earlier_keeps_late_older_changes_out(spark, clean_lakeh
     incremental merge as in a full build; a change newer than the delete brings the item back."""
     books = get_table("books")
     ingest_export(spark, books, str(samples["books"]))
-    runner.run_merge(spark, [books])
+    runner.run_merge(spark, [books], test=False)
     ids = sorted(r["id"] for r in spark.table("lake.lakehouse.books").select("id").collect())
     gone, back = ids[0], ids[1]
     stage_changes(
@@ -168,7 +168,7 @@ def test_a_delete_merged_earlier_keeps_late_older_changes_out(spark, clean_lakeh
             {"like": back, "operation": "delete", "version_delta": 10},
         ],
     )
-    counts, _ = runner.run_merge(spark, [books])
+    counts, _ = runner.run_merge(spark, [books], test=False)
     assert counts[0].deleted == 2
     stage_changes(
         spark,
@@ -190,7 +190,7 @@ def test_a_delete_merged_earlier_keeps_late_older_changes_out(spark, clean_lakeh
     assert gone not in final
     assert final[back]["title"] == "Back"
     assert (counts[0].inserted, counts[0].updated, counts[0].deleted) == (1, 0, 0)
-    runner.run_merge(spark, [books], full_refresh=True)
+    runner.run_merge(spark, [books], full_refresh=True, test=False)
     rebuilt = {r["id"]: r["title"] for r in spark.table("lake.lakehouse.books").collect()}
     assert rebuilt == {k: v["title"] for k, v in final.items()}
 

@@ -195,7 +195,7 @@ def test_new_attribute_becomes_a_column_and_misfits_are_kept_then_adopted(
         {"id": S("b"), "pages": N(200), "title": S("B")},
     ]
     before = exports.ingest_export(spark, table, str(_later_export(tmp_path, first, 0)))
-    runner.run_merge(spark, [table])
+    runner.run_merge(spark, [table], test=False)
 
     # A later full export (the whole table): a new attribute, and a value that does not fit bigint.
     second = [
@@ -214,7 +214,7 @@ def test_new_attribute_becomes_a_column_and_misfits_are_kept_then_adopted(
     assert staged["added_later"].asDict() == {"k": 1}
     assert json.loads(staged["_image"])["pages"] == {"N": "3.5"}  # the value is kept, whole
 
-    runner.run_merge(spark, [table])
+    runner.run_merge(spark, [table], test=False)
     rows = _final_rows(spark)
     assert rows["a"]["added_later"] is None  # existing rows: null, no rewrite needed
     assert rows["b"]["added_later"].asDict() == {"k": 1} and rows["b"]["_drift"] == ["pages"]
@@ -226,7 +226,7 @@ def test_new_attribute_becomes_a_column_and_misfits_are_kept_then_adopted(
     rebuilt = rebuild.rebuild_staging(spark, table)
     assert "pages: bigint -> decimal(38,1)" in rebuilt.changed
     assert append.applied_sources(spark, "books") == {before.source, result.source}
-    runner.run_merge(spark, [table], full_refresh=True)
+    runner.run_merge(spark, [table], full_refresh=True, test=False)
     rows = _final_rows(spark)
     assert {k: (str(r["pages"]), r["_drift"]) for k, r in rows.items()} == {
         "a": ("100.0", None),

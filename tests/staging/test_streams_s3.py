@@ -66,7 +66,7 @@ def test_ingest_stream_from_s3(spark, clean_lakehouse, tmp_path: Path) -> None:
     spark.sql("refresh table lake.staging.books")
     sources = {r[0] for r in spark.table("lake.staging.books").select("_source_file").collect()}
     assert any(s.startswith(f"s3://{BUCKET}/changes/books/") for s in sources), sources
-    runner.run_merge(spark, [books])
+    runner.run_merge(spark, [books], test=False)
     spark.sql("refresh table lake.lakehouse.books")
     final = {
         json.dumps([json.loads(r[0])["id"]]): json.loads(r[0])
