@@ -38,7 +38,11 @@ def parsed_project() -> Path:
     parses again whatever differs, so a stale parse costs time, never a wrong manifest."""
     from dbt.cli.main import dbtRunner
 
+    from ingestion.config import settings
+
+    settings.export_environment()  # the variables every later dbt command sees: one parse fits
     template = Path(os.environ["LAKEHOUSE_HOME"]) / "parsed-project"
+    shutil.rmtree(template, ignore_errors=True)  # a parse that failed earlier in the session
     shutil.copytree(ROOT, template, ignore=shutil.ignore_patterns(*NOT_COPIED))
     folder = str(template)
     done = dbtRunner().invoke(

@@ -216,19 +216,21 @@ def no_view_catalog_jar() -> Path:
     """The stand-in for Glue's catalog, compiled against the Iceberg and Spark jars; kept in
     ``cache_dir`` under the hash of its source and of the jars it is compiled against."""
     spark_jars = sorted(p.name for p in jars.pyspark_jars_dir().glob("*.jar"))
-    inputs = [CATALOG_SOURCE.read_text(), _iceberg_jar().name, *spark_jars]
+    javac = subprocess.run(["javac", "-version"], capture_output=True, text=True, check=True)
+    inputs = [CATALOG_SOURCE.read_text(), _iceberg_jar().name, *spark_jars, javac.stdout]
     key = hashlib.sha256("\n".join(inputs).encode()).hexdigest()[:16]
     jar = cache_dir() / f"no-view-catalog-{key}.jar"
     if jar.is_file():
         return jar
     jar.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as scratch:
+    # Built beside its place and renamed into it (one file system): whole or not at all.
+    with tempfile.TemporaryDirectory(dir=jar.parent) as scratch:
         classes, built = Path(scratch) / "classes", Path(scratch) / jar.name
         classpath = f"{_iceberg_jar()}:{jars.pyspark_jars_dir()}/*"
         javac = ["javac", "-nowarn", "-d", str(classes), "-cp", classpath, str(CATALOG_SOURCE)]
         subprocess.run(javac, check=True, capture_output=True)
         subprocess.run(["jar", "cf", str(built), "-C", str(classes), "lakehouse"], check=True)
-        shutil.move(built, jar)  # whole or not at all: a run killed mid-build leaves no jar
+        built.replace(jar)
     return jar
 
 

@@ -125,8 +125,10 @@ class Rehearsal:
         dist = root / "dist"
         built = packaging.package(dist, project)
         arch = job_python.local_architecture()
-        # Built once per content (emr_rehearsal.cache_dir), as `emr package` builds it once per key.
-        deps, key = packaging.dependencies(emr_rehearsal.cache_dir() / "deps", arch, ROOT)
+        # Built once per content, in a folder of its key (emr_rehearsal.cache_dir), as
+        # `emr package` builds it once per key.
+        folder = emr_rehearsal.cache_dir() / "deps" / packaging.deps_key(arch, ROOT)
+        deps, key = packaging.dependencies(folder, arch, ROOT)
         entry, self.archive = packaging.upload(self.s3, built, BUCKET, "code")
         self.deps = packaging.deps_location(BUCKET, "code", arch, key)
         assert packaging.upload_dependencies(self.s3, deps, self.deps)
@@ -279,7 +281,8 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
         # without a JVM: the driver's first import, and the driver's classpath.
         # The packages come from the archive alone: without it, the driver's first import fails.
         params = emr.spark_parameters(rehearsal.archive, WAREHOUSE, rehearsal.deps, region=REGION)
-        assert rehearsal.driver_import(params, "ingestion.cli") == (0, "")
+        code, output = rehearsal.driver_import(params, "ingestion.cli")
+        assert code == 0, output
         without_deps = emr.spark_parameters(rehearsal.archive, WAREHOUSE, region=REGION)
         code, output = rehearsal.driver_import(without_deps, "ingestion.cli")
         assert code != 0 and "No module named" in output, output[-2000:]

@@ -53,7 +53,7 @@ def test_a_stream_commit_during_rebuild_is_not_lost(spark, clean_lakehouse, tmp_
     ids = {r["_batch_id"] for r in spark.table("lake.staging.books").select("_batch_id").collect()}
     assert set(rebuilt.restaged) <= ids
     assert sum(e.kind == ledger.STREAM for e in ledger.entries(spark, "books")) == 1
-    runner.run_merge(spark, [books], full_refresh=True, test=False)
+    runner.run_merge(spark, [books], full_refresh=True)
     assert set(final_ids(spark)) == {"a", "race"}
 
 
@@ -103,7 +103,7 @@ def test_a_batch_committed_while_maintain_carries_the_ledger_is_never_expired_un
     expiry.expire(spark, names.STAGING, "books", expire_before, 1, datetime(2000, 1, 1))
     assert any(e.kind == ledger.STREAM for e in ledger.entries(spark, "books"))
     assert len(merge_log.new_batches(spark, "books")) == 1
-    runner.run_merge(spark, [books], test=False)
+    runner.run_merge(spark, [books])
     assert set(final_ids(spark)) == {"a", "race"}
 
 

@@ -226,7 +226,7 @@ def test_new_attribute_becomes_a_column_and_misfits_are_kept_then_adopted(
     rebuilt = rebuild.rebuild_staging(spark, table)
     assert "pages: bigint -> decimal(38,1)" in rebuilt.changed
     assert append.applied_sources(spark, "books") == {before.source, result.source}
-    runner.run_merge(spark, [table], full_refresh=True, test=False)
+    runner.run_merge(spark, [table], full_refresh=True)
     rows = _final_rows(spark)
     assert {k: (str(r["pages"]), r["_drift"]) for k, r in rows.items()} == {
         "a": ("100.0", None),

@@ -576,7 +576,7 @@ def test_a_late_change_older_than_the_newest_full_export_never_resurrects_an_ite
     runner.run_merge(spark, [books])  # dbt test included: passes
     assert set(final_ids(spark)) == {"a"}
     # and the same as a full build of the same change log
-    runner.run_merge(spark, [books], full_refresh=True, test=False)
+    runner.run_merge(spark, [books], full_refresh=True)
     assert set(final_ids(spark)) == {"a"}
 
 
@@ -605,7 +605,7 @@ def test_a_failed_data_test_leaves_the_batch_unmerged_and_blocks_the_next_merge(
         "delete from lake.lakehouse.books where id in "
         "(select id from lake.lakehouse.books group by id having count(*) > 1)"
     )
-    runner.run_merge(spark, [books], full_refresh=True, test=False)
+    runner.run_merge(spark, [books], full_refresh=True)
     assert merge_log.new_batches(spark, "books") == []
     assert spark.sql(f"select title from lake.lakehouse.books where id = '{key}'").collect() == [("t",)]  # fmt: skip
 

@@ -82,7 +82,5 @@ def test_maintain_keeps_every_entity_table_exact(
     state[("USER#3", "USER#3")] = renamed
     assert all(merge_log.new_batches(spark, final) == [] for final in finals)
     assert_entity_tables(spark, lakehouse_home, state, "attribute")
-    runner.run_merge(
-        spark, [app], full_refresh=True, test=False
-    )  # rebuilt from the pruned change log
+    runner.run_merge(spark, [app], full_refresh=True)  # rebuilt from the pruned change log
     assert_entity_tables(spark, lakehouse_home, state, "attribute")
