@@ -173,9 +173,9 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
 
     from ingestion.dynamodb.tables import get_table
     from ingestion.merge import merge_counts, merge_log, runner
-    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import sample_exports
     from ingestion.sources import manifest
-    from ingestion.sources.stream_writer import write_batch
+    from ingestion.sources.change_file_writer import write_batch
     from ingestion.spark.spark_config import build_spark
     from ingestion.staging import exports, streams
 

@@ -91,11 +91,11 @@ def main(argv: list[str] | None = None) -> int:
 def measure(scratch: Path, items: int) -> list[dict]:
     from ingestion.dynamodb.tables import get_table
     from ingestion.merge import runner
-    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import sample_exports
     from ingestion.samples import stream as sample_stream
     from ingestion.samples.items import STATUSES
     from ingestion.sources import manifest
-    from ingestion.sources.stream_writer import write_batch
+    from ingestion.sources.change_file_writer import write_batch
     from ingestion.spark.spark_config import build_spark
     from ingestion.staging import exports, streams
 

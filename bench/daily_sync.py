@@ -44,8 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ingestion.dynamodb.tables import get_table
     from ingestion.merge import runner
-    from ingestion.samples import exports as sample_exports
-    from ingestion.samples import live, orders_chain
+    from ingestion.samples import live, orders_chain, sample_exports
     from ingestion.spark.spark_config import build_spark
     from ingestion.staging import exports
     from ingestion.upkeep import maintenance

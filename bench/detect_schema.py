@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ingestion.dynamodb import decode
     from ingestion.dynamodb.tables import get_table
-    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import sample_exports
     from ingestion.schema import detect
     from ingestion.sources import manifest
     from ingestion.spark.spark_config import build_spark

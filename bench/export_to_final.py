@@ -74,7 +74,7 @@ def flat_item(i: int, rng: random.Random) -> dict:
 
 
 def write_flat(out: Path, items: int) -> Path:
-    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import sample_exports
 
     rng = random.Random(1)
 
@@ -230,7 +230,7 @@ def final_rows(env: dict[str, str], table: str) -> int:
 
 def write_export(scratch: Path, table: str, items: int) -> Path:
     """One full export of ``items`` items of ``table`` (``flat`` or a sample table)."""
-    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import sample_exports
 
     if table == "flat":
         return write_flat(scratch / "exports", items)

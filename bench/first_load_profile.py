@@ -188,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         (copy / "schemas").mkdir()  # no schema file: the first load detects the types
         from pyspark.sql.types import StructType
 
-        from ingestion.cli.main import main as cli
-        from ingestion.samples import exports as sample_exports
+        from ingestion.cli.app import main as cli
+        from ingestion.samples import sample_exports
         from ingestion.sources import manifest
         from ingestion.spark.spark_config import build_spark
 

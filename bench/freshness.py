@@ -5,7 +5,7 @@ Each run sets up its tables in a project copy (`books` from a full export; `hot_
 `add-table --cadence stream` and seeded from a stream file; not timed), then starts one
 `ddb-lakehouse watch --table books [--table hot_02 ...] --interval N` as its own process
 (compaction every 6 ticks) and, once it has warmed up, writes change files through the Lambda
-module's writer (ingestion.sources.stream_writer.write_batch, as the deployed function does):
+module's writer (ingestion.sources.change_file_writer.write_batch, as the deployed function does):
 each second one file per table, `--rate` changes a second in total (updates, inserts, 5%
 deletes). After `--seconds` it waits for watch to merge the last file, stops it with SIGTERM and
 reads, for every file, the moment the merge that made it visible was recorded (the merge log's
@@ -70,8 +70,8 @@ def set_up(scratch: Path, names: list[str], items_count: int) -> None:
     their staging and final tables exist before the clock starts (not timed)."""
     from ingestion.dynamodb.tables import get_table
     from ingestion.merge import runner
-    from ingestion.samples import exports as sample_exports
-    from ingestion.sources.stream_writer import write_batch
+    from ingestion.samples import sample_exports
+    from ingestion.sources.change_file_writer import write_batch
     from ingestion.spark.spark_config import build_spark
     from ingestion.staging import exports, streams
 
@@ -106,7 +106,7 @@ def _record(table: str, event: str, key: str, number: int, rng: random.Random, s
 def write_changes(location: Path, names: list[str], args: argparse.Namespace) -> dict:
     """``args.rate`` changes a second in total for ``args.seconds``, one file per table a second
     (updates, inserts, 5% deletes); file name -> (table, landing time, changes)."""
-    from ingestion.sources.stream_writer import write_batch
+    from ingestion.sources.change_file_writer import write_batch
 
     rng = random.Random(11)
     keys = {name: [f"book-{i:08d}" for i in range(args.items)] for name in names}

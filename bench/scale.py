@@ -81,7 +81,7 @@ def ingest_phase(folder: Path) -> dict:
 def apply_phase(scratch: Path, folder: Path, changes: int) -> dict:
     from ingestion.dynamodb.tables import get_table
     from ingestion.merge import runner
-    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import sample_exports
     from ingestion.samples.items import STATUSES
     from ingestion.sources import manifest
     from ingestion.spark.spark_config import build_spark
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps(figures))
         return 0
 
-    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import sample_exports
     from ingestion.sources import manifest
 
     ingests, applies = [], []

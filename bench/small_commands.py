@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
 
-    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import sample_exports
 
     scratch = Path(tempfile.mkdtemp(prefix="lakehouse-bench-"))
     env = {

@@ -36,7 +36,7 @@ TARGET = 2.0
 
 
 def run(scratch: Path, items: int) -> dict:
-    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import sample_exports
 
     project = export_to_final.project_copy(scratch)
     folder = sample_exports.write_samples(scratch / "exports", items, seed=1, tables=["orders"])[

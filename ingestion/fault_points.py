@@ -10,8 +10,6 @@ table); ``after-merge-commit`` (dbt run committed, the merge log does not know t
 ``before-rebuild-commit`` (a rebuild or a drift adoption has derived the wider columns, its
 replace not committed); ``after-rebuild-commit`` (the replace and its types are committed, the
 commits it overwrote not staged again, the final table not refreshed).
-
-May import: the standard library only.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from typing import Any
 
 ACCOUNT = "123456789012"
 INGESTION = str(Path(__file__).resolve().parent.parent / "ingestion")
-STREAM_WRITER = ("ingestion/sources/stream_writer.py", "ingestion/stream_writer.py")
+STREAM_WRITER = ("ingestion/sources/change_file_writer.py", "ingestion/stream_writer.py")
 OPERATOR = ("ingestion/aws/",)
 
 

@@ -79,7 +79,7 @@ def clean_lakehouse(spark) -> Iterator[None]:
 @pytest.fixture(scope="session")
 def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Small full exports of books and orders (60 items each), in AWS's layout."""
-    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import sample_exports
 
     out = tmp_path_factory.mktemp("exports")
     return sample_exports.write_samples(out, items=60, seed=11)

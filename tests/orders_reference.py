@@ -12,8 +12,7 @@ from pathlib import Path
 from reference import expected, same
 
 from ingestion.dynamodb.tables import get_table
-from ingestion.samples import exports as sample_exports
-from ingestion.samples import orders_chain
+from ingestion.samples import orders_chain, sample_exports
 from ingestion.schema import schema_file
 from ingestion.sources import manifest
 

@@ -17,8 +17,7 @@ from reference import expected, same
 
 from ingestion.cli import main
 from ingestion.dynamodb import tables
-from ingestion.samples import exports as sample_exports
-from ingestion.samples import single_table
+from ingestion.samples import sample_exports, single_table
 from ingestion.samples.items import BASE_TIME
 from ingestion.staging import table_types
 

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from ingestion.aws import job_python
-from ingestion.config import names
+from ingestion.config import names, polling
 from ingestion.config.errors import LakehouseError
 
 log = logging.getLogger(__name__)
@@ -270,17 +269,11 @@ def wait(
     report: Callable[[str], Any] = print,
 ) -> str:
     """Poll ``state()`` -> (state, detail) until it is done (returned) or failed (raised)."""
-    started = time.monotonic()
-    while True:
-        current, detail = state()
-        elapsed = time.monotonic() - started
-        if current in done:
-            report(f"{what}: {current} after {elapsed:.0f}s")
-            return current
-        if current in failed:
-            raise EmrError(f"{what}: {current} after {elapsed:.0f}s: {detail or 'no detail'}")
-        report(f"{what}: {current}, {elapsed:.0f}s so far")
-        time.sleep(poll_seconds)
+    current, detail, elapsed = polling.poll_until(state, done | failed, what, poll_seconds, report)
+    if current in failed:
+        raise EmrError(f"{what}: {current} after {elapsed:.0f}s: {detail or 'no detail'}")
+    report(f"{what}: {current} after {elapsed:.0f}s")
+    return current
 
 
 def serverless_state(

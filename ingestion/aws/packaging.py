@@ -19,6 +19,7 @@ from typing import Any
 
 from ingestion.aws import job_python
 from ingestion.config import settings
+from ingestion.sources.s3_uri import parse_s3_uri
 
 PROJECT_PARTS = ("ingestion", "models", "macros", "schemas", "conf")
 PROJECT_FILES = ("dbt_project.yml", "profiles.yml")
@@ -30,7 +31,7 @@ LAMBDA_FILES = (
     "ingestion/config/errors.py",
     "ingestion/sources/__init__.py",
     "ingestion/sources/s3_uri.py",
-    "ingestion/sources/stream_writer.py",
+    "ingestion/sources/change_file_writer.py",
 )
 
 
@@ -101,8 +102,8 @@ def code_locations(built: Package, bucket: str, prefix: str) -> tuple[str, str]:
 def upload(s3: Any, built: Package, bucket: str, prefix: str) -> tuple[str, str]:
     """Upload the package under ``prefix/<digest>/``; return (entry point URI, archive URI)."""
     entry, archive = code_locations(built, bucket, prefix)
-    s3.upload_file(str(built.archive), bucket, archive.split("/", 3)[3])
-    s3.upload_file(str(built.entry_point), bucket, entry.split("/", 3)[3])
+    s3.upload_file(str(built.archive), bucket, parse_s3_uri(archive).key)
+    s3.upload_file(str(built.entry_point), bucket, parse_s3_uri(entry).key)
     return entry, archive
 
 
@@ -131,7 +132,7 @@ def deps_location(bucket: str, prefix: str, arch: str, key: str) -> str:
 
 def upload_dependencies(s3: Any, archive: Path, uri: str) -> bool:
     """Upload the archive unless that very key is already there; True when uploaded."""
-    bucket, key = uri[len("s3://") :].split("/", 1)
+    bucket, key = parse_s3_uri(uri)
     try:
         s3.head_object(Bucket=bucket, Key=key)
         return False

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ingestion.cli.main import main
+from ingestion.cli.app import main
 
 raise SystemExit(main())

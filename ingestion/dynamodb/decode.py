@@ -40,7 +40,7 @@ ENVELOPE = T.StructType(
                 ]
             ),
         ),
-        # Stream change files (ingestion.sources.stream_writer) only; null in export lines.
+        # Stream change files (ingestion.sources.change_file_writer) only; null in export lines.
         T.StructField("SequenceNumber", T.StringType()),
         T.StructField("ApproximateCreationDateTime", T.StringType()),  # the number's text
         T.StructField("eventName", T.StringType()),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ingestion.config import names, settings
 from ingestion.sources.locations import s3_client
+from ingestion.sources.s3_uri import SCHEME, parse_s3_uri
 from ingestion.spark import spark_config
 from ingestion.spark.table_metadata import Metadata
 
@@ -61,12 +62,10 @@ def tables(namespaces: tuple[str, ...]) -> list[tuple[str, str, str]]:
         f"where table_namespace in ({marks}) and metadata_location is not null"
     )
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60) as db:
-        try:  # the JDBC catalog's schema V1 keeps views in the same table: tables only
-            rows = db.execute(
-                query + " and coalesce(iceberg_type, 'TABLE') = 'TABLE'", namespaces
-            ).fetchall()
-        except sqlite3.OperationalError:  # schema V0: no views, no iceberg_type
-            rows = db.execute(query, namespaces).fetchall()
+        # Schema V1 (every profile sets it) keeps views in the same table: tables only.
+        rows = db.execute(
+            query + " and coalesce(iceberg_type, 'TABLE') = 'TABLE'", namespaces
+        ).fetchall()
     return [(str(n), str(t), str(m)) for n, t, m in rows]
 
 
@@ -78,8 +77,8 @@ def read_metadata(namespace: str, table: str) -> Metadata | None:
 
 
 def _read(location: str) -> bytes:
-    if location.startswith(("s3://", "s3a://")):
-        bucket, _, key = location.split("://", 1)[1].partition("/")
+    if location.startswith(("s3://", "s3a://")):  # S3A writes s3a://: the same object
+        bucket, key = parse_s3_uri(SCHEME + location.split("://", 1)[1])
         return bytes(s3_client().get_object(Bucket=bucket, Key=key)["Body"].read())
     return Path(location.removeprefix("file:")).read_bytes()
 

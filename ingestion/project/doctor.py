@@ -5,7 +5,7 @@ gives one line: ✓ with what it found, or ✗ with the fix.
 JVM) and the free disk under ``LAKEHOUSE_HOME``. ``job_checks``: inside a job on the deployment
 (``doctor --in-job``, what ``doctor --aws --probe`` submits): its Python and dbt, Iceberg on the
 classpath, both databases, a scratch table, and on AWS one call to each service the job's
-Python reaches (``endpoint_checks``). ``ingestion.aws.doctor`` checks an AWS account.
+Python reaches (``endpoint_checks``). ``ingestion.aws.account_doctor`` checks an AWS account.
 """
 
 from __future__ import annotations

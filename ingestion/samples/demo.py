@@ -16,10 +16,10 @@ from ingestion.config import names, settings
 from ingestion.dynamodb.tables import get_table
 from ingestion.jobs.apply import merge_tables
 from ingestion.jobs.reporter import Reporter
-from ingestion.samples.exports import write_samples
 from ingestion.samples.items import SAMPLE_TABLES
 from ingestion.samples.live import live_items
 from ingestion.samples.orders_chain import write_orders_chain
+from ingestion.samples.sample_exports import write_samples
 from ingestion.samples.single_table import TABLE, write_single_table
 from ingestion.samples.stream import write_books_stream
 from ingestion.spark import spark_config

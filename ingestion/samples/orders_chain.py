@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from ingestion.config import clock
-from ingestion.samples.exports import full_export_time, write_export
 from ingestion.samples.items import (
     ITEMS_PER_FILE,
     SAMPLE_TABLES,
@@ -19,6 +18,7 @@ from ingestion.samples.items import (
     order_item,
     s,
 )
+from ingestion.samples.sample_exports import full_export_time, write_export
 
 
 def _order_key(item: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from ingestion.samples import exports
+from ingestion.samples import sample_exports
 from ingestion.samples.items import CITIES, FIRST, LAST, STATUSES, n, s
 
 TABLE = "app"
@@ -75,4 +75,4 @@ def items(users: int, seed: int) -> list[dict[str, Any]]:
 
 def write_single_table(out: Path, users: int, seed: int) -> Path:
     """A full export of ``app`` under ``out/app/AWSDynamoDB/<id>/``."""
-    return exports.write_items_export(out, TABLE, items(users, seed), seed=seed)
+    return sample_exports.write_items_export(out, TABLE, items(users, seed), seed=seed)

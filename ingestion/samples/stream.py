@@ -1,5 +1,5 @@
 """Sample stream change files for ``books``: DynamoDB Streams records as Lambda receives them,
-written through the Lambda function's own writer (ingestion.sources.stream_writer)."""
+written through the Lambda function's own writer (ingestion.sources.change_file_writer)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ingestion.dynamodb.change_order import stream_version
-from ingestion.samples.exports import full_export_time
 from ingestion.samples.items import ACCOUNT, REGION, SAMPLE_TABLES, book_item, items_of, money, n, s
+from ingestion.samples.sample_exports import full_export_time
 
 STREAM_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{{table}}/stream/2026-01-01T00:00:00.000"
 TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
@@ -117,7 +117,7 @@ def books_stream_records(items: int, seed: int, changes: int = 120) -> list[list
 def write_books_stream(out: Path, items: int, seed: int) -> Path:
     """Stream change files for ``books`` written through the Lambda module's writer into
     ``out/streams/books/``; returns the stream location (``out/streams``)."""
-    from ingestion.sources.stream_writer import write_batch
+    from ingestion.sources.change_file_writer import write_batch
 
     location = out / "streams"
     for batch in books_stream_records(items, seed):

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ingestion.config import polling
 from ingestion.sources.aws_errors import aws_errors
 from ingestion.sources.manifest import FULL, INCREMENTAL, ExportError, Window
 from ingestion.sources.recovery import PITR_RETENTION, beyond_retention
@@ -173,30 +173,28 @@ def wait(
     report: Callable[[str], Any] = print,
 ) -> dict[str, Any]:
     """Poll ``DescribeExport`` until COMPLETED (returned) or FAILED (raised), with a progress line."""
-    started = time.monotonic()
-    while True:
+
+    def check() -> tuple[str, dict[str, Any]]:
         with aws_errors(f"{export_arn}: DescribeExport"):
             description = client.describe_export(ExportArn=export_arn)["ExportDescription"]
-        status = description.get("ExportStatus")
-        elapsed = time.monotonic() - started
-        if status == "COMPLETED":
-            report(
-                f"{export_arn}: COMPLETED after {elapsed:.0f}s "
-                f"({description.get('ItemCount', '?')} items)"
-            )
-            return dict(description)
-        if status == "FAILED":
-            raise ExportError(
-                f"{export_arn}: export FAILED ({description.get('FailureCode')}): "
-                f"{description.get('FailureMessage')}; nothing was ingested"
-            )
-        if elapsed > timeout_seconds:
-            raise ExportError(
-                f"{export_arn}: still {status} after {elapsed:.0f}s; run the same command again "
-                "later (the same request returns this export)"
-            )
-        report(f"{export_arn}: {status}, {elapsed:.0f}s so far")
-        time.sleep(poll_seconds)
+        return str(description.get("ExportStatus")), dict(description)
+
+    try:
+        status, description, elapsed = polling.poll_until(
+            check, ("COMPLETED", "FAILED"), export_arn, poll_seconds, report, timeout_seconds
+        )
+    except polling.StillRunning as running:
+        raise ExportError(
+            f"{export_arn}: {running}; run the same command again later (the same request "
+            "returns this export)"
+        ) from None
+    if status == "FAILED":
+        raise ExportError(
+            f"{export_arn}: export FAILED ({description.get('FailureCode')}): "
+            f"{description.get('FailureMessage')}; nothing was ingested"
+        )
+    report(f"{export_arn}: COMPLETED after {elapsed:.0f}s ({description.get('ItemCount', '?')} items)")  # fmt: skip
+    return description
 
 
 def export_folder(bucket: str, description: dict[str, Any]) -> str:

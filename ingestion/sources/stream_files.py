@@ -1,4 +1,4 @@
-"""Stream change files (written by ``ingestion.sources.stream_writer``): listed, and deleted once
+"""Stream change files (written by ``ingestion.sources.change_file_writer``): listed, and deleted once
 staged, in a local folder or under an ``s3://`` prefix (``<location>/<table>/*.json.gz``)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ingestion.config.errors import LakehouseError
+from ingestion.sources.change_file_writer import SUFFIX
 from ingestion.sources.locations import s3_client
 from ingestion.sources.s3_uri import is_s3, parse_s3_uri
-from ingestion.sources.stream_writer import SUFFIX
 
 
 class StreamError(LakehouseError):

@@ -78,13 +78,13 @@ def build_spark(app_name: str = "dynamodb-lakehouse", target: str | None = None)
     """
     from pyspark.sql import SparkSession
 
-    from ingestion.spark import catalog
+    from ingestion.spark import embedded_catalog
 
     active = SparkSession.getActiveSession()
     if active is not None:  # one session per process: dbt and later commands reuse it
         return active
     conf = spark_conf(target)
-    catalog.bootstrap(conf)
+    embedded_catalog.bootstrap(conf)
     # Python workers (``verify`` compares in Python) run this process's Python, which has the
     # project's packages; spark-submit and EMR set their own (ingestion.spark.spark_submit).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -143,6 +143,6 @@ def quiet_task_failures(spark: SparkSession) -> Iterator[None]:
 def init_catalog() -> Path | None:
     """The embedded catalog and its namespaces created for the active target (``init``); None
     when the target has no embedded catalog (Glue, a Hive metastore)."""
-    from ingestion.spark import catalog
+    from ingestion.spark import embedded_catalog
 
-    return catalog.bootstrap(spark_conf())
+    return embedded_catalog.bootstrap(spark_conf())

@@ -187,7 +187,15 @@ def verify(
         unmerged=len(unmerged),
     )
     if record:
-        verify_log.record_run(spark, report, export.export_arn)
+        verify_log.record_run(
+            spark,
+            report.table,
+            export.export_arn,
+            report.export_time,
+            report.equal,
+            report.items,
+            report.counts,
+        )
     return report
 
 

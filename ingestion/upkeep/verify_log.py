@@ -4,15 +4,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
 from ingestion.config import clock, names
 from ingestion.dynamodb.values import sql_string
-
-if TYPE_CHECKING:
-    from ingestion.upkeep.verify import VerifyReport
 
 OUTCOMES = ("equal", "missing", "extra", "different", "duplicate", "not_comparable")
 
@@ -34,8 +30,17 @@ def forget_table(spark: SparkSession, table: str) -> None:
         spark.sql(f"delete from {log_table} where table_name = {sql_string(table)}")
 
 
-def record_run(spark: SparkSession, report: VerifyReport, export_arn: str) -> None:
-    """Append the run to ``lake.staging.dynamodb_lakehouse_verifies`` (one commit)."""
+def record_run(
+    spark: SparkSession,
+    table: str,
+    export_arn: str,
+    export_time: str,
+    equal: bool,
+    items: int,
+    counts: dict[str, int],
+) -> None:
+    """Append one run of ``verify`` (``export_time`` in ISO 8601, ``counts`` per outcome) to
+    ``lake.staging.dynamodb_lakehouse_verifies`` (one commit)."""
     log_table = names.verify_log_table()
     spark.sql(
         f"create table if not exists {log_table} ({LOG_COLUMNS}) using iceberg "
@@ -50,12 +55,12 @@ def record_run(spark: SparkSession, report: VerifyReport, export_arn: str) -> No
                 if column not in spark.table(log_table).columns:
                     raise
     row = (
-        report.table,
+        table,
         export_arn,
-        datetime.fromisoformat(report.export_time),
+        datetime.fromisoformat(export_time),
         clock.utc_now(),
-        report.equal,
-        report.items,
-        *(report.counts[o] for o in COUNTED),
+        equal,
+        items,
+        *(counts[o] for o in COUNTED),
     )
     spark.createDataFrame([row], LOG_COLUMNS).writeTo(log_table).append()

@@ -16,8 +16,7 @@ import pytest
 from botocore.stub import Stubber
 from support import ROOT
 
-from ingestion.aws import contracts, emr, job_python, packaging
-from ingestion.aws import deployment_shared as shared
+from ingestion.aws import contracts, deployment, emr, job_python, packaging
 from ingestion.config import names
 
 TEMPLATE = ROOT / "deploy" / "template.yaml"
@@ -203,7 +202,7 @@ def test_schedules_send_what_emr_submit_sends() -> None:
         watch = job["JobDriver"]["SparkSubmit"]["EntryPointArguments"][0] == "watch"
         sent = job["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"]
         assert sent == emr.spark_parameters(
-            *code, watch=watch, databases=shared.DATABASES, region="${AWS::Region}"
+            *code, watch=watch, databases=deployment.DATABASES, region="${AWS::Region}"
         )
 
 
@@ -212,7 +211,6 @@ def test_each_table_is_verified_by_its_verify_key(project_copy: Path) -> None:
     verify's own prefix, its counts published; `verify: off` renders none, `daily` daily."""
     import json
 
-    from ingestion.aws import deployment
     from ingestion.dynamodb.tables import load_tables
 
     resources = _template()["Resources"]
@@ -321,7 +319,7 @@ def test_dry_run_prints_the_request_the_schedules_send(
     deps = job["sparkSubmitParameters"].split("spark.archives=")[1].split()[0].split(",")[1]
     assert deps.startswith("s3://code/p/deps/") and deps.endswith("/deps-x86_64.tar.gz#deps")
     filled = filled.replace("s3://${CodeBucket}/${JobDependenciesKey}#deps", deps)
-    for parameter, database in zip(shared.DATABASES, (names.STAGING, names.FINAL), strict=True):
+    for parameter, database in zip(deployment.DATABASES, (names.STAGING, names.FINAL), strict=True):
         filled = filled.replace(parameter, database)  # the parameters' defaults
     filled = filled.replace("${AWS::Region}", "eu-west-1")  # the stack's, --region here
     assert job["sparkSubmitParameters"] == filled
@@ -528,7 +526,6 @@ def test_export_requests_are_valid() -> None:
 def test_the_template_is_the_rendering_of_the_configuration() -> None:
     """deploy/template.yaml is what `deploy render` writes for the shipped tables: a hand edit,
     or a configuration changed without rendering again, fails here."""
-    from ingestion.aws import deployment
     from ingestion.dynamodb.tables import load_tables
 
     rendered = deployment.to_yaml(deployment.render(list(load_tables().values())))
@@ -536,7 +533,6 @@ def test_the_template_is_the_rendering_of_the_configuration() -> None:
 
 
 def test_a_watch_of_two_stream_tables_is_one_schedule(project_copy: Path) -> None:
-    from ingestion.aws import deployment
     from ingestion.dynamodb.tables import load_tables
 
     text = (project_copy / "dbt_project.yml").read_text()
@@ -560,7 +556,6 @@ def test_a_cadence_must_be_known() -> None:
 
 def test_no_table_renders_no_template() -> None:
     """IAM statements with no resource would be refused by CloudFormation."""
-    from ingestion.aws import deployment
     from ingestion.dynamodb.tables import TableConfigError
 
     with pytest.raises(TableConfigError, match="no table is configured"):
@@ -670,6 +665,6 @@ def test_the_lambda_key_is_named_by_its_content(tmp_path: Path) -> None:
         (copy / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ROOT / name, copy / name)
     assert packaging.lambda_key(copy) == key
-    with (copy / "ingestion" / "sources" / "stream_writer.py").open("a") as writer:
+    with (copy / "ingestion" / "sources" / "change_file_writer.py").open("a") as writer:
         writer.write("\n# a new version\n")
     assert packaging.lambda_key(copy) != key

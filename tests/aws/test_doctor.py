@@ -15,7 +15,7 @@ from botocore.config import Config
 from botocore.stub import ANY, Stubber
 
 from ingestion import cli
-from ingestion.aws import doctor
+from ingestion.aws import account_doctor
 from ingestion.dynamodb.tables import get_table
 
 ARN = "arn:aws:dynamodb:eu-west-1:123456789012:table/orders"
@@ -52,11 +52,11 @@ def test_credentials() -> None:
     sts = _client("sts")
     with Stubber(sts) as stub:
         stub.add_client_error("get_caller_identity", "ExpiredToken", "The security token expired")
-        assert doctor.credentials(sts).line() == (
+        assert account_doctor.credentials(sts).line() == (
             "✗ credentials: ExpiredToken: The security token expired: configure AWS credentials"
         )
         stub.add_response("get_caller_identity", {"Account": "123456789012", "Arn": "arn:aws:iam::123456789012:user/ana", "UserId": "AIDA"})  # fmt: skip
-        assert doctor.credentials(sts).line() == (
+        assert account_doctor.credentials(sts).line() == (
             "✓ credentials: account 123456789012 as arn:aws:iam::123456789012:user/ana, eu-west-1"
         )
 
@@ -69,30 +69,30 @@ def test_application() -> None:
     client = _client("emr-serverless")
     with Stubber(client) as stub:
         stub.add_response("get_application", _application("emr-7.5.0", "CREATED"))
-        assert doctor.application(client, "app-1").line() == (
+        assert account_doctor.application(client, "app-1").line() == (
             "✗ application app-1: application app-1 runs emr-7.5.0; this project needs "
             "emr-7.7.0 or later (Iceberg 1.7 or later, for maintain's remove-dangling-deletes): "
             "create an application with release emr-7.7.0 or later"
         )
         for _ in range(2):
             stub.add_response("get_application", _application("emr-7.9.0", "TERMINATED"))
-        assert doctor.application(client, "app-1").line() == (
+        assert account_doctor.application(client, "app-1").line() == (
             "✗ application app-1: emr-7.9.0, arm64, TERMINATED: create a new application"
         )
         for _ in range(2):
             stub.add_response("get_application", _application("emr-7.9.0", "STOPPED"))
         # emr-7.9 ships Iceberg 1.7.1; the project is tested on the 1.10 line (emr-7.12 on).
-        assert doctor.application(client, "app-1").line() == (
+        assert account_doctor.application(client, "app-1").line() == (
             "✓ application app-1: emr-7.9.0, arm64, STOPPED (runs; the project is tested on the "
             "Iceberg line of emr-7.12.0 and later: an application on it is recommended)"
         )
         for _ in range(2):
             stub.add_response("get_application", _application("emr-7.12.0", "STOPPED"))
-        assert doctor.application(client, "app-1").line() == (
+        assert account_doctor.application(client, "app-1").line() == (
             "✓ application app-1: emr-7.12.0, arm64, STOPPED"
         )
         stub.add_client_error("get_application", "ResourceNotFoundException", "Application not found")  # fmt: skip
-        assert doctor.application(client, "app-1").line() == (
+        assert account_doctor.application(client, "app-1").line() == (
             "✗ application app-1: ResourceNotFoundException: Application not found: check "
             "--application-id and the region"
         )
@@ -106,13 +106,13 @@ def test_point_in_time_recovery() -> None:
     client = _client("dynamodb")
     with Stubber(client) as stub:
         stub.add_response("describe_continuous_backups", _backups("DISABLED"), {"TableName": ARN})
-        assert doctor.point_in_time_recovery(client, _table()).line() == (
+        assert account_doctor.point_in_time_recovery(client, _table()).line() == (
             "✗ orders: point-in-time recovery: off: exports need it (aws dynamodb "
             "update-continuous-backups --table-name orders --point-in-time-recovery-specification "
             "PointInTimeRecoveryEnabled=true)"
         )
         stub.add_response("describe_continuous_backups", _backups("ENABLED"), {"TableName": ARN})
-        assert doctor.point_in_time_recovery(client, _table()).line() == (
+        assert account_doctor.point_in_time_recovery(client, _table()).line() == (
             "✓ orders: point-in-time recovery: on, 7 days: a sync may be at most 7 days late"
         )
 
@@ -140,29 +140,29 @@ def test_stream() -> None:
     streamed = replace(daily, cadence="stream")
     with Stubber(client) as stub, Stubber(lambdas) as lstub, Stubber(watch) as wstub:
         stub.add_response("describe_table", _described(None), {"TableName": ARN})
-        assert doctor.stream(client, lambdas, watch, daily).line() == (
+        assert account_doctor.stream(client, lambdas, watch, daily).line() == (
             "✓ orders: stream: off (the table is synced from exports)"
         )
         stub.add_response("describe_table", _described(None), {"TableName": ARN})
-        assert doctor.stream(client, lambdas, watch, streamed).line() == (
+        assert account_doctor.stream(client, lambdas, watch, streamed).line() == (
             "✗ orders: stream: off, but the table's cadence is stream: enable its stream with "
             "NEW_AND_OLD_IMAGES and deploy the rendered template"
         )
         stub.add_response("describe_table", _described("KEYS_ONLY"), {"TableName": ARN})
-        assert doctor.stream(client, lambdas, watch, streamed).line() == (
+        assert account_doctor.stream(client, lambdas, watch, streamed).line() == (
             "✗ orders: stream: view type KEYS_ONLY: the stream writer needs NEW_AND_OLD_IMAGES "
             "(or NEW_IMAGE); a stream's view type cannot change: disable the stream and enable "
             "it again"
         )
         stub.add_response("describe_table", _described("NEW_AND_OLD_IMAGES"), {"TableName": ARN})
         lstub.add_response("list_event_source_mappings", _mappings(), {"EventSourceArn": STREAM})
-        assert doctor.stream(client, lambdas, watch, streamed).line() == (
+        assert account_doctor.stream(client, lambdas, watch, streamed).line() == (
             "✗ orders: stream: NEW_AND_OLD_IMAGES, read by no Lambda mapping: deploy the rendered "
             "template (its mapping feeds the watch)"
         )
         stub.add_response("describe_table", _described("NEW_AND_OLD_IMAGES"), {"TableName": ARN})
         lstub.add_response("list_event_source_mappings", _mappings("Disabled"), {"EventSourceArn": STREAM})  # fmt: skip
-        assert doctor.stream(client, lambdas, watch, streamed).line() == (
+        assert account_doctor.stream(client, lambdas, watch, streamed).line() == (
             "✗ orders: stream: NEW_AND_OLD_IMAGES, its Lambda mapping is Disabled: enable it "
             "(aws lambda update-event-source-mapping --enabled) or the change files stop"
         )
@@ -173,14 +173,14 @@ def test_stream() -> None:
             stub.add_response("describe_table", _described("NEW_AND_OLD_IMAGES"), {"TableName": ARN})  # fmt: skip
             lstub.add_response("list_event_source_mappings", _mappings("Enabled"), {"EventSourceArn": STREAM})  # fmt: skip
             wstub.add_response("get_metric_statistics", _ages(*ages))
-            assert doctor.stream(client, lambdas, watch, streamed).line() == expected
+            assert account_doctor.stream(client, lambdas, watch, streamed).line() == expected
 
 
 def test_a_table_without_an_arn_is_checked_by_its_name() -> None:
     client = _client("dynamodb")
     with Stubber(client) as stub:
         stub.add_client_error("describe_continuous_backups", "TableNotFoundException", "Table not found: orders")  # fmt: skip
-        assert doctor.point_in_time_recovery(client, get_table("orders")).line() == (
+        assert account_doctor.point_in_time_recovery(client, get_table("orders")).line() == (
             "✗ orders: point-in-time recovery: TableNotFoundException: Table not found: orders"
         )
 
@@ -189,7 +189,7 @@ def test_no_region_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
-    checks = doctor.aws_checks(doctor.Account((_table(),), "app-1"))
+    checks = account_doctor.aws_checks(account_doctor.Account((_table(),), "app-1"))
     assert [c.line() for c in checks] == [
         "✗ credentials: no region: pass --region or set AWS_REGION"
     ]
@@ -199,11 +199,11 @@ def test_glue_database_and_lake_formation() -> None:
     glue = _client("glue")
     with Stubber(glue) as stub:
         stub.add_client_error("get_database", "EntityNotFoundException", "no such database")
-        assert doctor.database(glue, "staging").line() == (
+        assert account_doctor.database(glue, "staging").line() == (
             "✗ glue database staging: not found: deploy deploy/template.yaml (it creates it)"
         )
         stub.add_response("get_database", {"Database": {"Name": "staging", "CreateTableDefaultPermissions": []}})  # fmt: skip
-        assert doctor.database(glue, "staging").line() == (
+        assert account_doctor.database(glue, "staging").line() == (
             "✗ glue database staging: governed by Lake Formation (no default permissions): "
             "grant the job role CREATE_TABLE, ALTER, DROP and DESCRIBE on the database, SELECT, "
             "INSERT, DELETE, ALTER, DROP and DESCRIBE on all its tables and DATA_LOCATION_ACCESS "
@@ -211,7 +211,7 @@ def test_glue_database_and_lake_formation() -> None:
         )
         everyone = [{"Principal": {"DataLakePrincipalIdentifier": "IAM_ALLOWED_PRINCIPALS"}, "Permissions": ["ALL"]}]  # fmt: skip
         stub.add_response("get_database", {"Database": {"Name": "staging", "CreateTableDefaultPermissions": everyone}})  # fmt: skip
-        assert doctor.database(glue, "staging").line() == (
+        assert account_doctor.database(glue, "staging").line() == (
             "✓ glue database staging: found, IAM permissions apply"
         )
 
@@ -220,7 +220,9 @@ def test_aws_checks_stop_at_missing_credentials() -> None:
     sts = _client("sts")
     with Stubber(sts) as stub:
         stub.add_client_error("get_caller_identity", "InvalidClientTokenId", "bad token")
-        checks = doctor.aws_checks(doctor.Account((_table(),), "app-1"), lambda *_: sts)
+        checks = account_doctor.aws_checks(
+            account_doctor.Account((_table(),), "app-1"), lambda *_: sts
+        )
     assert [c.name for c in checks] == ["credentials"] and not checks[0].ok
 
 
@@ -236,7 +238,7 @@ def test_the_probe_is_doctor_in_one_small_job(capsys: pytest.CaptureFixture[str]
     command += ["--region", "eu-west-1"]
     assert cli.main([*command, "--warehouse", "s3://lake/warehouse"]) == 0
     out = capsys.readouterr().out
-    assert doctor.PROBE_COST in out
+    assert account_doctor.PROBE_COST in out
     request = json.loads(out[out.index("StartJobRun ") + 12 : out.index("\n}") + 2])
     job = request["jobDriver"]["sparkSubmit"]
     assert job["entryPointArguments"] == ["doctor", "--in-job"]
@@ -321,7 +323,7 @@ def test_a_failed_probe_says_where_its_checks_are(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(submit, "submit", submitted)
     with stub:
-        check = doctor.probe(None, print)  # type: ignore[arg-type]
+        check = account_doctor.probe(None, print)  # type: ignore[arg-type]
     assert not check.ok and check.name == "probe job run"
     assert check.detail.startswith("job run run-1: FAILED after 0s: Job failed, ExitCode: 1")
     assert check.detail.endswith("(the job's driver log has each check)")
@@ -372,18 +374,18 @@ def test_last_verify() -> None:
         for points in ([], [(sunday, 0.0)], [(sunday - timedelta(days=7), 0.0), (sunday, 3.0)]):
             answer = [{"Timestamp": t, "Maximum": m} for t, m in points]
             stub.add_response("get_metric_statistics", {"Datapoints": answer}, wanted)
-        assert doctor.last_verify(watch, _table()).line() == (
+        assert account_doctor.last_verify(watch, _table()).line() == (
             "✓ orders: last verify: none in 8 days (the weekly schedule orders-verify publishes "
             "it; now: ddb-lakehouse verify --table orders --from-dynamodb --metrics)"
         )
-        assert doctor.last_verify(watch, _table()).line() == (
+        assert account_doctor.last_verify(watch, _table()).line() == (
             "✓ orders: last verify: 2026-11-22 05:31 UTC: equal to DynamoDB"
         )
-        assert doctor.last_verify(watch, _table()).line() == (
+        assert account_doctor.last_verify(watch, _table()).line() == (
             "✗ orders: last verify: 2026-11-22 05:31 UTC: 3 item(s) differ from DynamoDB: "
             "ddb-lakehouse verify --table orders --from-dynamodb --repair --metrics"
         )
-        assert doctor.last_verify(watch, replace(_table(), verify="off")).line() == (
+        assert account_doctor.last_verify(watch, replace(_table(), verify="off")).line() == (
             "✓ orders: last verify: no schedule (verify: off in the table's entry)"
         )
 
@@ -447,35 +449,35 @@ def test_a_bucket_encrypted_with_a_customer_key_names_the_grant_the_job_role_nee
     def decisions(*allowed: bool) -> dict:
         return {"EvaluationResults": [
             {"EvalActionName": a, "EvalDecision": "allowed" if ok else "implicitDeny"}
-            for a, ok in zip(doctor.KMS_ACTIONS, allowed, strict=True)
+            for a, ok in zip(account_doctor.KMS_ACTIONS, allowed, strict=True)
         ]}  # fmt: skip
 
-    asked = {"PolicySourceArn": role, "ActionNames": list(doctor.KMS_ACTIONS), "ResourceArns": [key]}  # fmt: skip
+    asked = {"PolicySourceArn": role, "ActionNames": list(account_doctor.KMS_ACTIONS), "ResourceArns": [key]}  # fmt: skip
     with Stubber(s3) as s3_stub, Stubber(iam) as iam_stub:
         s3_stub.add_response("get_bucket_encryption", encrypted("AES256", None), {"Bucket": "lake"})
-        assert doctor.bucket_key(s3, iam, "lake", role).line() == (
+        assert account_doctor.bucket_key(s3, iam, "lake", role).line() == (
             "✓ bucket lake: encryption: SSE-S3 (AES256): no key to grant"
         )
         managed = encrypted("aws:kms", "arn:aws:kms:eu-west-1:123456789012:alias/aws/s3")
         s3_stub.add_response("get_bucket_encryption", managed, {"Bucket": "lake"})
-        assert doctor.bucket_key(s3, iam, "lake", role).line() == (
+        assert account_doctor.bucket_key(s3, iam, "lake", role).line() == (
             "✓ bucket lake: encryption: SSE-KMS with the AWS managed key aws/s3: no key to grant"
         )
         s3_stub.add_response("get_bucket_encryption", encrypted("aws:kms", key), {"Bucket": "lake"})
         iam_stub.add_response("simulate_principal_policy", decisions(False, True), asked)
-        assert doctor.bucket_key(s3, iam, "lake", role).line() == (
+        assert account_doctor.bucket_key(s3, iam, "lake", role).line() == (
             f"✗ bucket lake: encryption: SSE-KMS with {key}: the job role may not kms:Decrypt on "
             f"it: deploy with BucketKmsKeyArn={key} (the job role needs kms:Decrypt and "
             "kms:GenerateDataKey on it, the stream writer kms:GenerateDataKey)"
         )
         s3_stub.add_response("get_bucket_encryption", encrypted("aws:kms", key), {"Bucket": "lake"})
         iam_stub.add_response("simulate_principal_policy", decisions(True, True), asked)
-        assert doctor.bucket_key(s3, iam, "lake", role).ok
+        assert account_doctor.bucket_key(s3, iam, "lake", role).ok
         s3_stub.add_response("get_bucket_encryption", encrypted("aws:kms", key), {"Bucket": "lake"})
-        without_role = doctor.bucket_key(s3, iam, "lake", None)
+        without_role = account_doctor.bucket_key(s3, iam, "lake", None)
         assert without_role.ok and f"BucketKmsKeyArn={key}" in without_role.detail
         assert without_role.detail.endswith("--role-arn checks the job role")
         s3_stub.add_client_error("get_bucket_encryption", "AccessDenied", "Access Denied")
-        assert doctor.bucket_key(s3, iam, "lake", role).line() == (
+        assert account_doctor.bucket_key(s3, iam, "lake", role).line() == (
             "✗ bucket lake: encryption: AccessDenied: Access Denied"
         )

@@ -30,8 +30,7 @@ from support import ROOT
 
 from ingestion.aws import emr, job_python, packaging
 from ingestion.project import onboarding
-from ingestion.samples import exports as sample_exports
-from ingestion.samples import orders_chain
+from ingestion.samples import orders_chain, sample_exports
 from ingestion.samples.items import BASE_TIME
 from ingestion.sources import manifest
 from ingestion.spark import spark_config

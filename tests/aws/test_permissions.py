@@ -99,12 +99,12 @@ def test_a_removed_action_names_the_code_path_that_needs_it() -> None:
     writer = [
         aws_calls.Need(
             "StreamWriterRole", "s3:PutObject", "arn:aws:s3:::lake/streams/books/x.json.gz",
-            "ingestion/sources/stream_writer.py:169 in write_file",
+            "ingestion/sources/change_file_writer.py:169 in write_file",
         )
     ]  # fmt: skip
     assert _denied(writer, granted) == [
         "StreamWriterRole may not s3:PutObject on arn:aws:s3:::lake/streams/books/x.json.gz "
-        "(needed by ingestion/sources/stream_writer.py:169 in write_file)"
+        "(needed by ingestion/sources/change_file_writer.py:169 in write_file)"
     ]
 
 

@@ -22,10 +22,10 @@ import pytest
 from support import final_ids
 
 from ingestion import cli
-from ingestion.aws import deployment, deployment_shared
+from ingestion.aws import deployment
 from ingestion.dynamodb.tables import load_tables
 from ingestion.samples import stream as sample_stream
-from ingestion.sources import stream_writer
+from ingestion.sources import change_file_writer
 
 BUCKET = "lake-streams"
 # The mapping as it was: ten retries, then the records were gone for good.
@@ -54,7 +54,7 @@ def poll(
         start += min(numbers.index(f) if f in numbers else 0 for f in failed)
         attempts += 1
         cap = mapping["MaximumRetryAttempts"]
-        if cap != deployment_shared.RETRY_FOREVER and attempts > cap:
+        if cap != deployment.RETRY_FOREVER and attempts > cap:
             left = records[start : start + mapping["BatchSize"]]
             dropped.append({"DDBStreamBatchInfo": {
                 "startSequenceNumber": left[0]["dynamodb"]["SequenceNumber"],
@@ -85,7 +85,7 @@ def _outage(endpoint: str, failing: int) -> Callable[[dict[str, Any]], dict[str,
         calls[0] += 1
         if calls[0] == failing + 1:
             s3.create_bucket(Bucket=BUCKET)
-        return stream_writer.handler(event)
+        return change_file_writer.handler(event)
 
     return invoke
 

@@ -19,8 +19,7 @@ from support import ROOT
 
 from ingestion.cli import main
 from ingestion.dynamodb import entities
-from ingestion.samples import exports as sample_exports
-from ingestion.samples import single_table
+from ingestion.samples import sample_exports, single_table
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

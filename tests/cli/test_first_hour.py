@@ -22,13 +22,13 @@ import yaml
 from support import ROOT
 
 from ingestion.cli import main
-from ingestion.cli.main import parser
+from ingestion.cli.app import parser
 from ingestion.config import names
 from ingestion.merge import merge_log
-from ingestion.samples import exports as sample_exports
+from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
-from ingestion.sources.stream_writer import write_batch
+from ingestion.sources.change_file_writer import write_batch
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -250,7 +250,7 @@ def test_the_lambda_writer_runs_locally_on_a_saved_event(tmp_path: Path) -> None
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"Records": records}))
     done = subprocess.run(
-        [sys.executable, "-m", "ingestion.sources.stream_writer", str(event), str(tmp_path / "out")],
+        [sys.executable, "-m", "ingestion.sources.change_file_writer", str(event), str(tmp_path / "out")],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

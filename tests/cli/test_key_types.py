@@ -13,7 +13,7 @@ import pytest
 from support import ROOT
 
 from ingestion.cli import main
-from ingestion.samples import exports as sample_exports
+from ingestion.samples import sample_exports
 
 
 def test_a_key_type_the_export_contradicts_is_refused_before_spark(

@@ -28,12 +28,11 @@ from single_table_reference import (
 
 from ingestion.cli import main
 from ingestion.dynamodb import tables
-from ingestion.samples import exports as sample_exports
-from ingestion.samples import single_table
+from ingestion.samples import sample_exports, single_table
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
 from ingestion.schema import schema_file
-from ingestion.sources.stream_writer import write_batch
+from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import table_types
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]

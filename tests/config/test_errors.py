@@ -12,7 +12,7 @@ import pytest
 
 import ingestion
 from ingestion import cli
-from ingestion.cli import tables
+from ingestion.cli import table_commands
 from ingestion.config.errors import LakehouseError
 
 
@@ -44,7 +44,7 @@ def test_the_cli_prints_any_error_of_the_family_on_one_line(
     def fails(args: argparse.Namespace) -> int:
         raise BrandNew("the table is not ready: run init first")
 
-    monkeypatch.setattr(tables, "run_init", fails)
+    monkeypatch.setattr(table_commands, "run_init", fails)
     assert cli.main(["init"]) == 3
     assert capsys.readouterr().err == "error: the table is not ready: run init first\n"
 
@@ -53,6 +53,6 @@ def test_an_error_outside_the_family_keeps_its_traceback(monkeypatch: pytest.Mon
     def bug(args: argparse.Namespace) -> int:
         raise KeyError("a bug of the project")
 
-    monkeypatch.setattr(tables, "run_init", bug)
+    monkeypatch.setattr(table_commands, "run_init", bug)
     with pytest.raises(KeyError):
         cli.main(["init"])

@@ -23,7 +23,7 @@ from support import ROOT
 from ingestion.dynamodb.naming import column_name
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import runner
-from ingestion.samples import exports as sample_exports
+from ingestion.samples import sample_exports
 from ingestion.staging import append
 from ingestion.staging.exports import ingest_export
 

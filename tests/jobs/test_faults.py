@@ -114,10 +114,10 @@ def test_kill_9_during_drift_adoption_then_the_same_command_again(
     replace. The same command again merges the exact value: never ``1`` cast into a ``bigint``
     column, never a null."""
     from ingestion.project import onboarding
-    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import sample_exports
     from ingestion.samples import stream as sample_stream
     from ingestion.samples.items import BASE_TIME
-    from ingestion.sources.stream_writer import write_batch
+    from ingestion.sources.change_file_writer import write_batch
 
     onboarding.add_table("t", "id:S", None)
     a = {"id": {"S": "a"}, "qty": {"N": "1"}}
@@ -154,7 +154,7 @@ def test_kill_9_before_a_first_loads_commit_then_the_same_command_again(
     item after the first 1,000 holds a fraction): never a value cast into the first items'
     ``bigint``, never a null."""
     from ingestion.project import onboarding
-    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import sample_exports
     from ingestion.schema import detect
     from ingestion.staging import table_types
 

@@ -15,9 +15,9 @@ from support import ROOT, book, final_ids
 
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import runner
-from ingestion.samples import exports as sample_exports
+from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
-from ingestion.sources.stream_writer import write_batch
+from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import exports, ledger
 from ingestion.upkeep import rebuild
 

@@ -12,7 +12,7 @@ from ingestion import cli
 from ingestion.jobs import lease
 from ingestion.merge import merge_log
 from ingestion.samples import stream as sample_stream
-from ingestion.sources.stream_writer import write_batch
+from ingestion.sources.change_file_writer import write_batch
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

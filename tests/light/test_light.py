@@ -18,10 +18,10 @@ from ingestion.dynamodb.tables import get_table
 from ingestion.jobs import inspection, stage
 from ingestion.light import catalog as light_catalog
 from ingestion.merge import merge_log
-from ingestion.samples import exports as sample_exports
+from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
-from ingestion.sources.stream_writer import write_batch
+from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import drift, ledger
 from ingestion.upkeep import status
 

@@ -15,8 +15,7 @@ import pytest
 from ingestion import cli
 from ingestion.config import settings
 from ingestion.merge import merge_log, runner
-from ingestion.samples import exports as sample_exports
-from ingestion.samples import orders_chain
+from ingestion.samples import orders_chain, sample_exports
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

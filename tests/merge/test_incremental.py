@@ -30,7 +30,7 @@ from ingestion.cli import main
 from ingestion.config import clock
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import merge_counts, runner
-from ingestion.samples import exports as sample_exports
+from ingestion.samples import sample_exports
 from ingestion.sources import manifest
 from ingestion.staging import exports, ledger
 from ingestion.staging.chain import ChainError

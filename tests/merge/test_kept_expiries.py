@@ -13,11 +13,10 @@ import pytest
 from support import book
 
 from ingestion.cli import main
-from ingestion.samples import exports as sample_exports
-from ingestion.samples import live
+from ingestion.samples import live, sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
-from ingestion.sources.stream_writer import write_batch
+from ingestion.sources.change_file_writer import write_batch
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

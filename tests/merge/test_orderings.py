@@ -17,11 +17,10 @@ from ingestion.config import clock
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import runner
 from ingestion.project import onboarding
-from ingestion.samples import exports as sample_exports
-from ingestion.samples import single_table
+from ingestion.samples import sample_exports, single_table
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
-from ingestion.sources.stream_writer import write_batch
+from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import exports, streams
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]

@@ -12,10 +12,10 @@ import pytest
 from support import book, final_ids
 
 from ingestion import cli
-from ingestion.samples import exports as sample_exports
+from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
-from ingestion.sources.stream_writer import write_batch
+from ingestion.sources.change_file_writer import write_batch
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

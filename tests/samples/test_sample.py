@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from ingestion.samples import exports as sample_exports
+from ingestion.samples import sample_exports
 from ingestion.sources import manifest
 
 

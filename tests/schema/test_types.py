@@ -16,8 +16,8 @@ from reference import DRIFT, expected, same
 from ingestion.cli import main
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import runner
-from ingestion.samples import exports as sample_exports
 from ingestion.samples import items as sample_items
+from ingestion.samples import sample_exports
 from ingestion.samples.items import BASE_TIME
 from ingestion.schema import schema_file, types
 from ingestion.schema.types import parse_type

@@ -20,8 +20,7 @@ from conftest import reset_lakehouse
 from support import ROOT
 
 from ingestion.cli import main
-from ingestion.samples import exports as sample_exports
-from ingestion.samples import orders_chain
+from ingestion.samples import orders_chain, sample_exports
 from ingestion.sources import manifest
 from ingestion.sources.locations import S3Path
 from ingestion.spark import jars

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.samples import exports as sample_exports
+from ingestion.samples import sample_exports
 from ingestion.sources import manifest
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ingestion.dynamodb.tables import TableConfigError, table_from_entry
-from ingestion.sources import stream_writer
+from ingestion.sources import change_file_writer
 from ingestion.sources.locations import S3Path
 from ingestion.sources.s3_uri import LocationError, S3Uri, parse_s3_uri
 from ingestion.sources.stream_files import store_for
@@ -39,8 +39,8 @@ def test_the_lambda_writer_refuses_a_location_that_is_not_s3(tmp_path: Path) -> 
     # Before one parser, "https://b/p" was taken apart as bucket ":" and "s3:///x" ended in a
     # traceback; a destination with a scheme is now s3:// or an error naming it.
     with pytest.raises(LocationError, match="https://b/p"):
-        stream_writer.put("https://b/p", "books", "x.json.gz", b"")
-    written = stream_writer.put(str(tmp_path), "books", "x.json.gz", b"data")
+        change_file_writer.put("https://b/p", "books", "x.json.gz", b"")
+    written = change_file_writer.put(str(tmp_path), "books", "x.json.gz", b"data")
     assert Path(written).read_bytes() == b"data"
 
 

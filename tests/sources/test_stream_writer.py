@@ -1,4 +1,4 @@
-"""The Lambda function on a table's stream (ingestion.sources.stream_writer): plain Python, no Spark.
+"""The Lambda function on a table's stream (ingestion.sources.change_file_writer): plain Python, no Spark.
 
 S3 is moto's server on 127.0.0.1 (a test double for AWS only); the events are shaped like the
 records Lambda receives from DynamoDB Streams (ingestion.samples.stream.stream_record).
@@ -16,7 +16,7 @@ import pytest
 from support import book
 
 from ingestion.samples import stream as sample_stream
-from ingestion.sources import stream_files, stream_writer
+from ingestion.sources import change_file_writer, stream_files
 
 BUCKET = "lakehouse-streams"
 
@@ -55,7 +55,7 @@ def read_lines(body: bytes) -> list[dict]:
 def test_handler_writes_one_export_shaped_file_per_batch(s3, monkeypatch) -> None:
     monkeypatch.setenv("LAKEHOUSE_STREAM_URI", f"s3://{BUCKET}/changes/")
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3.meta.endpoint_url)
-    answer = stream_writer.handler({"Records": records()})
+    answer = change_file_writer.handler({"Records": records()})
     assert answer == {"batchItemFailures": []}
     listed = s3.list_objects_v2(Bucket=BUCKET)["Contents"]
     assert len(listed) == 1
@@ -76,13 +76,13 @@ def test_handler_writes_one_export_shaped_file_per_batch(s3, monkeypatch) -> Non
 
 def test_a_retried_batch_overwrites_and_names_sort_by_time(s3) -> None:
     uri = f"s3://{BUCKET}/p"
-    first, failed = stream_writer.write_batch(records(), uri, s3)
-    again, _ = stream_writer.write_batch(records(), uri, s3)
+    first, failed = change_file_writer.write_batch(records(), uri, s3)
+    again, _ = change_file_writer.write_batch(records(), uri, s3)
     assert failed is None and first == again
     later = [
         sample_stream.stream_record("books", "INSERT", {"id": {"S": "b9"}}, None, book("b9", "Z"), 1700000100, 200)
     ]  # fmt: skip
-    stream_writer.write_batch(later, uri, s3)
+    change_file_writer.write_batch(later, uri, s3)
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]]
     assert len(keys) == 2  # the retry overwrote its object
     store = stream_files.S3Prefix(uri, "books", s3)
@@ -97,7 +97,7 @@ def test_a_retried_batch_overwrites_and_names_sort_by_time(s3) -> None:
 def test_a_bad_record_stops_the_batch_there(s3) -> None:
     batch = records()
     batch[2] = {"eventID": "x", "eventName": "MODIFY", "dynamodb": {"SequenceNumber": "109"}}
-    written, failed = stream_writer.write_batch(batch, f"s3://{BUCKET}/p", s3)
+    written, failed = change_file_writer.write_batch(batch, f"s3://{BUCKET}/p", s3)
     assert failed == "109"  # Lambda retries from the bad record
     assert [w.records for w in written] == [2]
     body = s3.get_object(Bucket=BUCKET, Key=written[0].uri.split(f"{BUCKET}/", 1)[1])["Body"]
@@ -110,19 +110,19 @@ def test_a_bad_record_stops_the_batch_there(s3) -> None:
 def test_a_failed_write_reports_the_whole_batch(s3_endpoint, monkeypatch) -> None:
     monkeypatch.setenv("LAKEHOUSE_STREAM_URI", "s3://no-such-bucket/p")
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3_endpoint)
-    answer = stream_writer.handler({"Records": records()})
+    answer = change_file_writer.handler({"Records": records()})
     assert answer == {"batchItemFailures": [{"itemIdentifier": f"{101:021d}"}]}
 
 
 def test_record_without_sequence_number_fails_the_whole_batch(tmp_path: Path) -> None:
     batch = records()
     batch[0]["dynamodb"].pop("SequenceNumber")
-    written, failed = stream_writer.write_batch(batch, str(tmp_path))
+    written, failed = change_file_writer.write_batch(batch, str(tmp_path))
     assert written == [] and failed == ""  # "" : Lambda retries the whole batch
 
 
 def test_local_folder_writes_are_atomic_and_complete(tmp_path: Path) -> None:
-    written, failed = stream_writer.write_batch(records(), str(tmp_path / "streams"))
+    written, failed = change_file_writer.write_batch(records(), str(tmp_path / "streams"))
     assert failed is None
     files = list((tmp_path / "streams" / "books").iterdir())
     assert [f.name for f in files] == [Path(written[0].uri).name]  # no temporary file left
@@ -154,7 +154,7 @@ def test_the_writer_normalises_the_creation_time(created, precision, written) ->
     )
     if precision:
         record["dynamodb"]["ApproximateCreationDateTimePrecision"] = precision
-    line = stream_writer.change_line(record)
+    line = change_file_writer.change_line(record)
     assert line["ApproximateCreationDateTime"] == written
     assert type(line["ApproximateCreationDateTime"]) is type(written)
 
@@ -168,5 +168,5 @@ def test_a_creation_time_that_is_not_one_fails_the_record(created, precision) ->
     )
     if precision:
         record["dynamodb"]["ApproximateCreationDateTimePrecision"] = precision
-    with pytest.raises(stream_writer.StreamRecordError, match="ApproximateCreationDateTime"):
-        stream_writer.change_line(record)
+    with pytest.raises(change_file_writer.StreamRecordError, match="ApproximateCreationDateTime"):
+        change_file_writer.change_line(record)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.spark import catalog, spark_config
+from ingestion.spark import embedded_catalog, spark_config
 
 
 def test_profile_renders_the_embedded_catalog(lakehouse_home: Path) -> None:
@@ -38,7 +38,7 @@ def test_bootstrap_is_idempotent_and_creates_namespaces(tmp_path: Path) -> None:
         "spark.sql.catalog.lake.warehouse": f"file://{tmp_path}/new/warehouse",
     }
     for _ in range(2):
-        path = catalog.bootstrap(conf)
+        path = embedded_catalog.bootstrap(conf)
     assert path == tmp_path / "new" / "catalog.db"
     assert (tmp_path / "new" / "warehouse").is_dir()
     with sqlite3.connect(path) as db:
@@ -57,7 +57,7 @@ def test_emr_and_hive_targets_are_one_setting_away(monkeypatch: pytest.MonkeyPat
     assert emr["spark.sql.catalog.lake.catalog-impl"] == "org.apache.iceberg.aws.glue.GlueCatalog"
     assert emr["spark.sql.catalog.lake.warehouse"] == "s3://bucket/warehouse"
     assert "spark.master" not in emr and "spark.driver.bindAddress" not in emr
-    assert catalog.bootstrap(emr) is None  # no embedded catalog file on EMR
+    assert embedded_catalog.bootstrap(emr) is None  # no embedded catalog file on EMR
     monkeypatch.setenv("LAKEHOUSE_TARGET", "hive")
     monkeypatch.setenv("LAKEHOUSE_METASTORE_URI", "thrift://metastore:9083")
     hive = spark_config.spark_conf()

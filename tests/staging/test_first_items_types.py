@@ -13,7 +13,7 @@ import pytest
 
 from ingestion.dynamodb.tables import get_table
 from ingestion.project import onboarding
-from ingestion.samples import exports as sample_exports
+from ingestion.samples import sample_exports
 from ingestion.schema import canonical, detect, schema_file, typed_columns
 from ingestion.sources import manifest
 from ingestion.staging import append, exports, table_types
@@ -239,7 +239,7 @@ def test_a_streams_first_batch_stages_with_every_items_types(
 ) -> None:
     from ingestion.samples import stream as sample_stream
     from ingestion.samples.items import BASE_TIME
-    from ingestion.sources.stream_writer import write_batch
+    from ingestion.sources.change_file_writer import write_batch
     from ingestion.staging import streams
 
     items = [_item(i) for i in range(20)] + [LATER["nested-fraction"]]

@@ -222,7 +222,7 @@ def test_a_new_column_is_added_without_an_error_in_the_log(
     import sys
     from datetime import timedelta
 
-    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import sample_exports
     from ingestion.samples.items import BASE_TIME
 
     first = [{"id": {"S": "a"}, "title": {"S": "A"}}]

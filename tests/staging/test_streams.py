@@ -1,7 +1,7 @@
 """Stream change files -> staging -> dbt merge: ordering, duplicates, deletes, TTL, crashes, watch.
 
 Real Spark, Iceberg and dbt. Change files are written by the Lambda module's writer
-(ingestion.sources.stream_writer) into a local folder; the expected final state is computed in plain
+(ingestion.sources.change_file_writer) into a local folder; the expected final state is computed in plain
 Python from the same files before they are ingested (ingestion.samples.live.live_items).
 """
 
@@ -26,11 +26,10 @@ from ingestion.config import clock, settings
 from ingestion.dynamodb import change_order
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import full_refresh, runner
-from ingestion.samples import exports as sample_exports
-from ingestion.samples import live
+from ingestion.samples import live, sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.sources import stream_files
-from ingestion.sources.stream_writer import write_batch
+from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import exports, ledger, streams
 from ingestion.upkeep import verify as verifying
 

@@ -20,10 +20,9 @@ from support import ROOT
 
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import runner
-from ingestion.samples import exports as sample_exports
-from ingestion.samples import live
+from ingestion.samples import live, sample_exports
 from ingestion.samples import stream as sample_stream
-from ingestion.sources.stream_writer import write_batch
+from ingestion.sources.change_file_writer import write_batch
 from ingestion.spark import jars
 from ingestion.staging.exports import ingest_export
 

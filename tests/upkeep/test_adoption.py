@@ -15,11 +15,11 @@ from ingestion.cli import main
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import merge_log, runner
 from ingestion.project import onboarding
-from ingestion.samples import exports as sample_exports
+from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
 from ingestion.schema import schema_file
-from ingestion.sources.stream_writer import write_batch
+from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import streams, table_types
 from ingestion.upkeep import rebuild
 

@@ -16,7 +16,7 @@ from ingestion.dynamodb.tables import get_table
 from ingestion.merge import merge_log, runner
 from ingestion.samples import stream as sample_stream
 from ingestion.sources import manifest
-from ingestion.sources.stream_writer import write_batch
+from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import exports, ledger, streams, table_types
 from ingestion.upkeep import adopt, maintenance
 

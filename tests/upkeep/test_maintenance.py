@@ -18,10 +18,9 @@ from support import final_ids
 from ingestion.aws import glue
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import merge_log, runner
-from ingestion.samples import exports as sample_exports
-from ingestion.samples import live
+from ingestion.samples import live, sample_exports
 from ingestion.samples import stream as sample_stream
-from ingestion.sources.stream_writer import write_batch
+from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import exports, ledger, streams
 from ingestion.upkeep import maintenance
 

@@ -23,10 +23,10 @@ from ingestion.config import clock
 from ingestion.dynamodb.tables import get_table
 from ingestion.jobs import inspection, sync
 from ingestion.merge import runner
-from ingestion.samples import exports as sample_exports
+from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.sources import export_control, manifest
-from ingestion.sources.stream_writer import write_batch
+from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import streams
 from ingestion.staging.exports import ingest_export
 

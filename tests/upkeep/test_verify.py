@@ -19,7 +19,7 @@ from ingestion.merge import runner
 from ingestion.samples import stream as sample_stream
 from ingestion.schema import typed_columns
 from ingestion.sources import manifest
-from ingestion.sources.stream_writer import write_batch
+from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import streams
 from ingestion.staging.exports import ingest_export
 from ingestion.upkeep import verify as verifying_module
@@ -164,7 +164,7 @@ def test_a_batch_staged_but_not_merged_is_compared_as_the_change_log_holds_it(
 
     from verifying import export_items
 
-    from ingestion.samples import exports as sample_exports
+    from ingestion.samples import sample_exports
 
     synced(spark, samples["orders"])
     items = export_items(samples["orders"])

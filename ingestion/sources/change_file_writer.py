@@ -235,13 +235,13 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the writer on this machine on a saved Lambda event: ``python -m
-    ingestion.sources.stream_writer EVENT.json DESTINATION`` (a folder or s3://BUCKET/PREFIX),
+    ingestion.sources.change_file_writer EVENT.json DESTINATION`` (a folder or s3://BUCKET/PREFIX),
     e.g. to see what a batch of your stream becomes before deploying."""
     import argparse
     import json
 
     parser = argparse.ArgumentParser(
-        prog="python -m ingestion.sources.stream_writer",
+        prog="python -m ingestion.sources.change_file_writer",
         description="write the change files of a saved DynamoDB Streams Lambda event",
     )
     parser.add_argument("event", help='a JSON file holding the event ({"Records": [...]})')

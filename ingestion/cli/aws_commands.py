@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ingestion.aws import deployment, doctor, glue, job_python, packaging, submit
+from ingestion.aws import account_doctor, deployment, glue, job_python, packaging, submit
 from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, options_from, selected_tables
 from ingestion.config import names
@@ -198,7 +198,7 @@ def _account_checks(args: argparse.Namespace, report: Callable[[str], Any]) -> l
     from ingestion.dynamodb.tables import load_tables
 
     tables = tuple(load_tables().values())
-    account = doctor.Account(
+    account = account_doctor.Account(
         tables,
         args.application_id,
         tuple(args.glue_database),
@@ -206,7 +206,7 @@ def _account_checks(args: argparse.Namespace, report: Callable[[str], Any]) -> l
         args.bucket,
         args.role_arn,
     )
-    checks = [] if args.dry_run else doctor.aws_checks(account)
+    checks = [] if args.dry_run else account_doctor.aws_checks(account)
     if not args.probe or not all(c.ok for c in checks):
         return checks
     if not (args.application_id and args.code and args.role_arn and args.warehouse):
@@ -221,11 +221,11 @@ def _account_checks(args: argparse.Namespace, report: Callable[[str], Any]) -> l
         warehouse=args.warehouse,
         region=args.region,
     )
-    report(doctor.PROBE_COST)
+    report(account_doctor.PROBE_COST)
     if args.dry_run:
         report(submit.dry_run(probe))
         return checks
-    return [*checks, doctor.probe(probe, report)]
+    return [*checks, account_doctor.probe(probe, report)]
 
 
 def run_deploy_render(args: argparse.Namespace) -> int:

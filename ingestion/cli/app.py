@@ -19,7 +19,16 @@ log = logging.getLogger("ddb-lakehouse")
 
 
 def parser() -> argparse.ArgumentParser:
-    from ingestion.cli import aws, demo, exports, inspection, maintenance, merge, streams, tables
+    from ingestion.cli import (
+        aws_commands,
+        demo_commands,
+        export_commands,
+        inspection_commands,
+        maintenance_commands,
+        merge_commands,
+        stream_commands,
+        table_commands,
+    )
 
     root = argparse.ArgumentParser(
         prog="ddb-lakehouse",
@@ -34,7 +43,16 @@ def parser() -> argparse.ArgumentParser:
     )
     sub = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # The order of `ddb-lakehouse --help`: the flow first, then inspection, AWS, the samples.
-    for group in (tables, exports, streams, merge, maintenance, inspection, aws, demo):
+    for group in (
+        table_commands,
+        export_commands,
+        stream_commands,
+        merge_commands,
+        maintenance_commands,
+        inspection_commands,
+        aws_commands,
+        demo_commands,
+    ):
         group.register(sub)
     return root
 
