@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, selected_tables
-from ingestion.jobs.maintain import maintain_tables
+from ingestion.upkeep.maintenance import maintain_tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +38,7 @@ def run_maintain(args: argparse.Namespace) -> int:
         selected_tables(args),
         timedelta(hours=args.retention_hours),
         args.keep_snapshots,
-        output.Console(),
+        output.Console().line,
         check=not args.no_check,
     )
     return 0

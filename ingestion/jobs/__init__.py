@@ -1,3 +1,3 @@
 """The flows the commands run, each one function the CLI calls: stage, sync, export, merge,
-rebuild, maintain, watch, and looking (status, query). They report as they go through the
+rebuild, watch, and looking (status, query). They report as they go through the
 ``Reporter`` the caller passes in, and hold a table through ``guard`` alone (lock and lease)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -23,8 +24,8 @@ from ingestion.config import clock, names
 from ingestion.config.names import quote_table
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.merge import merge_log
-from ingestion.spark import table_metadata
+from ingestion.merge import merge_log, runner
+from ingestion.spark import spark_config, table_metadata
 from ingestion.staging import append, ledger
 from ingestion.upkeep import expiry
 
@@ -230,6 +231,26 @@ def maintain(
     return Report(
         table.name, compaction, manifests, tuple(expired), time.monotonic() - started, pruned
     )
+
+
+def maintain_tables(
+    tables: list[TableConfig],
+    retention: timedelta,
+    keep_snapshots: int,
+    say: Callable[[str], None],
+    check: bool = True,
+) -> None:
+    """``maintain`` over several tables: each one ``maintain``ed, then (``check``) the whole
+    tables tested: a merge tests only the keys its batches touched."""
+    spark = spark_config.build_spark("maintain")
+    for table in tables:
+        say("\n".join(maintain(spark, table, retention, keep_snapshots).lines()))
+    if check:
+        checked, left = runner.full_check(spark, tables)
+        if checked:
+            say(f"full check (dbt test of whole tables): {', '.join(checked)}: passed")
+        for name in left:
+            say(f"full check: {name} left out (no final table, or batches not merged yet)")
 
 
 def upkeep_due(spark: SparkSession, table: str, every: timedelta) -> datetime | None:
