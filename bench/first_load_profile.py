@@ -135,7 +135,7 @@ def breakdown(spark: Any, folder: Path, table_name: str) -> dict[str, float]:
 
     from ingestion.dynamodb import decode
     from ingestion.dynamodb.tables import get_table
-    from ingestion.schema import detect, shape_stats, shapes
+    from ingestion.schema import detect, shapes
     from ingestion.sources import manifest
     from ingestion.staging import append, table_types
 
@@ -162,11 +162,11 @@ def breakdown(spark: Any, folder: Path, table_name: str) -> dict[str, float]:
             out[label] = _noop(rows.select(*keys, attribute.column))
     first = [r[0] for r in lines.select("value").limit(detect.SAMPLE_ITEMS).collect()]
     top = shapes.from_items(detect._sample_items(first, True))
-    flagged, plan = shape_stats.flagged(lines, top)
-    out["detection: the parse, a column per path"] = _noop(flagged.drop(shape_stats.MISFIT))
+    flagged, plan = shapes.flagged(lines, top)
+    out["detection: the parse, a column per path"] = _noop(flagged.drop(shapes.MISFIT))
     out["detection: + the shape checks"] = _noop(flagged)
     began = time.monotonic()
-    shape_stats.statistics(flagged, plan)
+    shapes.statistics(flagged, plan)
     out["detection: + the statistics"] = round(time.monotonic() - began, 1)
     return out
 

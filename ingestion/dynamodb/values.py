@@ -19,7 +19,7 @@ MAX_DEPTH = 32  # DynamoDB supports up to 32 levels of nesting
 def value_ddl(maps: str = "string", lists: str = "string") -> str:
     """The VALUE struct: one field per descriptor; ``M`` and ``L`` as JSON text unless typed
     (``maps``: ``map<string, VALUE>``, ``lists``: ``array<VALUE>``; ingestion.schema.shapes,
-    ingestion.schema.layouts)."""
+    ingestion.schema.typed_columns)."""
     return (
         "struct<`S`:string,`N`:string,`B`:string,`BOOL`:boolean,`NULL`:boolean,"
         f"`SS`:array<string>,`NS`:array<string>,`BS`:array<string>,`M`:{maps},`L`:{lists}>"

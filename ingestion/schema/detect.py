@@ -2,7 +2,7 @@
 
 The pass: the shape of the items is learnt from the first ``SAMPLE_ITEMS`` of them, then every
 item is parsed once with that shape's type and ONE aggregation computes every (path, type)'s
-statistics (ingestion.schema.shape_stats). The items the shape does not describe (an attribute
+statistics (ingestion.schema.shapes). The items the shape does not describe (an attribute
 first seen later, a new map key, a value of another type) are counted by the generic path, which
 a second pass runs over them alone, and the two add up: the same statistics as the generic path
 over every item, at the cost of one parse (bench/export_to_final.py).
@@ -29,7 +29,7 @@ from ingestion.dynamodb import decode
 from ingestion.dynamodb.numbers import fits_long, number_digits
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import descriptor, expand_values, parse_item
-from ingestion.schema import shape_stats, shapes, type_rules, typed_columns, types
+from ingestion.schema import shapes, type_rules, typed_columns, types
 from ingestion.sources import manifest
 
 log = logging.getLogger(__name__)
@@ -48,12 +48,12 @@ def statistics(frame: DataFrame) -> type_rules.Stats:
     top = shapes.from_items(_sample_items(first, text == "value"))
     if not top or shapes.size(top) > MAX_SHAPE_PATHS:
         return generic_statistics(_attributes(frame))
-    flagged, plan = shape_stats.flagged(frame, top)
-    items, misfits, by_path = shape_stats.statistics(flagged, plan)
+    flagged, plan = shapes.flagged(frame, top)
+    items, misfits, by_path = shapes.statistics(flagged, plan)
     if not misfits:
         return type_rules.Stats(items, by_path)
     log.info("%d of %d items not of the first items' shape: the generic path counts them", misfits, items)  # fmt: skip
-    rest = generic_statistics(_attributes(flagged.where(shape_stats.MISFIT).select(text)))
+    rest = generic_statistics(_attributes(flagged.where(shapes.MISFIT).select(text)))
     return _added(items, by_path, rest)
 
 

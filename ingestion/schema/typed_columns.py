@@ -3,10 +3,26 @@
 ``typed`` gives the value decoded to the column type, null when absent, NULL, or when it does
 not fit. So "it fits" is always ``is_absent(value) or decoded is not null`` (``fits``): the
 decision is made once, and top-level scalars stay plain expressions that Spark compiles.
+
+**Layouts.** A struct column's map is decoded from ``VALUE.M``, an array column's list from
+``VALUE.L``. In the generic parse both are JSON text, parsed again where a column needs their
+content (a list of maps: the item, the list's text, each element's text). A ``Layout`` says, per
+route into a column (the attribute, then its map's values, then their lists' elements...),
+whether ``M`` and ``L`` arrive typed (``map<key, VALUE>``, ``array<VALUE>``) or as text, so that
+the decode reads values Spark's JSON parser filled directly. They arrive typed only where every
+column type met at that route needs them so: a ``string`` column there renders maps and lists
+from their text, so a route holding one keeps the text. Maps stay maps (never structs), so the
+decode still sees every key and a key the column lacks still makes the value not fit.
+
+**Types of the first items.** Types learnt from a batch's first items (``types.Schema.sampled``)
+are proven by the pass that stages the batch: at every path, a value of a descriptor detection
+did not see there in those items does not fit (``guarded``), and a value that does not fit fails
+the batch with ``SAMPLE_MISFIT`` before its commit.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -21,10 +37,89 @@ from ingestion.dynamodb.values import (
     parse_map,
     sql_string,
     text_sql,
+    value_ddl,
 )
-from ingestion.schema import first_items
-from ingestion.schema.layouts import TEXT, Layout, layout, typed_attributes_ddl
+from ingestion.schema.type_rules import DETECTED_MARK
 from ingestion.schema.types import Attribute, ColumnType
+
+# The message a batch staged with types from its first items (``Schema.sampled``) fails with when
+# a value does not fit them: staging (ingestion/staging/exports.py) then detects the types from
+# every item and stages the batch again.
+SAMPLE_MISFIT = "dynamodb-lakehouse: values the first items' types do not describe"
+
+
+def seen_descriptors(info: dict[str, Any] | None) -> list[str] | None:
+    """The descriptors a value may have where detection saw ``info`` (its ``dynamodb_types``),
+    for a schema learnt from the first items: those seen there (NULL always, being no value);
+    where only NULL was seen, S too (its type, text, is what S would give). None: any (a
+    declared entry, or no detection record)."""
+    if not info or DETECTED_MARK not in info:
+        return None
+    kinds = [d for d in info[DETECTED_MARK] if d != "NULL"]
+    return kinds or ["S"]
+
+
+def guarded(value: str, decoded: str, seen: dict[str, Any] | None) -> str:
+    """``decoded`` (the SQL of ``value`` decoded), null where ``value`` has a descriptor not in
+    ``seen_descriptors(seen)``."""
+    kinds = seen_descriptors(seen)
+    others = [d for d in DESCRIPTORS if kinds is not None and d not in kinds and d != "NULL"]
+    if not others:
+        return decoded
+    unseen = " or ".join(f"{field(value, d)} is not null" for d in others)
+    return f"case when not ({unseen}) then {decoded} end"
+
+
+def seen_below(
+    seen: dict[str, Any] | None, step: str, name: str | None = None
+) -> dict[str, Any] | None:
+    """Detection's record of a struct field (``step`` ``fields``) or of a list's elements."""
+    if not seen or step not in seen:
+        return None
+    found = seen[step] if name is None else seen[step].get(name)
+    return found if isinstance(found, dict) else None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One route: whether ``M`` / ``L`` arrive typed, and the routes below them."""
+
+    maps: Layout | None = None  # the route into a typed map's values; None: M is text
+    lists: Layout | None = None  # the route into a typed list's elements; None: L is text
+
+    def value_ddl(self) -> str:
+        mapped = f"map<string,{self.maps.value_ddl()}>" if self.maps else "string"
+        listed = f"array<{self.lists.value_ddl()}>" if self.lists else "string"
+        return value_ddl(mapped, listed)
+
+    @property
+    def typed(self) -> bool:
+        return self.maps is not None or self.lists is not None
+
+
+TEXT = Layout()
+
+
+def layout(types: list[ColumnType]) -> Layout:
+    """The layout of a route where values of ``types`` are decoded."""
+    if any(t.kind == "string" for t in types):
+        return TEXT
+    fields = [f.type for t in types if t.kind == "struct" for f in t.fields]
+    elements = [t.element for t in types if t.kind == "array" and t.element is not None]
+    return Layout(layout(fields) if fields else None, layout(elements) if elements else None)
+
+
+def typed_attributes_ddl(columns: list[tuple[str, ColumnType]]) -> str | None:
+    """The type that parses an item's nested attributes typed (``struct<name: VALUE>``, one
+    field per attribute whose layout types anything), or None when none does."""
+    typed = [(name, layout([t])) for name, t in columns]
+    fields = [f"{_quote(name)}:{shape.value_ddl()}" for name, shape in typed if shape.typed]
+    return f"struct<{','.join(fields)}>" if fields else None
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
 
 # The message an item with attributes the schema does not know yet fails its batch with:
 # staging (ingestion/staging/exports.py) adds them to the schema and stages the batch again.
@@ -71,11 +166,11 @@ def typed(
     seen: dict[str, Any] | None = None,
 ) -> str:
     """SQL for the value decoded to ``column_type``: null when absent, NULL or not fitting.
-    ``shape``: whether the value's ``M`` and ``L`` arrive typed or as text (ingestion.schema.layouts);
+    ``shape``: whether the value's ``M`` and ``L`` arrive typed or as text (ingestion.schema.typed_columns);
     ``compiled``: a typed map at the top decoded by plain expressions, not in a lambda.
     ``seen``: detection's record of the path, for types of the first items (``first_items``)."""
     decoded = _typed(value, column_type, depth, shape, compiled, seen)
-    return first_items.guarded(value, decoded, seen)
+    return guarded(value, decoded, seen)
 
 
 def _typed(
@@ -139,7 +234,7 @@ def _struct(
             column_type.fields[i].type,
             depth + 1,
             below,
-            seen=first_items.below(seen, "fields", name),
+            seen=seen_below(seen, "fields", name),
         )
 
     if shape.maps and depth == 0 and compiled:
@@ -173,9 +268,7 @@ def _array(
         )
         + ")"
     )
-    element = typed(
-        e, column_type.element, depth + 1, below, seen=first_items.below(seen, "element")
-    )
+    element = typed(e, column_type.element, depth + 1, below, seen=seen_below(seen, "element"))
     pairs = f"transform({es}, {e} -> named_struct('e', {e}, 'v', {element}))"
     values = f"transform({rs}, p -> p.v)"
     sets_sorted = (
@@ -201,7 +294,7 @@ def decoded(
 ):
     """A function adding ``<prefix><i>``, each attribute decoded to its column type (null when
     it does not fit): nested ones from ``<prefix>typed`` (their maps and lists filled by
-    Spark's JSON parser once, ingestion.schema.layouts) where the table is narrow enough, the
+    Spark's JSON parser once, ingestion.schema.typed_columns) where the table is narrow enough, the
     rest from ``_attrs``. Absence, keys and drift are decided from ``_attrs`` either way.
     ``guard``: SQL a row must meet to be decoded at all (an entity's rows); null elsewhere."""
     narrow = len(attributes) <= TYPED_ATTRIBUTES

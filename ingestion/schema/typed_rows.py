@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from ingestion.dynamodb.decode import fail
 from ingestion.dynamodb.entities import ENTITY_COLUMN, EntityRule, entity_sql
 from ingestion.dynamodb.values import DESCRIPTORS, descriptor, field, is_absent, sql_string
-from ingestion.schema import first_items
+from ingestion.schema import typed_columns
 from ingestion.schema.typed_columns import NEW_ATTRIBUTES, _attribute, decoded, fits
 from ingestion.schema.types import Attribute, Schema
 
@@ -68,7 +68,7 @@ def _drift(attributes: list[Attribute], prefix: str, strict: bool) -> str:
     drifted = f"filter(array({drift}), x -> x is not null)" if drift else "array()"
     found = drifted
     if strict:
-        found = f"raise_error(concat({sql_string(first_items.SAMPLE_MISFIT + ': ')}, array_join({drifted}, ', '), ' in ', _source_file))"  # fmt: skip
+        found = f"raise_error(concat({sql_string(typed_columns.SAMPLE_MISFIT + ': ')}, array_join({drifted}, ', '), ' in ', _source_file))"  # fmt: skip
     return f"case when size({drifted}) > 0 then {found} end"
 
 

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.schema import detect, first_items, schema_file, typed_columns, types
+from ingestion.schema import detect, schema_file, typed_columns, types
 from ingestion.sources import manifest
 from ingestion.spark import spark_config
 from ingestion.staging import append, chain, entity_types, ledger, table_types
@@ -167,7 +167,7 @@ def stage_with_evolution(
             return stage(current), []
     except append.StagingError as exc:
         text = str(exc)
-        misfit = first_items.SAMPLE_MISFIT in text or typed_columns.NEW_ATTRIBUTES in text
+        misfit = typed_columns.SAMPLE_MISFIT in text or typed_columns.NEW_ATTRIBUTES in text
         if current.sampled is not None and misfit:
             detected, changes = _detected_whole(table, label, images, source)
             log.info("%s: the first %d items' types did not hold: %s", table.name, current.sampled, append.spark_reason(exc))  # fmt: skip

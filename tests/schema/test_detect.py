@@ -1,4 +1,4 @@
-"""Detection in one pass (the sample's shape, ingestion.schema.shape_stats) gives exactly the
+"""Detection in one pass (the sample's shape, ingestion.schema.shapes) gives exactly the
 statistics of the generic path over every item: on the samples, the hand-made export of the type
 tests, and items the sample's shape does not describe (handed to the generic path)."""
 
@@ -13,7 +13,7 @@ from test_types import handmade_items
 
 from ingestion.dynamodb.values import parse_item
 from ingestion.samples import items as sample_items
-from ingestion.schema import detect, shape_stats, shapes
+from ingestion.schema import detect, shapes
 
 pytestmark = pytest.mark.slow
 
@@ -49,8 +49,8 @@ def _same(spark, items: list[dict | str]) -> None:
 def _misfits(spark, items: list[dict], sample: int) -> int:
     images = _images(spark, items)
     shape = shapes.from_items(items[:sample])
-    frame, plan = shape_stats.flagged(images, shape)
-    return shape_stats.statistics(frame, plan)[1]
+    frame, plan = shapes.flagged(images, shape)
+    return shapes.statistics(frame, plan)[1]
 
 
 def test_the_samples_and_the_handmade_export_in_one_pass(spark) -> None:

@@ -1,4 +1,4 @@
-"""Nested attributes decoded from a typed parse of the image (ingestion.schema.layouts) give the
+"""Nested attributes decoded from a typed parse of the image (ingestion.schema.typed_columns) give the
 same staging rows as the text path, values that do not fit included; where a string column sits
 on a route, maps and lists there stay text."""
 
@@ -14,7 +14,7 @@ from test_types import handmade_items
 from ingestion.dynamodb import decode
 from ingestion.samples import items as sample_items
 from ingestion.schema import detect, type_rules, typed_columns
-from ingestion.schema.layouts import TEXT, Layout, layout, typed_attributes_ddl
+from ingestion.schema.typed_columns import TEXT, Layout, layout, typed_attributes_ddl
 from ingestion.schema.types import Attribute, Schema, parse_type
 from ingestion.staging import append
 
