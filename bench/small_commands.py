@@ -4,7 +4,7 @@
 Measured, interleaved for ``--rounds`` rounds on a books table of ``--items`` items (staged and
 merged once before, not measured): ``status``; ``sync --stream`` with no change file settled;
 ``merge`` with nothing new; ``query --engine duckdb`` of a count; and ``status`` on the Spark
-path (``LAKEHOUSE_NO_LIGHT=1``: what every one of them cost before ``ingestion/light``).
+path (``LAKEHOUSE_NO_LIGHT=1``: what every one of them cost before ``ingestion/without_spark``).
 Target (issue 31): ``status`` and the ``sync`` with nothing new at most 4x the floor.
 
 Usage: .venv/bin/python bench/small_commands.py [--items 10000] [--rounds 5]

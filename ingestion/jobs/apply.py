@@ -12,7 +12,6 @@ from ingestion.dynamodb.entities import final_tables, staged_under
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
 from ingestion.jobs.reporter import Reporter
-from ingestion.light import catalog as light_catalog
 from ingestion.merge import merge_log
 from ingestion.merge.merge_counts import MergeCounts
 from ingestion.merge.runner import dbt_log_file, on_screen, run_merge
@@ -22,6 +21,7 @@ from ingestion.staging import table_types
 from ingestion.staging.staging_table import ENTITIES_MOVED, ENTITY_VALUES, WHOLE_KEY
 from ingestion.upkeep.adopt import adopt_before_merge
 from ingestion.upkeep.rebuild import rebuild_staging
+from ingestion.without_spark import iceberg_metadata
 
 
 def merge_tables(
@@ -54,15 +54,15 @@ def merge_tables(
 
 
 def nothing_to_merge(tables: list[TableConfig], reporter: Reporter) -> bool:
-    """True (and said) when no table has anything to merge, found without a JVM (``light``):
+    """True (and said) when no table has anything to merge, found without a JVM (``without_spark``):
     every staged table has its final table, no batch the merge log lacks, and the same column
     types as its staging table (no drift adopted since its last build). False when any of that
-    does not hold, or the light path does not serve this target: the merge then starts Spark."""
-    if not light_catalog.available():
+    does not hold, or the path without Spark does not serve this target: the merge then starts Spark."""
+    if not iceberg_metadata.available():
         return False
     lines = []
     for table in tables:
-        staging = light_catalog.read_metadata(names.STAGING, table.name)
+        staging = iceberg_metadata.read_metadata(names.STAGING, table.name)
         if staging is None:
             lines.append(f"{table.name}: nothing staged yet, skipped")
             continue
@@ -87,8 +87,8 @@ def _merged_whole(table: TableConfig, staging: Metadata) -> bool:
         if table.entities.by == "key" and properties.get(ENTITY_VALUES) != WHOLE_KEY:
             return False
     for final_table in final_tables(table):
-        final = light_catalog.read_metadata(names.FINAL, final_table.name)
-        if final is None or merge_log.light_new_batches(final_table.name):
+        final = iceberg_metadata.read_metadata(names.FINAL, final_table.name)
+        if final is None or merge_log.new_batches_without_spark(final_table.name):
             return False
         staged = {c: _plain(kind) for c, kind in staging.columns.items()}
         entity = staging.columns.get(final_table.name) if final_table.staging else None

@@ -18,16 +18,15 @@ from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs import sync
 from ingestion.jobs.reporter import Reporter
-from ingestion.light import catalog as light_catalog
-from ingestion.light import duck
 from ingestion.schema import schema_file, types
 from ingestion.sources.aws_errors import aws_errors
 from ingestion.spark import spark_config
 from ingestion.staging import table_types
-from ingestion.staging.drift import Drift, drift_report, light_drift_report
+from ingestion.staging.drift import Drift, drift_report, drift_report_without_spark
 from ingestion.staging.exports import with_keys
 from ingestion.upkeep import verify as verifying
-from ingestion.upkeep.status import TableStatus, light_status, table_status
+from ingestion.upkeep.status import TableStatus, status_without_spark, table_status
+from ingestion.without_spark import duckdb_engine, iceberg_metadata
 
 
 class QueryError(LakehouseError):
@@ -36,9 +35,9 @@ class QueryError(LakehouseError):
 
 def drift(table: TableConfig) -> list[Drift]:
     """Values staged that did not fit their column, per attribute and source (without a JVM
-    where the light path serves: ``light``)."""
-    if light_catalog.available():
-        return light_drift_report(table.name)
+    where the path without Spark serves: ``without_spark``)."""
+    if iceberg_metadata.available():
+        return drift_report_without_spark(table.name)
     return drift_report(spark_config.build_spark("drift"), table.name)
 
 
@@ -58,11 +57,11 @@ def table_schema(table: TableConfig) -> tuple[types.Schema | None, str]:
 
 
 def statuses(tables: list[TableConfig]) -> Iterator[TableStatus]:
-    """Each table's status; without a JVM where the light path serves (``light``)."""
+    """Each table's status; without a JVM where the path without Spark serves (``without_spark``)."""
     finals = [final for table in tables for final in final_tables(table)]  # one per entity
-    if light_catalog.available():
+    if iceberg_metadata.available():
         for final in finals:
-            yield light_status(final.name)
+            yield status_without_spark(final.name)
         return
     spark = spark_config.build_spark("status")
     for final in finals:
@@ -81,7 +80,7 @@ ENGINES = ("spark", "duckdb")
 def query(sql: str, limit: int | None, engine: str = "spark") -> QueryResult:
     """Run ``sql``; its rows (the first ``limit`` of them, or all of them streamed to the
     driver one partition at a time when ``limit`` is None). ``engine="duckdb"``: DuckDB's SQL
-    over the tables' current state, no JVM (``light``; reads only)."""
+    over the tables' current state, no JVM (``without_spark``; reads only)."""
     if engine == "duckdb":
         return _duckdb_query(sql, limit)
     from pyspark.errors import AnalysisException, ParseException
@@ -96,7 +95,7 @@ def query(sql: str, limit: int | None, engine: str = "spark") -> QueryResult:
 
 
 def _duckdb_query(sql: str, limit: int | None) -> QueryResult:
-    if not light_catalog.available():
+    if not iceberg_metadata.available():
         raise QueryError(
             "--engine duckdb reads the local and rehearsal targets' catalogs with the light extra "
             "installed (pip install -e '.[light]'); use the default engine (Spark) here"
@@ -104,7 +103,7 @@ def _duckdb_query(sql: str, limit: int | None) -> QueryResult:
     import duckdb
 
     try:
-        result = duck.with_views((names.STAGING, names.FINAL)).execute(sql)
+        result = duckdb_engine.with_views((names.STAGING, names.FINAL)).execute(sql)
     except duckdb.Error as exc:
         raise QueryError(_first_line(exc)) from None
     columns = [d[0] for d in result.description or []]

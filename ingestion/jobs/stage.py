@@ -15,7 +15,6 @@ from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
 from ingestion.jobs.reporter import Reporter
-from ingestion.light import catalog as light_catalog
 from ingestion.schema import detect, schema_file, types
 from ingestion.sources import manifest
 from ingestion.sources.stream_files import store_for
@@ -31,6 +30,7 @@ from ingestion.staging.exports import (
 )
 from ingestion.staging.streams import ingest_stream
 from ingestion.upkeep.adopt import adopt_drift
+from ingestion.without_spark import iceberg_metadata
 
 
 @dataclass(frozen=True)
@@ -107,11 +107,11 @@ def stage_exports(
 
 def already_applied(table: TableConfig, folders: list[str]) -> list[IngestResult] | None:
     """When the ledger holds every export given, their (skipped) results, found without a JVM
-    (``light``: manifests and the staging table's metadata); else None (staging starts Spark)."""
-    if not light_catalog.available():
+    (``without_spark``: manifests and the staging table's metadata); else None (staging starts Spark)."""
+    if not iceberg_metadata.available():
         return None
     exports = [manifest.read_export(f, verify=False) for f in folders]
-    applied = {e.source for e in ledger.light_entries(table.name)}
+    applied = {e.source for e in ledger.entries_without_spark(table.name)}
     if not all(e.export_arn in applied for e in exports):
         return None
     return [IngestResult(table.name, e.export_arn, 0, e.item_count, True, 0.0) for e in exports]
@@ -120,8 +120,8 @@ def already_applied(table: TableConfig, folders: list[str]) -> list[IngestResult
 def nothing_to_stage(table: TableConfig, stream: StreamSource) -> int | None:
     """When the stream folder holds no settled change file the ledger lacks, and none the
     ledger holds (a cleanup left after a crash), how many files wait to settle, found without a
-    JVM (``light``); else None (staging starts Spark)."""
-    if not light_catalog.available():
+    JVM (``without_spark``); else None (staging starts Spark)."""
+    if not iceberg_metadata.available():
         return None
     store = store_for(stream.location, table.dynamodb_name)
     listed = store.listing()

@@ -11,9 +11,9 @@ from pyspark.sql import functions as F
 
 from ingestion.config import names
 from ingestion.dynamodb.values import sql_string
-from ingestion.light import duck
 from ingestion.spark import table_metadata
 from ingestion.staging import ledger
+from ingestion.without_spark import duckdb_engine
 
 MERGE_LOG = names.merge_log_table()
 
@@ -34,7 +34,7 @@ def new_batches(spark: SparkSession, table: str) -> list[str]:
 
 def unmerged(entries: list[ledger.Entry], merged: set[str]) -> list[str]:
     """The ledger's batches (commit order) the merge log does not hold, whatever read the two:
-    Spark (``new_batches``) or the metadata and DuckDB (``light_new_batches``)."""
+    Spark (``new_batches``) or the metadata and DuckDB (``new_batches_without_spark``)."""
     return [e.batch_id for e in entries if e.batch_id and e.batch_id not in merged]
 
 
@@ -86,12 +86,12 @@ def forget_table(spark: SparkSession, table: str) -> None:
         spark.sql(f"delete from {MERGE_LOG} where table_name = {sql_string(table)}")
 
 
-def light_new_batches(table: str) -> list[str]:
-    """``new_batches`` without Spark (``light``): the ledger and the merge log read from their
+def new_batches_without_spark(table: str) -> list[str]:
+    """``new_batches`` without Spark (``without_spark``): the ledger and the merge log read from their
     metadata and data files."""
     merged = {
         str(row[0])
-        for row in duck.query(
+        for row in duckdb_engine.query(
             names.STAGING,
             names.MERGE_LOG,
             "select batch_id from {table} where table_name = ?",
@@ -99,5 +99,7 @@ def light_new_batches(table: str) -> list[str]:
         )
     }
     return [
-        e.batch_id for e in ledger.light_entries(table) if e.batch_id and e.batch_id not in merged
+        e.batch_id
+        for e in ledger.entries_without_spark(table)
+        if e.batch_id and e.batch_id not in merged
     ]

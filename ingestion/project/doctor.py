@@ -57,7 +57,7 @@ def jars() -> Check:
 
 
 def catalog() -> Check:
-    from ingestion.light.catalog import catalog_file
+    from ingestion.without_spark.iceberg_metadata import catalog_file
 
     path = catalog_file()
     if not path.is_file():

@@ -21,8 +21,8 @@ import jinja2
 from ingestion.config import names
 from ingestion.dynamodb.entities import final_tables, staged_under
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.light import catalog as light_catalog
 from ingestion.schema.types import METADATA_COLUMNS
+from ingestion.without_spark import iceberg_metadata
 
 
 @cache
@@ -93,11 +93,11 @@ def replaced_models(table: TableConfig, root: Path) -> tuple[list[Path], list[Pa
 
 def rule_in_force(table: TableConfig) -> bool:
     """Whether the table's change log was staged under its configured rule, or holds nothing
-    yet (read without a JVM where the light path serves; else assumed). A job refuses any other
+    yet (read without a JVM where the path without Spark serves; else assumed). A job refuses any other
     case, naming the reset: its models are then left as they are."""
-    if not light_catalog.available():
+    if not iceberg_metadata.available():
         return True
-    staged = light_catalog.read_metadata(names.STAGING, table.name)
+    staged = iceberg_metadata.read_metadata(names.STAGING, table.name)
     if staged is None:
         return True
     return table.entities is not None and staged_under(table.entities, staged.properties)

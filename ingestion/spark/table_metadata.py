@@ -1,6 +1,6 @@
 """An Iceberg table's metadata (snapshots with their summaries, properties, columns) as the
 metadata file's JSON: read from this session's catalog through the JVM (``read``), or from the
-file itself without Spark (``ingestion.light.catalog``).
+file itself without Spark (``ingestion.without_spark.iceberg_metadata``).
 
 ``read`` costs one catalog look-up and no Spark job. The merge and staging read the ledger, the
 snapshots and the kept types several times a merge; as metadata-table queries

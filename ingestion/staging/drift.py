@@ -12,8 +12,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import names
-from ingestion.light import catalog as light_catalog
-from ingestion.light import duck
+from ingestion.without_spark import duckdb_engine, iceberg_metadata
 
 
 @dataclass(frozen=True)
@@ -62,12 +61,12 @@ def drift_report(
     ]
 
 
-def light_drift_report(table: str) -> list[Drift]:
-    """``drift_report`` of the whole table without Spark (``light``)."""
-    metadata = light_catalog.read_metadata(names.STAGING, table)
+def drift_report_without_spark(table: str) -> list[Drift]:
+    """``drift_report`` of the whole table without Spark (``without_spark``)."""
+    metadata = iceberg_metadata.read_metadata(names.STAGING, table)
     if metadata is None or "_drift" not in metadata.columns:
         return []
-    rows = duck.query(
+    rows = duckdb_engine.query(
         names.STAGING,
         table,
         "select attribute, _source, count(*), "

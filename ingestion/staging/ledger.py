@@ -15,9 +15,9 @@ from datetime import datetime
 from pyspark.sql import SparkSession
 
 from ingestion.config import names
-from ingestion.light import catalog as light_catalog
 from ingestion.sources.manifest import FULL, Export
 from ingestion.spark import table_metadata
+from ingestion.without_spark import iceberg_metadata
 
 _KEYS = names.SUMMARY_KEYS  # the snapshot-summary keys, written once in config/names
 SOURCE, BATCH, KIND, TABLE_ARN, START, END = (
@@ -82,9 +82,9 @@ def entries(spark: SparkSession, table: str) -> list[Entry]:
     return entries_from([(s.committed_at, s.summary) for s in metadata.snapshots])
 
 
-def light_entries(table: str) -> list[Entry]:
-    """The ledger read from the staging table's metadata file, without Spark (``light``)."""
-    metadata = light_catalog.read_metadata(names.STAGING, names.STAGING_OF.get(table, table))
+def entries_without_spark(table: str) -> list[Entry]:
+    """The ledger read from the staging table's metadata file, without Spark (``without_spark``)."""
+    metadata = iceberg_metadata.read_metadata(names.STAGING, names.STAGING_OF.get(table, table))
     if metadata is None:
         return []
     return entries_from([(s.committed_at, s.summary) for s in metadata.snapshots])

@@ -8,11 +8,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import names
-from ingestion.light import catalog as light_catalog
-from ingestion.light import duck
 from ingestion.merge import merge_log
 from ingestion.staging import chain, ledger
 from ingestion.upkeep import maintenance
+from ingestion.without_spark import duckdb_engine, iceberg_metadata
 
 
 @dataclass(frozen=True)
@@ -84,45 +83,45 @@ def _last_verify(rows: list[tuple]) -> str | None:
     return f"{str(at)[:19]} against export {arn.rsplit('/', 1)[-1]}: {verdict} ({found})"
 
 
-def light_status(table: str) -> TableStatus:
-    """``table_status`` without Spark (``light``): the ledger from the staging table's metadata,
+def status_without_spark(table: str) -> TableStatus:
+    """``table_status`` without Spark (``without_spark``): the ledger from the staging table's metadata,
     counts from DuckDB scans that honour delete files (equal to Spark's before ``maintain``)."""
-    pending = merge_log.light_new_batches(table)
+    pending = merge_log.new_batches_without_spark(table)
     unmerged = 0
     if pending:
         marks = ", ".join("?" for _ in pending)
-        rows = duck.query(
+        rows = duckdb_engine.query(
             names.STAGING,
             names.STAGING_OF.get(table, table),  # an entity table's: its entry's change log
             f"select count(*) from {{table}} where _batch_id in ({marks})",
             pending,
         )
         unmerged = int(rows[0][0]) if rows else 0
-    final = duck.query(names.FINAL, table, "select count(*) from {table}")
+    final = duckdb_engine.query(names.FINAL, table, "select count(*) from {table}")
     return TableStatus(
         table=table,
-        entries=ledger.light_entries(table),
+        entries=ledger.entries_without_spark(table),
         pending=pending,
         unmerged_rows=unmerged,
         final_rows=int(final[0][0]) if final else 0,
-        health=light_health(table),
+        health=health_without_spark(table),
         last_verify=_last_verify(
-            duck.query(names.STAGING, names.VERIFY_LOG, _LAST_VERIFY, [table])
+            duckdb_engine.query(names.STAGING, names.VERIFY_LOG, _LAST_VERIFY, [table])
         ),
     )
 
 
-def light_health(table: str) -> str | None:
+def health_without_spark(table: str) -> str | None:
     """``maintenance.health`` from the final table's metadata: its current snapshot's summary
     (files, sizes), its snapshots, the metadata file's size, the last ``maintain``."""
-    final = light_catalog.read_metadata(names.FINAL, table)
+    final = iceberg_metadata.read_metadata(names.FINAL, table)
     if final is None:
         return None
     summary = final.current.summary if final.current else {}
     data = int(summary.get("total-data-files", 0))
     deletes = int(summary.get("total-delete-files", 0))
     size = int(summary.get("total-files-size", 0))
-    staging = light_catalog.read_metadata(names.STAGING, names.STAGING_OF.get(table, table))
+    staging = iceberg_metadata.read_metadata(names.STAGING, names.STAGING_OF.get(table, table))
     maintained = max(
         (s.committed_at for s in staging.snapshots if ledger.MAINTAINED in s.summary)
         if staging
@@ -133,6 +132,6 @@ def light_health(table: str) -> str | None:
     return (
         f"{data} data files (average {average:.1f} MB), {deletes} delete files, "
         f"{len(final.snapshots)} snapshots, metadata "
-        f"{light_catalog.size_of(final.location) / 1024:.0f} KB, "
+        f"{iceberg_metadata.size_of(final.location) / 1024:.0f} KB, "
         f"last maintenance: {maintained.replace(tzinfo=None) if maintained else 'never'}"
     )

@@ -59,7 +59,9 @@ def held(home: Path) -> dict[str, set[tuple[str, str]]]:
 
 
 def no_jvm(*args: str) -> subprocess.CompletedProcess[str]:
-    from test_light import no_java  # tests/light: the environment in which no JVM can start
+    from test_without_spark import (
+        no_java,  # tests/without_spark: the environment in which no JVM can start
+    )
 
     return subprocess.run(
         [sys.executable, "-m", "ingestion.cli", *args],

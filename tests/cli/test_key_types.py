@@ -20,7 +20,7 @@ def test_a_key_type_the_export_contradicts_is_refused_before_spark(
     project_copy: Path, lakehouse_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.syspath_prepend(str(ROOT / "tests" / "light"))
-    from test_light import no_java
+    from test_without_spark import no_java
 
     assert main(["add-table", "invoices", "--partition-key", "invoice_id:N"]) == 0
     items = [{"invoice_id": {"S": f"INV-{n}"}, "total": {"N": str(n)}} for n in range(3)]
@@ -36,6 +36,6 @@ def test_a_key_type_the_export_contradicts_is_refused_before_spark(
         "dbt_project.yml (nothing staged)"
     ]
     from ingestion.config import names
-    from ingestion.light import catalog
+    from ingestion.without_spark import iceberg_metadata
 
-    assert catalog.read_metadata(names.STAGING, "invoices") is None  # nothing staged
+    assert iceberg_metadata.read_metadata(names.STAGING, "invoices") is None  # nothing staged

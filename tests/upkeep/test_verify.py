@@ -55,7 +55,7 @@ def test_a_table_equal_to_its_export_verifies_equal(
         "0 different, 0 not comparable)"
     )
     assert line in capsys.readouterr().out
-    # The same from Spark (the path of a Glue catalog, where the light path does not serve).
+    # The same from Spark (the path of a Glue catalog, where the path without Spark does not serve).
     assert line in (table_status(spark, "orders").last_verify or "")
 
 

@@ -1,4 +1,4 @@
-"""Small commands without a JVM (``ingestion/light``): after a merge with deletes and before
+"""Small commands without a JVM (``ingestion/without_spark``): after a merge with deletes and before
 ``maintain``, the light status, drift and query give Spark's figures; ``status`` and a ``sync``
 or ``merge`` with nothing new run in a process that cannot start Java."""
 
@@ -16,7 +16,6 @@ from support import ROOT
 from ingestion.cli import main
 from ingestion.dynamodb.tables import get_table
 from ingestion.jobs import inspection, stage
-from ingestion.light import catalog as light_catalog
 from ingestion.merge import merge_log
 from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
@@ -24,6 +23,7 @@ from ingestion.samples.items import BASE_TIME
 from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import drift, ledger
 from ingestion.upkeep import status
+from ingestion.without_spark import iceberg_metadata
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -59,15 +59,17 @@ def books_with_deletes(spark, clean_lakehouse, tmp_path: Path) -> Path:
 def test_light_figures_equal_sparks_after_a_merge_with_deletes(
     spark, books_with_deletes: Path, capsys
 ) -> None:
-    assert light_catalog.available()
+    assert iceberg_metadata.available()
     heavy = status.table_status(spark, "books")
-    light = status.light_status("books")
+    light = status.status_without_spark("books")
     assert light.final_rows == heavy.final_rows == 4  # position deletes honoured
     assert (light.pending, light.unmerged_rows) == (heavy.pending, heavy.unmerged_rows) == ([], 0)
     assert light.entries == heavy.entries
-    assert ledger.light_entries("books") == ledger.entries(spark, "books")
-    assert merge_log.light_new_batches("books") == merge_log.new_batches(spark, "books") == []
-    assert drift.light_drift_report("books") == drift.drift_report(spark, "books")
+    assert ledger.entries_without_spark("books") == ledger.entries(spark, "books")
+    assert (
+        merge_log.new_batches_without_spark("books") == merge_log.new_batches(spark, "books") == []
+    )
+    assert drift.drift_report_without_spark("books") == drift.drift_report(spark, "books")
     result = inspection.query("select count(*) as n from lakehouse.books", None, "duckdb")
     assert list(result.rows) == [(4,)]
 
@@ -78,7 +80,7 @@ def test_light_figures_equal_sparks_after_a_merge_with_deletes(
     assert write_batch([record], str(books_with_deletes))[1] is None
     assert main(["ingest", "--table", "books", "--stream", str(books_with_deletes), "--settle", "0"]) == 0  # fmt: skip
     spark.sql("refresh table lake.staging.books")
-    heavy, light = status.table_status(spark, "books"), status.light_status("books")
+    heavy, light = status.table_status(spark, "books"), status.status_without_spark("books")
     assert len(light.pending) == 1 and light.unmerged_rows == 1
     assert (light.pending, light.unmerged_rows, light.entries) == (heavy.pending, heavy.unmerged_rows, heavy.entries)  # fmt: skip
     assert main(["merge", "--table", "books"]) == 0
@@ -131,12 +133,12 @@ def test_small_commands_need_no_jvm(spark, books_with_deletes: Path) -> None:
 
 
 def test_metadata_is_read_from_s3() -> None:
-    """A warehouse on S3: the light path reads the metadata file with the project's S3 client
+    """A warehouse on S3: the path without Spark reads the metadata file with the project's S3 client
     (moto's server on 127.0.0.1, a test double for AWS only)."""
     import boto3
     import local_s3
 
-    from ingestion.light import catalog
+    from ingestion.without_spark import iceberg_metadata
 
     with local_s3.server() as endpoint:
         s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
@@ -146,4 +148,4 @@ def test_metadata_is_read_from_s3() -> None:
         )
         with pytest.MonkeyPatch.context() as env:
             env.setenv("AWS_ENDPOINT_URL_S3", endpoint)
-            assert catalog.size_of("s3://lake/w/t/metadata/1.metadata.json") == 21
+            assert iceberg_metadata.size_of("s3://lake/w/t/metadata/1.metadata.json") == 21

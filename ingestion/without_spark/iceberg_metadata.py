@@ -20,8 +20,8 @@ LIGHT_TARGETS = ("local", "rehearsal")
 
 
 def available() -> bool:
-    """The light path serves this process: a target whose catalog is a SQLite file, and the
-    ``light`` extra installed."""
+    """The path without Spark serves this process: a target whose catalog is a SQLite file, and the
+    ``without_spark`` extra installed."""
     return (
         settings.target() in LIGHT_TARGETS
         and os.environ.get("LAKEHOUSE_NO_LIGHT") != "1"
