@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ingestion.dynamodb.tables import get_table
     from ingestion.merge import runner
-    from ingestion.samples import live, orders_chain, sample_exports
+    from ingestion.samples import expected_state, orders_chain, sample_exports
     from ingestion.spark.spark_config import build_spark
     from ingestion.staging import exports
     from ingestion.upkeep import maintenance
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     full = sample_exports.write_samples(scratch / "exports", args.items, seed=1, tables=["orders"])
     chain = orders_chain.write_orders_chain(scratch / "exports", args.items, 1, args.increments)
     folders = [full["orders"], *chain]
-    expected = len(live.live_items(folders, ["customer_id", "order_id"]))
+    expected = len(expected_state.expected_items(folders, ["customer_id", "order_id"]))
     generated_s = time.monotonic() - started
 
     spark = build_spark("bench daily sync")

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ingestion.dynamodb.tables import get_table
     from ingestion.merge import runner
-    from ingestion.samples import live, sample_exports
+    from ingestion.samples import expected_state, sample_exports
     from ingestion.samples import stream as sample_stream
     from ingestion.sources.change_file_writer import write_batch
     from ingestion.spark.spark_config import build_spark
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     batches = batches[: args.merges]
     for batch in batches:
         write_batch(batch, str(scratch / "replay"))
-    expected = live.live_items([export, scratch / "replay" / "books"], ["id"])
+    expected = expected_state.expected_items([export, scratch / "replay" / "books"], ["id"])
 
     merge_seconds = []
     for number, batch in enumerate(batches, 1):

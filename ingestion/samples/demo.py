@@ -16,8 +16,8 @@ from ingestion.config import names, settings
 from ingestion.dynamodb.tables import get_table
 from ingestion.jobs.apply import merge_tables
 from ingestion.jobs.reporter import Reporter
+from ingestion.samples.expected_state import expected_items
 from ingestion.samples.items import SAMPLE_TABLES
-from ingestion.samples.live import live_items
 from ingestion.samples.orders_chain import write_orders_chain
 from ingestion.samples.sample_exports import write_samples
 from ingestion.samples.single_table import TABLE, write_single_table
@@ -90,7 +90,7 @@ def run_demo(items: int | None, seed: int, reporter: Reporter) -> DemoResult:
     sources = {"books": [folders["books"], stream / "books"], "orders": [folders["orders"], *chain]}
     # Computed now: ingesting the stream deletes its change files.
     expected = {
-        t: len(live_items(f, [k.name for k in get_table(t).keys])) for t, f in sources.items()
+        t: len(expected_items(f, [k.name for k in get_table(t).keys])) for t, f in sources.items()
     }
     reporter.line(f"sample exports written under {out}")
     for table, folder in folders.items():

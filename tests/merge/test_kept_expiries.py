@@ -1,7 +1,7 @@
 """`ttl_deletes: keep` through later full exports: a TTL-expired item is in no later export by
 definition, so the full-export baseline must not remove its kept row (finding 1 of the audit:
 every kept row was lost at the next full export, and by `rebuild`). Through the CLI, as the
-audit reproduced it; the expected state is computed in plain Python (``live.live_items``)."""
+audit reproduced it; the expected state is computed in plain Python (``expected_state.expected_items``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from support import book
 
 from ingestion.cli import main
-from ingestion.samples import live, sample_exports
+from ingestion.samples import expected_state, sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
 from ingestion.sources.change_file_writer import write_batch
@@ -68,7 +68,7 @@ def test_a_kept_ttl_expiry_stays_through_later_full_exports_rebuild_and_drift_ad
     ])  # fmt: skip
     f1 = export(tmp_path, "f1", [k2b, k3], 60)  # a later full export, without k1 (expired)
     # (computed before the sync, which deletes the change files it staged)
-    expected = live.live_items([f0, location / "books", f1], ["id"], ttl_keep=True)
+    expected = expected_state.expected_items([f0, location / "books", f1], ["id"], ttl_keep=True)
     sync_stream = ["sync", "--table", "books", "--stream", str(location), "--settle", "0"]
     assert main(sync_stream) == 0
     assert final_rows(spark)["k1"] == ("one", "ttl_delete")
@@ -103,7 +103,7 @@ def test_a_kept_ttl_expiry_stays_through_later_full_exports_rebuild_and_drift_ad
     stream(later, [sample_stream.stream_record("books", "REMOVE", {"id": k3["id"]}, k3, None, at(70), 3, ttl=True)])  # fmt: skip
     k1b = book("k1", "one, created again")
     f2 = export(tmp_path, "f2", [k1b, k2b], 120)
-    expected = live.live_items([f0, f1, later / "books", f2], ["id"], ttl_keep=True)
+    expected = expected_state.expected_items([f0, f1, later / "books", f2], ["id"], ttl_keep=True)
     assert main(["ingest", "--table", "books", "--stream", str(later), "--settle", "0"]) == 0
     assert main(["ingest", "--table", "books", str(f2)]) == 0
     assert main(["merge", "--table", "books"]) == 0

@@ -2,7 +2,7 @@
 
 Real Spark, Iceberg and dbt. Change files are written by the Lambda module's writer
 (ingestion.sources.change_file_writer) into a local folder; the expected final state is computed in plain
-Python from the same files before they are ingested (ingestion.samples.live.live_items).
+Python from the same files before they are ingested (ingestion.samples.expected_state.expected_items).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ingestion.config import clock, settings
 from ingestion.dynamodb import change_order
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import full_refresh, runner
-from ingestion.samples import live, sample_exports
+from ingestion.samples import expected_state, sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.sources import stream_files
 from ingestion.sources.change_file_writer import write_batch
@@ -75,7 +75,7 @@ def test_stream_changes_reach_the_final_table_in_sequence_order(
     baseline(spark, books_export)
     location = tmp_path / "streams"
     names = write_stream(location, sample_stream.books_stream_records(ITEMS, SEED))
-    expected = live.live_items([books_export, location / "books"], ["id"])
+    expected = expected_state.expected_items([books_export, location / "books"], ["id"])
 
     result = streams.ingest_stream(spark, get_table("books"), str(location), settle_seconds=0)
     assert result.files == len(names) and result.cleaned == len(names) and result.pending == 0
@@ -246,7 +246,7 @@ def test_kill_between_commit_and_cleanup_then_run_again(
     baseline(spark, books_export)
     location = tmp_path / "streams"
     names = write_stream(location, sample_stream.books_stream_records(ITEMS, SEED))
-    expected = live.live_items([books_export, location / "books"], ["id"])
+    expected = expected_state.expected_items([books_export, location / "books"], ["id"])
     command = [sys.executable, "-m", "ingestion.cli", "ingest", "--table", "books"]
     command += ["--stream", str(location), "--settle", "0"]
     env = {**os.environ, "LAKEHOUSE_FAULT": fault}
@@ -285,8 +285,10 @@ def test_ttl_expiries_can_be_kept_flagged(
     baseline(spark, books_export)
     location = tmp_path / "streams"
     write_stream(location, sample_stream.books_stream_records(ITEMS, SEED))
-    expected = live.live_items([books_export, location / "books"], ["id"], ttl_keep=True)
-    deleted = live.live_items([books_export, location / "books"], ["id"])
+    expected = expected_state.expected_items(
+        [books_export, location / "books"], ["id"], ttl_keep=True
+    )
+    deleted = expected_state.expected_items([books_export, location / "books"], ["id"])
     assert len(expected) > len(deleted)  # the sample has TTL expiries
     streams.ingest_stream(spark, books, str(location), settle_seconds=0)
     runner.run_merge(spark, [books])
@@ -381,7 +383,7 @@ def test_watch_survives_kill_9_and_readers_never_fail(
     # records themselves as the files are gone now).
     replay = tmp_path / "replay"
     write_stream(replay, batches)
-    expected = live.live_items([books_export, replay / "books"], ["id"])
+    expected = expected_state.expected_items([books_export, replay / "books"], ["id"])
     assert final_images(spark) == expected
     # Every change file staged exactly once, across the kill and the restart (file names are
     # deterministic, so the replay has the same names).
@@ -408,7 +410,7 @@ def test_compaction_applies_deletes_and_readers_agree(
     batches = sample_stream.books_stream_records(ITEMS, SEED)
     replay = tmp_path / "replay"
     write_stream(replay, batches)
-    expected = live.live_items([books_export, replay / "books"], ["id"])
+    expected = expected_state.expected_items([books_export, replay / "books"], ["id"])
     location = tmp_path / "streams"
     for batch in batches:  # one merge per Lambda batch
         write_stream(location, [batch])

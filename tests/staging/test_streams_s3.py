@@ -20,7 +20,7 @@ from support import ROOT
 
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import runner
-from ingestion.samples import live, sample_exports
+from ingestion.samples import expected_state, sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.sources.change_file_writer import write_batch
 from ingestion.spark import jars
@@ -46,7 +46,7 @@ def test_ingest_stream_from_s3(spark, clean_lakehouse, tmp_path: Path) -> None:
         local = tmp_path / "replay"
         for batch in batches:
             write_batch(batch, str(local))
-        expected = live.live_items([export, local / "books"], ["id"])
+        expected = expected_state.expected_items([export, local / "books"], ["id"])
         env = {
             **os.environ,
             "LAKEHOUSE_EXTRA_JARS": extra_jars,

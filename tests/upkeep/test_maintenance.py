@@ -18,7 +18,7 @@ from support import final_ids
 from ingestion.aws import glue
 from ingestion.dynamodb.tables import get_table
 from ingestion.merge import merge_log, runner
-from ingestion.samples import live, sample_exports
+from ingestion.samples import expected_state, sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import exports, ledger, streams
@@ -38,7 +38,7 @@ def build(spark, tmp_path: Path) -> tuple[Path, dict]:
     batches = sample_stream.books_stream_records(ITEMS, SEED, changes=60)
     for batch in batches:
         write_batch(batch, str(tmp_path / "replay"))
-    expected = live.live_items([export, tmp_path / "replay" / "books"], ["id"])
+    expected = expected_state.expected_items([export, tmp_path / "replay" / "books"], ["id"])
     for batch in batches:
         write_batch(batch, str(tmp_path / "streams"))
         streams.ingest_stream(spark, books, str(tmp_path / "streams"), settle_seconds=0)

@@ -12,7 +12,7 @@ from ingestion.samples.stream import stream_changes
 from ingestion.sources.manifest import FULL, read_export
 
 
-def live_items(
+def expected_items(
     folders: list[Path], keys: list[str], ttl_keep: bool = False
 ) -> dict[str, dict[str, Any]]:
     """The items a sequence of exports (and stream change-file folders, ``<location>/<table>``)
