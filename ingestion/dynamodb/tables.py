@@ -10,9 +10,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
@@ -22,30 +31,16 @@ from ingestion.sources.s3_uri import LocationError, parse_s3_uri
 
 KEY_DESCRIPTORS = ("S", "N", "B")
 MAX_BUCKETS = 1024
-TTL_MODES = ("delete", "keep")
 _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,127}$")  # a lakehouse (and dbt, Glue) table name
 # A DynamoDB table name: 3 to 255 of a-z A-Z 0-9 _ . - (the DynamoDB API reference).
 _DYNAMODB_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
-# Every key a table entry may hold (docs/tables-and-types.md lists them in one table).
-ENTRY_KEYS = (
-    "partition_key",
-    "sort_key",
-    "dynamodb_table",
-    "table_arn",
-    "export_to",
-    "buckets",
-    "ttl_deletes",
-    "adopt_drift",
-    "cadence",
-    "heal",
-    "verify",
-    "entities",
-)
 # How a deployment keeps the table fresh (``ddb-lakehouse deploy render``): from its stream
 # through the one long-running ``watch``, or from a daily incremental export.
-CADENCES = ("daily", "stream")
+Cadence = Literal["daily", "stream"]
+CADENCES: tuple[str, ...] = get_args(Cadence)
 # How often a deployment verifies the table against a full export (``verify --from-dynamodb``).
-VERIFY_SCHEDULES = ("weekly", "daily", "off")
+VerifySchedule = Literal["weekly", "daily", "off"]
+TtlMode = Literal["delete", "keep"]
 _TABLE_ARN = re.compile(
     r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/([A-Za-z0-9_.-]{3,255})$"
 )
@@ -78,9 +73,9 @@ class TableConfig:
     buckets: int | None = None  # final table partitioned by bucket(N, partition key column)
     adopt_drift: bool = True  # a value that does not fit its column widens it (upkeep.adopt)
     dynamodb_table: str = ""  # the DynamoDB table's own name (default: ``name``)
-    cadence: str = "daily"  # how a deployment syncs it: daily | stream (CADENCES)
+    cadence: str = "daily"  # how a deployment syncs it: daily | stream (Cadence)
     heal: bool = False  # sync --from-dynamodb heals a broken chain with a full export
-    verify: str = "weekly"  # how often a deployment verifies it (VERIFY_SCHEDULES)
+    verify: str = "weekly"  # how often a deployment verifies it (VerifySchedule)
     entities: EntityRule | None = None  # a single-table design's rule (ingestion.dynamodb.entities)
     staging: str = ""  # an entity's final table: the entry whose change log it reads
 
@@ -98,13 +93,19 @@ class TableConfig:
         return {k.name: k.descriptor for k in self.keys}
 
 
-def parse_key(spec: str, table: str) -> Key:
-    """``ATTR:TYPE`` with TYPE one of S, N, B."""
+def _key_problem(spec: str) -> str | None:
     name, sep, descriptor = spec.rpartition(":")
     if not sep or not name or descriptor not in KEY_DESCRIPTORS:
-        raise TableConfigError(
-            f"table {table}: key {spec!r} must be ATTRIBUTE:TYPE with TYPE one of S, N, B"
-        )
+        return f"key {spec!r} must be ATTRIBUTE:TYPE with TYPE one of S, N, B"
+    return None
+
+
+def parse_key(spec: str, table: str) -> Key:
+    """``ATTR:TYPE`` with TYPE one of S, N, B."""
+    problem = _key_problem(spec)
+    if problem:
+        raise TableConfigError(f"table {table}: {problem}")
+    name, _, descriptor = spec.rpartition(":")
     return Key(name, descriptor)
 
 
@@ -129,55 +130,185 @@ def check_dynamodb_name(dynamodb_name: str) -> None:
         )
 
 
-def _source(name: str, entry: dict[str, Any]) -> str:
-    """The entry's ``dynamodb_table`` ("" for the entry's own name), checked with its
-    ``table_arn``: both name the one DynamoDB table its exports and stream files come from."""
-    dynamodb_table = str(entry.get("dynamodb_table") or "")
-    if dynamodb_table:
-        check_dynamodb_name(dynamodb_table)
-    table_arn = entry.get("table_arn")
-    if table_arn is not None:
-        found = _TABLE_ARN.match(str(table_arn))
-        if not found:
-            raise TableConfigError(
-                f"table {name}: table_arn {table_arn!r} is no DynamoDB table ARN "
-                "(arn:aws:dynamodb:REGION:ACCOUNT:table/NAME)"
+Buckets = Annotated[int, Field(strict=True, ge=2, le=MAX_BUCKETS)]
+
+
+class TableEntry(BaseModel):
+    """One entry of ``vars: dynamodb_tables:``, validated here and only here: the keys a table
+    entry may hold, their types and defaults. Each field's description is its row of the docs'
+    table of entry keys (``entry_keys_table``, in docs/tables-and-types.md; a test keeps them
+    equal). Validated with the entry's lakehouse name as context (``name``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    partition_key: str = Field(
+        description="`ATTRIBUTE:TYPE`, TYPE `S`, `N` or `B` (required; a type every one of an "
+        "export's first 10 data lines contradicts is refused before Spark starts; a stream "
+        "file's, by the ingest)"
+    )
+    sort_key: str | None = Field(None, description="`ATTRIBUTE:TYPE`")
+    dynamodb_table: str | None = Field(
+        None,
+        description="the DynamoDB table's own name, when it differs from the entry's",
+        json_schema_extra={"shown_default": "the entry's name"},
+    )
+    table_arn: str | None = Field(
+        None,
+        description="the table's ARN (`export`, `sync --from-dynamodb`; when set, exports must "
+        "carry exactly it)",
+    )
+    export_to: str | None = Field(
+        None, description="`s3://BUCKET/PREFIX` where `export` asks DynamoDB to write"
+    )
+    buckets: Buckets | None = Field(
+        None,
+        description=f"2 to {MAX_BUCKETS}: the final table partitioned by `bucket(N, partition "
+        "key)`",
+    )
+    ttl_deletes: TtlMode = Field(
+        "delete",
+        description="`delete` or `keep`: what a TTL expiry does to the final row (`keep`: the "
+        "row stays, flagged, through later full exports, until its key is created again)",
+    )
+    adopt_drift: bool = Field(
+        True,
+        strict=True,
+        description="`true` or `false`: adopt a value that does not fit its column",
+    )
+    heal: bool = Field(
+        False,
+        strict=True,
+        description="`true` or `false`: `sync --from-dynamodb` heals a chain of exports that cannot continue "
+        "with a full export, as `--heal` does ([Proving it](proving-it.md))",
+    )
+    verify: VerifySchedule = Field(
+        "weekly",
+        description="how often a deployment verifies it against a full export (`deploy "
+        "render`'s `<table>-verify` schedule): `weekly`, `daily` or `off` (YAML reads a bare "
+        "`off` as `false`: taken as `off`)",
+    )
+    cadence: Cadence = Field(
+        "daily",
+        description="how a deployment keeps it fresh (`ddb-lakehouse deploy render`): `stream` "
+        "(its DynamoDB stream, read by the one long-running `watch`) or `daily` (an incremental "
+        "export a day, and a weekly `maintain`)",
+    )
+    # Its rule is read and checked by its own parser (ingestion.dynamodb.entities.parse_rule).
+    entities: Any = Field(
+        None,
+        description="a single-table design's rule: `key: KEY` (the text before the first `#` of "
+        "a string key, all of it without one) or `attribute: ATTR` (its string value), and "
+        "`values: {VALUE: final table name or null}` (null: `<table>__<value>`); one final table "
+        "per value, and `<table>__unmatched` for items of no listed value ([Single-table "
+        "designs](single-table-design.md))",
+        json_schema_extra={"shown_default": "none: one final table"},
+    )
+
+    @field_validator("partition_key", "sort_key")
+    @classmethod
+    def _key(cls, spec: str | None) -> str | None:
+        problem = _key_problem(spec) if spec else None
+        if problem:
+            raise ValueError(problem)
+        return spec or None
+
+    @field_validator("dynamodb_table")
+    @classmethod
+    def _dynamodb_name(cls, name: str | None) -> str | None:
+        if name:
+            check_dynamodb_name(name)
+        return name or None
+
+    @field_validator("table_arn")
+    @classmethod
+    def _arn(cls, arn: str | None) -> str | None:
+        if arn is not None and not _TABLE_ARN.match(arn):
+            raise ValueError(
+                f"table_arn {arn!r} is no DynamoDB table ARN (arn:aws:dynamodb:REGION:ACCOUNT:"
+                "table/NAME)"
             )
-        if found.group(1) != (dynamodb_table or name):
-            raise TableConfigError(
-                f"table {name}: table_arn names table {found.group(1)!r}, but this entry is "
-                f"DynamoDB table {dynamodb_table or name!r}"
+        return arn
+
+    @field_validator("export_to")
+    @classmethod
+    def _export_to(cls, uri: str | None) -> str | None:
+        if uri is not None:
+            try:
+                parse_s3_uri(uri)
+            except LocationError as exc:
+                raise ValueError(f"export_to must be s3://BUCKET/PREFIX: {exc}") from None
+        return uri
+
+    @field_validator("verify", mode="before")
+    @classmethod
+    def _bare_off(cls, value: Any) -> Any:
+        return "off" if value is False else value  # YAML reads a bare `off` as false
+
+    @model_validator(mode="after")
+    def _one_table(self, info: ValidationInfo) -> TableEntry:
+        name = (info.context or {}).get("name", "")
+        found = _TABLE_ARN.match(self.table_arn) if self.table_arn else None
+        if found and found.group(1) != (self.dynamodb_table or name):
+            raise ValueError(
+                f"table_arn names table {found.group(1)!r}, but this entry is DynamoDB table "
+                f"{self.dynamodb_table or name!r}"
             )
-    return dynamodb_table
+        if self.sort_key:
+            column = column_name(self.sort_key.rpartition(":")[0])
+            if column == column_name(self.partition_key.rpartition(":")[0]):
+                raise ValueError(f"partition and sort key map to one column {column!r}")
+        return self
 
 
-def _choice(
-    name: str, entry: dict[str, Any], key: str, allowed: tuple[str, ...], default: str
-) -> str:  # noqa: E501
-    value = entry.get(key, default)
-    if value not in allowed:
-        raise TableConfigError(
-            f"table {name}: {key} is {value!r}; expected one of {', '.join(allowed)}"
+ENTRY_KEYS = tuple(TableEntry.model_fields)
+
+
+def _problem(errors: list[Any]) -> str:
+    """The first of pydantic's errors, said as the project says an entry's problem."""
+    extra = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden"]
+    if "attributes" in extra:
+        return (
+            "attribute types live in the table's schema file (schemas/<table>.json, written by "
+            "`ddb-lakehouse detect-schema`), not in dbt_project.yml"
         )
-    return str(value)
-
-
-def _buckets(name: str, entry: dict[str, Any]) -> int | None:
-    buckets = entry.get("buckets")
-    if buckets is not None and (
-        isinstance(buckets, bool) or not isinstance(buckets, int) or not 2 <= buckets <= MAX_BUCKETS
-    ):
-        raise TableConfigError(
-            f"table {name}: buckets is {buckets!r}; expected a whole number from 2 to {MAX_BUCKETS}"
+    if extra:
+        return (
+            f"unknown key(s) {', '.join(sorted(extra))}; a table entry may hold "
+            f"{', '.join(ENTRY_KEYS)} (docs/tables-and-types.md)"
         )
-    return buckets
+    error = next((e for e in errors if e["type"] == "missing"), errors[0])
+    key, value = (str(error["loc"][0]) if error["loc"] else ""), error.get("input")
+    if error["type"] == "missing":
+        return f"{key} is required"
+    if error["type"] == "value_error":
+        return str(error["ctx"]["error"])
+    if key == "buckets":
+        return f"buckets is {value!r}; expected a whole number from 2 to {MAX_BUCKETS}"
+    if error["type"] == "bool_type":
+        return f"{key} is {value!r}; expected true or false"
+    if error["type"] == "literal_error":
+        choices = get_args(TableEntry.model_fields[key].annotation)
+        return f"{key} is {value!r}; expected one of {', '.join(choices)}"
+    return f"{key} is {value!r}: {error['msg']}"
 
 
-def _flag(name: str, entry: dict[str, Any], key: str, default: bool) -> bool:
-    value = entry.get(key, default)
-    if not isinstance(value, bool):
-        raise TableConfigError(f"table {name}: {key} is {value!r}; expected true or false")
-    return value
+def entry_keys_table() -> str:
+    """The docs' table of entry keys (docs/tables-and-types.md), from ``TableEntry``."""
+    rows = ["| key | value | default |", "|---|---|---|"]
+    for key, field in TableEntry.model_fields.items():
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        if "shown_default" in extra:
+            default = str(extra["shown_default"])
+        elif field.is_required():
+            default = ""
+        elif field.default is None:
+            default = "none"
+        elif isinstance(field.default, bool):
+            default = f"`{str(field.default).lower()}`"
+        else:
+            default = f"`{field.default}`"
+        rows.append(f"| `{key}` | {field.description} |{f' {default} ' if default else ' '}|")
+    return "\n".join(rows) + "\n"
 
 
 def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
@@ -187,11 +318,6 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
             "DynamoDB name such as 'App.Users' goes in the entry's dynamodb_table, which "
             "`add-table App.Users` writes)"
         )
-    if "attributes" in entry:
-        raise TableConfigError(
-            f"table {name}: attribute types live in the table's schema file (schemas/{name}.json, "
-            "written by `ddb-lakehouse detect-schema`), not in dbt_project.yml"
-        )
     if name in (names.MERGE_LOG, names.LEASES, names.VERIFY_LOG) or name.endswith(
         names.REJECTS_SUFFIX
     ):
@@ -199,52 +325,29 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
             f"table name {name!r} is the project's own (the merge log, the verify log, the leases, or a table's "
             f"staging.<table>{names.REJECTS_SUFFIX}): choose another lakehouse name (--name)"
         )
-    unknown = sorted(set(entry) - set(ENTRY_KEYS))
-    if unknown:
-        raise TableConfigError(
-            f"table {name}: unknown key(s) {', '.join(unknown)}; a table entry may hold "
-            f"{', '.join(ENTRY_KEYS)} (docs/tables-and-types.md)"
-        )
-    if "partition_key" not in entry:
-        raise TableConfigError(f"table {name}: partition_key is required")
-    dynamodb_table = _source(name, entry)
-    sort_key = parse_key(entry["sort_key"], name) if entry.get("sort_key") else None
-    partition_key = parse_key(entry["partition_key"], name)
+    try:
+        valid = TableEntry.model_validate(entry, context={"name": name})
+    except ValidationError as exc:
+        raise TableConfigError(f"table {name}: {_problem(exc.errors())}") from None
+    partition_key = parse_key(valid.partition_key, name)
+    sort_key = parse_key(valid.sort_key, name) if valid.sort_key else None
     keys = (partition_key,) + ((sort_key,) if sort_key else ())
-    ttl = _choice(name, entry, "ttl_deletes", TTL_MODES, "delete")
-    export_to = entry.get("export_to")
-    if export_to is not None:
-        try:
-            parse_s3_uri(str(export_to))
-        except LocationError as exc:
-            raise TableConfigError(
-                f"table {name}: export_to must be s3://BUCKET/PREFIX: {exc}"
-            ) from exc
-    buckets = _buckets(name, entry)
-    adopt, heal = _flag(name, entry, "adopt_drift", True), _flag(name, entry, "heal", False)
-    cadence = _choice(name, entry, "cadence", CADENCES, "daily")
-    # YAML reads a bare ``off`` as false: taken as the "off" it was written as.
-    verify = _choice(name, {"verify": "off"} if entry.get("verify") is False else entry, "verify", VERIFY_SCHEDULES, "weekly")  # fmt: skip
-    config = TableConfig(
+    dynamodb_table = valid.dynamodb_table or ""
+    return TableConfig(
         name,
         partition_key,
         sort_key,
-        ttl,
-        entry.get("table_arn"),
-        export_to,
-        buckets,
-        adopt,
+        valid.ttl_deletes,
+        valid.table_arn,
+        valid.export_to,
+        valid.buckets,
+        valid.adopt_drift,
         dynamodb_table if dynamodb_table != name else "",
-        cadence,
-        heal,
-        verify,
-        parse_rule(name, entry.get("entities"), {k.name: k.descriptor for k in keys}),
+        valid.cadence,
+        valid.heal,
+        valid.verify,
+        parse_rule(name, valid.entities, {k.name: k.descriptor for k in keys}),
     )
-    if sort_key and sort_key.column == config.partition_key.column:
-        raise TableConfigError(
-            f"table {name}: partition and sort key map to one column {sort_key.column!r}"
-        )
-    return config
 
 
 def project_file() -> Path:

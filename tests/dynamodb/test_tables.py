@@ -8,7 +8,13 @@ import pytest
 import yaml
 from support import ROOT
 
-from ingestion.dynamodb.tables import TableConfigError, get_table, load_tables, table_from_entry
+from ingestion.dynamodb.tables import (
+    TableConfigError,
+    entry_keys_table,
+    get_table,
+    load_tables,
+    table_from_entry,
+)
 from ingestion.project import onboarding, scaffold
 
 
@@ -43,11 +49,51 @@ def test_committed_models_are_what_add_table_renders() -> None:
             {"partition_key": "id:S", "verify": "monthly"},
             "verify is 'monthly'; expected one of weekly, daily, off",
         ),  # fmt: skip
+        (
+            {"partition_key": "id:S", "cadence": "hourly"},
+            "cadence is 'hourly'; expected one of daily, stream",
+        ),  # fmt: skip
+        (
+            {"partition_key": "id:S", "ttl_deletes": "drop"},
+            "ttl_deletes is 'drop'; expected one of delete, keep",
+        ),  # fmt: skip
+        ({"partition_key": 5}, "partition_key is 5: Input should be a valid string"),
+        (
+            {"partition_key": "id:S", "colour": "red", "size": 1},
+            r"unknown key\(s\) colour, size; a table entry may hold partition_key, sort_key",
+        ),  # fmt: skip
+        (
+            {"partition_key": "id:S", "export_to": "http://b/p"},
+            "export_to must be s3://BUCKET/PREFIX",
+        ),  # fmt: skip
+        ({"partition_key": "id:S", "table_arn": "arn:aws:s3:::b"}, "is no DynamoDB table ARN"),
+        (
+            {
+                "partition_key": "id:S",
+                "table_arn": "arn:aws:dynamodb:eu-west-1:123456789012:table/other",
+            },
+            "table_arn names table 'other', but this entry is DynamoDB table 't'",
+        ),  # fmt: skip
+        ({"partition_key": "id:S", "dynamodb_table": "x"}, "is no DynamoDB table name"),
     ],
 )
 def test_invalid_entries_are_refused(entry: dict, message: str) -> None:
     with pytest.raises(TableConfigError, match=message):
         table_from_entry("t", entry)
+
+
+def test_an_entry_takes_its_defaults_and_a_bare_off() -> None:
+    table = table_from_entry("t", {"partition_key": "id:S", "sort_key": None, "verify": False})
+    assert (table.sort_key, table.verify, table.cadence, table.ttl_deletes) == (None, "off", "daily", "delete")  # fmt: skip
+    assert (table.adopt_drift, table.heal, table.buckets, table.entities) == (True, False, None, None)  # fmt: skip
+
+
+def test_the_docs_list_every_entry_key_as_the_model_does() -> None:
+    """docs/tables-and-types.md's table of entry keys is TableEntry's rendering: a key added,
+    renamed or re-described in the model and not in the docs fails here."""
+    doc = (ROOT / "docs" / "tables-and-types.md").read_text()
+    start = doc.index("\n", doc.index("<!-- entry-keys:start")) + 1
+    assert doc[start : doc.index("<!-- entry-keys:end -->")] == entry_keys_table()
 
 
 def test_unknown_table_names_the_fix() -> None:
