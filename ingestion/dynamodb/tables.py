@@ -139,7 +139,8 @@ class TableEntry(BaseModel):
     table of entry keys (``entry_keys_table``, in docs/tables-and-types.md; a test keeps them
     equal). Validated with the entry's lakehouse name as context (``name``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A number where a name or ARN goes (YAML reads an unquoted 2024 as one) is taken as its text.
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
 
     partition_key: str = Field(
         description="`ATTRIBUTE:TYPE`, TYPE `S`, `N` or `B` (required; a type every one of an "
@@ -204,13 +205,18 @@ class TableEntry(BaseModel):
         json_schema_extra={"shown_default": "none: one final table"},
     )
 
+    @field_validator("sort_key", mode="before")
+    @classmethod
+    def _no_sort_key(cls, value: Any) -> Any:
+        return value or None  # empty, null or false: the table has no sort key
+
     @field_validator("partition_key", "sort_key")
     @classmethod
     def _key(cls, spec: str | None) -> str | None:
-        problem = _key_problem(spec) if spec else None
+        problem = None if spec is None else _key_problem(spec)
         if problem:
             raise ValueError(problem)
-        return spec or None
+        return spec
 
     @field_validator("dynamodb_table")
     @classmethod
@@ -324,6 +330,11 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         raise TableConfigError(
             f"table name {name!r} is the project's own (the merge log, the verify log, the leases, or a table's "
             f"staging.<table>{names.REJECTS_SUFFIX}): choose another lakehouse name (--name)"
+        )
+    if not isinstance(entry, dict):
+        raise TableConfigError(
+            f"table {name}: its entry is {entry!r}; expected keys under it (partition_key: "
+            "ATTR:TYPE, ...; docs/tables-and-types.md)"
         )
     try:
         valid = TableEntry.model_validate(entry, context={"name": name})

@@ -166,9 +166,9 @@ def typed(
     seen: dict[str, Any] | None = None,
 ) -> str:
     """SQL for the value decoded to ``column_type``: null when absent, NULL or not fitting.
-    ``shape``: whether the value's ``M`` and ``L`` arrive typed or as text (ingestion.schema.typed_columns);
+    ``shape``: whether the value's ``M`` and ``L`` arrive typed or as text (``Layout``);
     ``compiled``: a typed map at the top decoded by plain expressions, not in a lambda.
-    ``seen``: detection's record of the path, for types of the first items (``first_items``)."""
+    ``seen``: detection's record of the path, for types of the first items (``guarded``)."""
     decoded = _typed(value, column_type, depth, shape, compiled, seen)
     return guarded(value, decoded, seen)
 

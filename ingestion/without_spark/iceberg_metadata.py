@@ -21,7 +21,7 @@ LIGHT_TARGETS = ("local", "rehearsal")
 
 def available() -> bool:
     """The path without Spark serves this process: a target whose catalog is a SQLite file, and the
-    ``without_spark`` extra installed."""
+    ``light`` extra installed."""
     return (
         settings.target() in LIGHT_TARGETS
         and os.environ.get("LAKEHOUSE_NO_LIGHT") != "1"

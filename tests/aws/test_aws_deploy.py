@@ -383,7 +383,7 @@ def test_the_dependency_archive_holds_what_emr_lacks_for_its_python_311() -> Non
     leaves out what EMR provides (its Spark and Iceberg: a PyPI PySpark would shadow EMR's)."""
     wanted = job_python.requirements(ROOT)
     names = {job_python._name(r) for r in wanted}
-    assert {"dbt-core", "dbt-spark", "pyyaml", "jinja2", "boto3"} <= names
+    assert {"dbt-core", "dbt-spark", "pyyaml", "jinja2", "boto3", "pydantic"} <= names
     assert not names & set(job_python.PROVIDED)
     assert "dbt-spark==1.11.0" in wanted  # no [session] extra: it pulls PySpark
     pins = Path("/tmp/pins.txt")

@@ -70,12 +70,12 @@ def no_jvm(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def light_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(ROOT / "tests" / "light"))
+def no_jvm_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "without_spark"))
 
 
 def test_a_root_item_is_its_own_entity_and_a_no_op_sync_needs_no_jvm(
-    spark, clean_lakehouse, project_copy: Path, lakehouse_home: Path, tmp_path: Path, light_helpers
+    spark, clean_lakehouse, project_copy: Path, lakehouse_home: Path, tmp_path: Path, no_jvm_helpers
 ) -> None:
     add_app()
     items = app_items()

@@ -1,7 +1,7 @@
 """Where the commands find the project, as a new user meets it: the CLI from any folder (it
 printed a 20-line traceback ending in FileNotFoundError for profiles/profiles.yml), a one-line
 error when no project can be found, and plain `dbt` in the project folder with no flags (it
-failed until DBT_PROFILES_DIR was set). No JVM: the light status, and `dbt parse`."""
+failed until DBT_PROFILES_DIR was set). No JVM: the status without Spark, and `dbt parse`."""
 
 from __future__ import annotations
 

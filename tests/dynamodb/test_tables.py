@@ -57,7 +57,12 @@ def test_committed_models_are_what_add_table_renders() -> None:
             {"partition_key": "id:S", "ttl_deletes": "drop"},
             "ttl_deletes is 'drop'; expected one of delete, keep",
         ),  # fmt: skip
-        ({"partition_key": 5}, "partition_key is 5: Input should be a valid string"),
+        ({"partition_key": 5}, "key '5' must be ATTRIBUTE:TYPE"),
+        ({"partition_key": ""}, "key '' must be ATTRIBUTE:TYPE"),
+        (
+            {"partition_key": ["id:S"]},
+            r"partition_key is \['id:S'\]: Input should be a valid string",
+        ),  # fmt: skip
         (
             {"partition_key": "id:S", "colour": "red", "size": 1},
             r"unknown key\(s\) colour, size; a table entry may hold partition_key, sort_key",
@@ -82,7 +87,17 @@ def test_invalid_entries_are_refused(entry: dict, message: str) -> None:
         table_from_entry("t", entry)
 
 
+def test_an_entry_that_is_no_mapping_is_refused() -> None:
+    with pytest.raises(TableConfigError, match="table t: its entry is 'id:S'; expected keys"):
+        table_from_entry("t", "id:S")  # type: ignore[arg-type]
+
+
+def test_a_number_for_a_name_is_its_text() -> None:
+    assert table_from_entry("t", {"partition_key": "id:S", "dynamodb_table": 2024}).dynamodb_name == "2024"  # fmt: skip
+
+
 def test_an_entry_takes_its_defaults_and_a_bare_off() -> None:
+    assert table_from_entry("t", {"partition_key": "id:S", "sort_key": ""}).sort_key is None
     table = table_from_entry("t", {"partition_key": "id:S", "sort_key": None, "verify": False})
     assert (table.sort_key, table.verify, table.cadence, table.ttl_deletes) == (None, "off", "daily", "delete")  # fmt: skip
     assert (table.adopt_drift, table.heal, table.buckets, table.entities) == (True, False, None, None)  # fmt: skip

@@ -482,7 +482,7 @@ def test_every_creation_time_form_the_writer_accepts_is_ingested_exactly(
         "micros": 1767225604_123999,
         "legacy": 1767225600_999999,
     }
-    # The expected state (plain Python, samples.live) uses the same rule as the ingest.
+    # The expected state (plain Python, samples.expected_state) uses the same rule as the ingest.
     normalised = {"integer": 1767225600, "float": 1767225601, "fraction": "1767225602.25",
                   "millis": "1767225603.123", "micros": "1767225604.123456"}  # fmt: skip
     assert {k: change_order.stream_version(v) for k, v in normalised.items()} == {

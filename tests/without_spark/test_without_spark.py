@@ -1,5 +1,5 @@
 """Small commands without a JVM (``ingestion/without_spark``): after a merge with deletes and before
-``maintain``, the light status, drift and query give Spark's figures; ``status`` and a ``sync``
+``maintain``, the status without Spark, drift and query give Spark's figures; ``status`` and a ``sync``
 or ``merge`` with nothing new run in a process that cannot start Java."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def books_with_deletes(spark, clean_lakehouse, tmp_path: Path) -> Path:
     return location
 
 
-def test_light_figures_equal_sparks_after_a_merge_with_deletes(
+def test_figures_without_spark_equal_sparks_after_a_merge_with_deletes(
     spark, books_with_deletes: Path, capsys
 ) -> None:
     assert iceberg_metadata.available()
