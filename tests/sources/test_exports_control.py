@@ -202,6 +202,20 @@ def test_wait_reports_progress_and_fails_clearly() -> None:
     assert "7 items" in lines[1]
 
 
+def test_wait_past_its_timeout_says_to_run_again() -> None:
+    """The one polling loop's timeout (config.polling), worded for an export; Stubber stands in
+    for DynamoDB."""
+    client, stub = stubbed()
+    arn = ARN + "/export/2"
+    stub.add_response(
+        "describe_export",
+        {"ExportDescription": {"ExportArn": arn, "ExportStatus": "IN_PROGRESS"}},
+        {"ExportArn": arn},
+    )
+    with stub, pytest.raises(ExportError, match=r"export/2: still IN_PROGRESS after \d+s; run the same command again later"):  # fmt: skip
+        exports.wait(client, arn, poll_seconds=0, timeout_seconds=-1, report=print)
+
+
 def test_export_against_moto(monkeypatch, capsys) -> None:
     """The real calls against moto's DynamoDB and S3: the export starts and completes; moto
     writes no manifest, so finding its files fails with a clear error (the reading of real
