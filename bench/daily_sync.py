@@ -43,11 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
     from ingestion.dynamodb.tables import get_table
+    from ingestion.maintenance import compaction
     from ingestion.merge import runner
     from ingestion.samples import expected_state, orders_chain, sample_exports
     from ingestion.spark.spark_config import build_spark
     from ingestion.staging import exports
-    from ingestion.upkeep import maintenance
 
     project.copy(scratch / "project", args.buckets)  # the layout the docs advise for its size
     started = time.monotonic()
@@ -82,14 +82,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"daily sync: {steps[-1]}", flush=True)
 
-    health_before = maintenance.health(spark, "orders")
-    files_before = maintenance.live_files(spark, "orders")
+    health_before = compaction.health(spark, "orders")
+    files_before = compaction.live_files(spark, "orders")
     later = datetime.now(UTC).replace(tzinfo=None) + timedelta(days=2)
     started = time.monotonic()
-    report = maintenance.maintain(spark, orders, now=later)
+    report = compaction.maintain(spark, orders, now=later)
     maintain_s = time.monotonic() - started
-    health_after = maintenance.health(spark, "orders")
-    files_after = maintenance.live_files(spark, "orders")
+    health_after = compaction.health(spark, "orders")
+    files_after = compaction.live_files(spark, "orders")
     rows = spark.table("lake.lakehouse.orders").count()
     assert rows == expected, (rows, expected)
 

@@ -49,13 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     import readers
 
     from ingestion.dynamodb.tables import get_table
+    from ingestion.maintenance import compaction
     from ingestion.merge import runner
     from ingestion.samples import expected_state, sample_exports
     from ingestion.samples import stream as sample_stream
     from ingestion.sources.change_file_writer import write_batch
     from ingestion.spark.spark_config import build_spark
     from ingestion.staging import exports, streams
-    from ingestion.upkeep import maintenance
 
     books = get_table("books")
     spark = build_spark("bench-maintenance")
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             "snapshots": spark.table(f"{name}.snapshots").count(),
             "staging_snapshots": spark.table("lake.staging.books.snapshots").count(),
             "staging_rows": spark.table("lake.staging.books").count(),
-            "metadata_kb": round(maintenance.metadata_bytes(spark, name) / 1024, 1),
+            "metadata_kb": round(compaction.metadata_bytes(spark, name) / 1024, 1),
         }
 
     def agree() -> int:
@@ -118,12 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     before = state()
     print(f"before maintain: {before}", flush=True)
     young, young_seconds, young_reads, young_failures = with_reader(
-        lambda: maintenance.maintain(spark, books)
+        lambda: compaction.maintain(spark, books)
     )
     compacted = state()
     later = datetime.now(UTC).replace(tzinfo=None) + timedelta(days=2)
     old, old_seconds, old_reads, old_failures = with_reader(
-        lambda: maintenance.maintain(spark, books, now=later)
+        lambda: compaction.maintain(spark, books, now=later)
     )
     after = state()
     assert agree() == rows

@@ -647,14 +647,14 @@ def _headline_rows() -> list[list[Any]]:
                 fresh.get("measured"),
             ]
         )
-    upkeep = _load("maintenance")
-    if upkeep:
+    upkept = _load("maintenance")
+    if upkept:
         rows.append(
             [
                 "reads that fail while `maintain` compacts and expires",
-                f"{upkeep['reader_failures']} of {upkeep['reader_reads']:,} reads",
+                f"{upkept['reader_failures']} of {upkept['reader_reads']:,} reads",
                 "maintenance",
-                upkeep.get("measured"),
+                upkept.get("measured"),
             ]
         )
     measured_memory = [r for r in (final or {}).get("runs", []) if "peak_driver_rss_mb" in r]

@@ -49,7 +49,7 @@ STEPS = [
     ("merge (all of it)", "ingestion/merge/runner.py", "run_merge"),
     ("  dbt run", "ingestion/merge/runner.py", "_dbt_run"),
     ("  counts", "ingestion/merge/merge_counts.py", "commit_counts"),
-    ("  drift adoption check", "ingestion/upkeep/adopt.py", "adopt_before_merge"),
+    ("  drift adoption check", "ingestion/maintenance/adopt.py", "adopt_before_merge"),
     ("  batches to merge", "ingestion/merge/merge_log.py", "new_batches"),
     ("  snapshot lookups", "ingestion/merge/merge_counts.py", "current_snapshot"),
     ("  merge log record", "ingestion/merge/merge_log.py", "record_merged"),

@@ -83,10 +83,10 @@ def profile(folder: str) -> None:
 
     from ingestion.config import names
     from ingestion.dynamodb import tables
+    from ingestion.maintenance import fingerprints
     from ingestion.sources import manifest
     from ingestion.spark.spark_config import build_spark
     from ingestion.staging import table_types
-    from ingestion.upkeep import fingerprints
 
     steps: dict[str, list[float]] = {}
 

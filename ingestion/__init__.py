@@ -1,6 +1,6 @@
 """dynamodb-lakehouse: DynamoDB exports and streams -> staging Iceberg change logs -> dbt merges.
 
-The rooms, top to bottom (imports run one way, downwards; each ``__init__`` names its modules):
+The rooms, top to bottom (imports run one way, downwards):
 
 - ``cli``        the ``ddb-lakehouse`` commands: parse, call one function below, print.
 - ``aws``        Glue registration, EMR packaging and submission (beside ``samples``: sample
@@ -8,9 +8,12 @@ The rooms, top to bottom (imports run one way, downwards; each ``__init__`` name
 - ``jobs``       the flows a command runs: stage, sync, export, merge, rebuild, maintain, watch,
                  status, query; the table lock and lease (beside ``project``: add-table and the
                  dbt files of a table).
-- ``upkeep``     maintain, expiry, rebuild, drift adoption, status.
+- ``maintenance`` keeping tables healthy: compaction, expiry, rebuild, drift adoption, moves
+                 between entities, status, and ``verify`` against an export.
 - ``merge``      the dbt merge (run + scoped tests), the merge log, counts, full refresh.
 - ``staging``    sources -> staging change logs: one commit per source with its ledger entry.
+- ``without_spark`` reading the catalog and tables without a JVM (``status``, ``query``
+                 on DuckDB).
 - ``spark``      the Spark and Iceberg configuration, the session, jars, the embedded catalog.
 - ``schema``     a table's column types: model, schema file, rules, detection, typed decode.
 - ``dynamodb``   DynamoDB JSON with Spark's functions, and the table configuration.

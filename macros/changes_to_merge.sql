@@ -9,7 +9,7 @@
 
   A merge reads the new batches' changes and, of the older history, only the DELETE MARKERS of the
   keys they touch: the staged deletes of those keys (its change log keeps a key's latest change,
-  see ingestion/upkeep/expiry.py, so a delete that ended an item stays). A new change older than a marker of
+  see ingestion/maintenance/expiry.py, so a delete that ended an item stays). A new change older than a marker of
   its key is dropped: a late or replayed older change never brings a deleted item back. Any other
   older change is already in the final row, which the version guard of merge_with_delete compares
   against; and a change older than the newest full export obeys the baseline rule there. So the
@@ -19,7 +19,7 @@
 -#}
 
 {% macro dynamodb_changes_to_merge(table, relation) -%}
-  {%- set keys = lakehouse_quote_list(dynamodb_key_columns(table)) -%}
+  {%- set keys = dynamodb_quote_list(dynamodb_key_columns(table)) -%}
   {%- if is_incremental() -%}
     {%- set batches = dynamodb_new_batches(table) -%}
     {%- if batches | length == 0 %}

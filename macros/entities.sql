@@ -56,9 +56,9 @@
     {{ return(dynamodb_staging_relation(name)) }}
   {%- endif -%}
   {%- set log = source('dynamodb', entity.table) -%}
-  {%- set columns = lakehouse_quote_list(dynamodb_key_columns(name)) -%}
+  {%- set columns = dynamodb_quote_list(dynamodb_key_columns(name)) -%}
   {%- if execute and entity.value is not none and name in (adapter.get_columns_in_relation(log) | map(attribute='name') | list) -%}
-    {%- do columns.append(lakehouse_quote(name) ~ '.*') -%}
+    {%- do columns.append(dynamodb_quote(name) ~ '.*') -%}
   {%- endif -%}
   {%- set mine = "`_entity` <=> '" ~ name ~ "'" -%}
   {%- if entity.by == 'attribute' -%}
@@ -70,7 +70,7 @@
     {%- do columns.append('`_operation`') -%}
   {%- endif -%}
   {%- for column in ['_version', '_sequence', '_source', '_source_file', '_batch_id', '_ingested_at', '_image', '_drift'] -%}
-    {%- do columns.append(lakehouse_quote(column)) -%}
+    {%- do columns.append(dynamodb_quote(column)) -%}
   {%- endfor -%}
 (select {{ columns | join(', ') }} from {{ log }}{% if entity.by == 'key' %} where {{ mine }}{% endif %})
 {%- endmacro %}

@@ -9,7 +9,7 @@
   {%- if not keys -%}
     {{ exceptions.raise_compiler_error("dynamodb_latest_change_per_key needs the key columns") }}
   {%- endif -%}
-  {%- set quoted = lakehouse_quote_list(keys) -%}
+  {%- set quoted = dynamodb_quote_list(keys) -%}
   {%- if dynamodb_one_full_export() %}
 select * from {{ relation }}
   {%- else %}

@@ -11,7 +11,7 @@
 
 {#- The change log of a DynamoDB table: lake.staging.<table> (an entity's: its entry's). -#}
 {% macro dynamodb_staging_relation(table) -%}
-{{ var('lakehouse_catalog') }}.{{ dynamodb_staging_schema() }}.{{ lakehouse_quote(dynamodb_staging_name(table)) }}
+{{ var('lakehouse_catalog') }}.{{ dynamodb_staging_schema() }}.{{ dynamodb_quote(dynamodb_staging_name(table)) }}
 {%- endmacro %}
 
 {#- The merge log: which staged batches each final table holds. -#}

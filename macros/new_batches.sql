@@ -7,13 +7,13 @@
       ledger a later commit carries forward (the summary key `ledger`, a JSON list). -#}
   {%- set query -%}
     select distinct batch_id from (
-      select summary[{{ _summary_key('batch_id') }}] as batch_id
+      select summary[{{ _dynamodb_summary_key('batch_id') }}] as batch_id
       from {{ dynamodb_staging_relation(table) }}.snapshots
       union all
       select carried.batch_id
       from {{ dynamodb_staging_relation(table) }}.snapshots
       lateral view explode(
-        from_json(summary[{{ _summary_key('ledger') }}], 'array<struct<batch_id:string>>')) as carried
+        from_json(summary[{{ _dynamodb_summary_key('ledger') }}], 'array<struct<batch_id:string>>')) as carried
     ) as batches
     where batch_id is not null and batch_id != ''
     {%- if logged %}

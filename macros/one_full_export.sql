@@ -24,11 +24,11 @@
     ledger (what the first build of dynamodb_one_full_export copies). -#}
 {% macro dynamodb_change_log_is_one_full_export(table) -%}
   {%- set query -%}
-    select count(*), max(summary[{{ _summary_key('kind') }}]), min(summary[{{ _summary_key('kind') }}]),
-      count(summary[{{ _summary_key('ledger') }}])
+    select count(*), max(summary[{{ _dynamodb_summary_key('kind') }}]), min(summary[{{ _dynamodb_summary_key('kind') }}]),
+      count(summary[{{ _dynamodb_summary_key('ledger') }}])
     from {{ dynamodb_staging_relation(table) }}.snapshots
-    where coalesce(summary[{{ _summary_key('batch_id') }}], '') != ''
-       or summary[{{ _summary_key('ledger') }}] is not null
+    where coalesce(summary[{{ _dynamodb_summary_key('batch_id') }}], '') != ''
+       or summary[{{ _dynamodb_summary_key('ledger') }}] is not null
   {%- endset -%}
   {%- set row = run_query(query).rows[0] -%}
   {{ return(row[0] == 1 and row[1] == 'FULL_EXPORT' and row[2] == 'FULL_EXPORT' and row[3] == 0) }}

@@ -12,7 +12,7 @@
 {% macro dynamodb_partition_by(table) -%}
   {%- set buckets = dynamodb_buckets(table) -%}
   {%- if not buckets -%}{{ return(none) }}{%- endif -%}
-  {{ return(['bucket(' ~ (buckets | int) ~ ', ' ~ lakehouse_quote(dynamodb_key_columns(table)[0]) ~ ')']) }}
+  {{ return(['bucket(' ~ (buckets | int) ~ ', ' ~ dynamodb_quote(dynamodb_key_columns(table)[0]) ~ ')']) }}
 {%- endmacro %}
 
 {#- Iceberg's bucket transform of `column` through the catalog, e.g. lake.system.bucket(16, `id`). -#}

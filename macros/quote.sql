@@ -1,12 +1,14 @@
-{#- Identifier quoting for Spark SQL: backticks, embedded backticks doubled. -#}
-{% macro lakehouse_quote(identifier) -%}
+{#- Identifier quoting for Spark SQL: backticks, embedded backticks doubled. Kept although the
+    project's own names are [a-z0-9_]: a column is named for its DynamoDB attribute, and an
+    attribute name may hold any character (docs/tables-and-types.md, column names). -#}
+{% macro dynamodb_quote(identifier) -%}
   `{{ identifier | replace('`', '``') }}`
 {%- endmacro %}
 
-{#- Each identifier of `identifiers` quoted (lakehouse_quote), as a list. -#}
-{% macro lakehouse_quote_list(identifiers) -%}
+{#- Each identifier of `identifiers` quoted (dynamodb_quote), as a list. -#}
+{% macro dynamodb_quote_list(identifiers) -%}
   {%- set quoted = [] -%}
-  {%- for identifier in identifiers -%}{%- do quoted.append(lakehouse_quote(identifier)) -%}{%- endfor -%}
+  {%- for identifier in identifiers -%}{%- do quoted.append(dynamodb_quote(identifier)) -%}{%- endfor -%}
   {{ return(quoted) }}
 {%- endmacro %}
 

@@ -3,7 +3,7 @@
   one of vars.lakehouse_summary_keys (batch_id, kind, ledger), which mirror SUMMARY_KEYS of
   ingestion/config/names.py (tests/config/test_names.py checks them).
 -#}
-{% macro _summary_key(name) -%}
+{% macro _dynamodb_summary_key(name) -%}
   {%- set keys = var('lakehouse_summary_keys') -%}
   {%- if name not in keys -%}
     {{ exceptions.raise_compiler_error("no summary key " ~ name ~ " in vars.lakehouse_summary_keys") }}

@@ -22,7 +22,7 @@
 {#- The rows of `relation` whose key a batch of `batches` touched (none at all for []), with
     `columns` only (a SQL select list). -#}
 {% macro _dynamodb_touched_rows(table, relation, batches, columns='*') -%}
-  {%- set keys = lakehouse_quote_list(dynamodb_key_columns(table)) -%}
+  {%- set keys = dynamodb_quote_list(dynamodb_key_columns(table)) -%}
   {%- if batches | length == 0 -%}
 select {{ columns }} from {{ relation }} where false
   {%- else -%}
@@ -50,7 +50,7 @@ where ({{ keys | join(', ') }}) in (
     skips a column no one reads. -#}
 {% macro dynamodb_expected_latest(table) -%}
   {%- set keys = dynamodb_key_columns(table) -%}
-  {%- set columns = lakehouse_quote_list(keys + dynamodb_change_order_columns()) -%}
+  {%- set columns = dynamodb_quote_list(keys + dynamodb_change_order_columns()) -%}
   {{ dynamodb_latest_change_per_key(dynamodb_tested(table, dynamodb_change_log(table), columns | join(', ')), keys) }}
 {%- endmacro %}
 
@@ -62,7 +62,7 @@ where ({{ keys | join(', ') }}) in (
   `snapshot` rows only, so no key's latest change is a delete. And the copy holds every staged
   row, so its rows match the latest changes (one per key) exactly when the staged keys are
   distinct: when the two tables hold as many rows (Iceberg's record counts) and the key test
-  (`unique_combination_of_columns` on the keys, or `dynamodb_unique` on a table's one key, run
+  (`dynamodb_unique_combination_of_columns` on the keys, or `dynamodb_unique` on a table's one key, run
   whole, at error severity, in this same `dbt test`) passes. Without such a key test in the run
   (not declared, `severity: warn`, not selected) the tests scan, as before. A first load is
   tested at the cost of its keys, not of two scans and an aggregation of the whole table
@@ -86,7 +86,7 @@ where ({{ keys | join(', ') }}) in (
 {%- endmacro %}
 
 {#- True when this `dbt test` runs, at error severity, a test that the keys of the final table of
-    `table` are unique: `unique_combination_of_columns` on exactly its key columns, or
+    `table` are unique: `dynamodb_unique_combination_of_columns` on exactly its key columns, or
     `dynamodb_unique` on its one key column. -#}
 {% macro _dynamodb_key_test_runs(table) -%}
   {%- set keys = dynamodb_key_columns(table) | map('lower') | sort | list -%}
@@ -96,7 +96,7 @@ where ({{ keys | join(', ') }}) in (
       {%- set owner = graph.nodes.get(node.attached_node) if node.attached_node else none -%}
       {%- set kwargs = node.test_metadata.kwargs or {} -%}
       {%- set name = node.test_metadata.name -%}
-      {%- set columns = (kwargs.get('combination_of_columns') or []) if name == 'unique_combination_of_columns'
+      {%- set columns = (kwargs.get('combination_of_columns') or []) if name == 'dynamodb_unique_combination_of_columns'
           else ([kwargs.get('column_name')] if name == 'dynamodb_unique' else []) -%}
       {%- if owner is not none and owner.resource_type == 'model' and owner.name == table
           and (node.config.severity | lower) == 'error'

@@ -1,6 +1,6 @@
 """One item of every DynamoDB type and the row a final table holds for it: the case both
 comparisons of ``verify`` are tested on (tests/schema/test_canonical.py, in Python;
-tests/upkeep/test_fingerprints.py, in the JVM)."""
+tests/maintenance/test_fingerprints.py, in the JVM)."""
 
 from __future__ import annotations
 

@@ -26,10 +26,10 @@ from ingestion.jobs.inspection import (
     statuses,
     verify,
 )
+from ingestion.maintenance import verify as verifying
+from ingestion.maintenance.status import TableStatus
 from ingestion.sources.export_control import VERIFY_PREFIX
 from ingestion.staging import ledger
-from ingestion.upkeep import verify as verifying
-from ingestion.upkeep.status import TableStatus
 
 STREAM_BATCHES_SHOWN = 5  # a watched table has one per tick: the last few are enough
 

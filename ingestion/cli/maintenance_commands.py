@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from ingestion.cli import output
 from ingestion.cli.arguments import add_table_selection, selected_tables
-from ingestion.upkeep.maintenance import maintain_tables
+from ingestion.maintenance.compaction import maintain_tables
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -8,7 +8,7 @@ from ingestion.cli import output
 from ingestion.cli.arguments import add_stream_arguments, options_from
 from ingestion.dynamodb.tables import get_table
 from ingestion.jobs.watch import WatchOptions, watch_tables
-from ingestion.upkeep.maintenance import UPKEEP_EVERY
+from ingestion.maintenance.compaction import EXPIRY_EVERY
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,9 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    # No flags for these: the upkeep after compaction is due hourly (maintenance.UPKEEP_EVERY),
+    # No flags for these: the expiry after compaction is due hourly (compaction.EXPIRY_EVERY),
     # and dbt's artifacts are not rewritten on every tick.
-    options = options_from(WatchOptions, args, upkeep_every=UPKEEP_EVERY, dbt_artifacts=False)
+    options = options_from(WatchOptions, args, expiry_every=EXPIRY_EVERY, dbt_artifacts=False)
     tables = list({t.name: t for t in map(get_table, args.table)}.values())  # each once
     watch_tables(tables, options, output.Console().line, if_free=args.if_free)
     return 0

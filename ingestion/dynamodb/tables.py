@@ -71,7 +71,7 @@ class TableConfig:
     table_arn: str | None = None  # the DynamoDB table, for `export`
     export_to: str | None = None  # s3://BUCKET/PREFIX where `export` asks DynamoDB to write
     buckets: int | None = None  # final table partitioned by bucket(N, partition key column)
-    adopt_drift: bool = True  # a value that does not fit its column widens it (upkeep.adopt)
+    adopt_drift: bool = True  # a value that does not fit its column widens it (maintenance.adopt)
     dynamodb_table: str = ""  # the DynamoDB table's own name (default: ``name``)
     cadence: str = "daily"  # how a deployment syncs it: daily | stream (Cadence)
     heal: bool = False  # sync --from-dynamodb heals a broken chain with a full export

@@ -12,6 +12,8 @@ from ingestion.dynamodb.entities import final_tables, staged_under
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
 from ingestion.jobs.reporter import Reporter
+from ingestion.maintenance.adopt import adopt_before_merge
+from ingestion.maintenance.rebuild import rebuild_staging
 from ingestion.merge import merge_log
 from ingestion.merge.merge_counts import MergeCounts
 from ingestion.merge.runner import dbt_log_file, on_screen, run_merge
@@ -19,8 +21,6 @@ from ingestion.spark import progress, spark_config
 from ingestion.spark.table_metadata import Metadata
 from ingestion.staging import table_types
 from ingestion.staging.staging_table import ENTITIES_MOVED, ENTITY_VALUES, WHOLE_KEY
-from ingestion.upkeep.adopt import adopt_before_merge
-from ingestion.upkeep.rebuild import rebuild_staging
 from ingestion.without_spark import iceberg_metadata
 
 
@@ -78,7 +78,7 @@ def _merged_whole(table: TableConfig, staging: Metadata) -> bool:
     """Every final table the change log feeds (a single-table design's: each entity's) exists,
     holds every batch, and has its staged column types (an entity's: its struct's fields); for
     a single-table design also: staged under its configured rule, with no row waiting to move
-    entity (``upkeep.entity_moves``)."""
+    entity (``maintenance.entity_moves``)."""
     if table.entities is not None:
         properties = staging.properties
         rule_kept = staged_under(table.entities, properties)

@@ -18,14 +18,14 @@ from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs import sync
 from ingestion.jobs.reporter import Reporter
+from ingestion.maintenance import verify as verifying
+from ingestion.maintenance.status import TableStatus, status_without_spark, table_status
 from ingestion.schema import schema_file, types
 from ingestion.sources.aws_errors import aws_errors
 from ingestion.spark import spark_config
 from ingestion.staging import table_types
 from ingestion.staging.drift import Drift, drift_report, drift_report_without_spark
 from ingestion.staging.exports import with_keys
-from ingestion.upkeep import verify as verifying
-from ingestion.upkeep.status import TableStatus, status_without_spark, table_status
 from ingestion.without_spark import duckdb_engine, iceberg_metadata
 
 
@@ -123,7 +123,7 @@ def verify(
     target: sync.ExportTarget | None = None,
     reporter: Reporter | None = None,
 ) -> verifying.VerifyReport:
-    """The final table of ``table`` against the full export in ``folder`` (ingestion.upkeep.verify),
+    """The final table of ``table`` against the full export in ``folder`` (ingestion.maintenance.verify),
     or, without a folder, against a full export taken now (``sync.verify_export``)."""
     spark = spark_config.build_spark("verify")
     if folder is None:  # refused before an export is paid for when there is nothing to verify

@@ -15,8 +15,8 @@ from ingestion.config import names
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
+from ingestion.maintenance import verify_log
 from ingestion.merge import merge_log
-from ingestion.upkeep import verify_log
 
 
 def owned(table: TableConfig) -> list[str]:

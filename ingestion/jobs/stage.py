@@ -15,6 +15,7 @@ from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
 from ingestion.jobs.reporter import Reporter
+from ingestion.maintenance.adopt import adopt_drift
 from ingestion.schema import detect, schema_file, types
 from ingestion.sources import manifest
 from ingestion.sources.stream_files import store_for
@@ -29,7 +30,6 @@ from ingestion.staging.exports import (
     ingest_export,
 )
 from ingestion.staging.streams import ingest_stream
-from ingestion.upkeep.adopt import adopt_drift
 from ingestion.without_spark import iceberg_metadata
 
 

@@ -11,10 +11,10 @@ from typing import Any
 from ingestion.dynamodb.tables import TableConfig, TableConfigError
 from ingestion.jobs import apply, stage
 from ingestion.jobs.reporter import Reporter
+from ingestion.maintenance import verify as verifying
 from ingestion.sources import export_control, manifest, recovery
 from ingestion.spark import spark_config
 from ingestion.staging import chain, ledger
-from ingestion.upkeep import verify as verifying
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ def sync(
 
 def keys_changed(table: TableConfig, folder: str) -> str:
     """What staging the full export in ``folder`` changes in the final table, as a line: the
-    keys it inserts, deletes and updates (``upkeep.verify``, not recorded as a verify run)."""
+    keys it inserts, deletes and updates (``maintenance.verify``, not recorded as a verify run)."""
     spark = spark_config.build_spark(f"verify {table.name}")
     try:
         report = verifying.verify(spark, table, folder, record=False)

@@ -1,5 +1,5 @@
 """The full-refresh decision: a final table whose column types differ from its staging table's
-(drift adopted since its last build, ``upkeep.adopt``) cannot be changed by an incremental
+(drift adopted since its last build, ``maintenance.adopt``) cannot be changed by an incremental
 merge; the merge rebuilds it from the change log instead.
 
 The comparison is with the staging table's actual column types, the types its rows were

@@ -7,11 +7,17 @@ means dbt's whole-table tests: rather than let every merge read the whole table 
 merge stops before it starts with one line naming the test to write instead.
 
 Decision: refuse, not rewrite the user's YAML: it is the user's file (descriptions, tests of
-their own), and the fix is one word per column.
+their own), and the fix is one word per column. A test that was only renamed is the exception
+(``RENAMED``): the merge's own ``unique_combination_of_columns`` became
+``dynamodb_unique_combination_of_columns`` so that it no longer shadows dbt-utils' test of that
+name (docs/decisions/0011). Its arguments and meaning are the same, so there is nothing for the
+user to decide: the merge rewrites that one word in the table's YAML and says so.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +27,12 @@ from ingestion.config import settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import TableConfig
 
+log = logging.getLogger(__name__)
+
 SCOPED = {"unique": "dynamodb_unique", "not_null": "dynamodb_not_null"}
+# Generic tests of the project renamed, old name -> new: the YAML written by an earlier
+# ``add-table`` is migrated in place (same arguments, same meaning).
+RENAMED = {"unique_combination_of_columns": "dynamodb_unique_combination_of_columns"}
 
 
 class ModelTestError(LakehouseError):
@@ -32,14 +43,37 @@ def _test_name(test: Any) -> str:
     return test if isinstance(test, str) else next(iter(test), "")
 
 
+def migrate_renamed_tests(path: Path) -> list[str]:
+    """Rewrite each test of ``RENAMED`` under its new name in the model YAML at ``path`` (a list
+    item naming the test, as ``add-table`` writes it; a namespaced ``dbt_utils.`` test is not
+    the project's and stays). Returns the old names rewritten."""
+    text = path.read_text()
+    rewritten = []
+    for old, new in RENAMED.items():
+        text, count = re.subn(rf"(?m)^(\s*-\s*){old}(\s*:|\s*$)", rf"\g<1>{new}\g<2>", text)
+        if count:
+            rewritten.append(old)
+    if rewritten:
+        path.write_text(text)
+    return rewritten
+
+
 def check_model_tests(tables: list[TableConfig], project: Path | None = None) -> None:
-    """Raise ``ModelTestError`` for the first final-table column whose tests say ``unique`` or
-    ``not_null``."""
+    """Migrate renamed tests (``migrate_renamed_tests``), then raise ``ModelTestError`` for the
+    first final-table column whose tests say ``unique`` or ``not_null``."""
     project = project or settings.project_dir()
     for table in tables:
         path = project / "models" / "marts" / f"{table.name}.yml"
         if not path.exists():
             continue
+        for old in migrate_renamed_tests(path):
+            log.warning(
+                "%s: the test %s is now %s (renamed so that it does not shadow dbt-utils' test "
+                "of that name); the file was updated",
+                path.relative_to(project),
+                old,
+                RENAMED[old],
+            )
         models = (yaml.safe_load(path.read_text()) or {}).get("models") or []
         for model in models:
             if model.get("name") != table.name:

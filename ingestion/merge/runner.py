@@ -171,7 +171,7 @@ def run_merge(
                 "them again (a no-op) and tests again"
             ) from exc
     record_merged(spark, {t.name: batches[t.name] for t in to_run})
-    # Rows moved entity (``upkeep.entity_moves``): done once every final table of the entry was
+    # Rows moved entity (``maintenance.entity_moves``): done once every final table of the entry was
     # built whole (refreshed, or built for the first time).
     whole = {t.name for t in tables if t.name in refresh or before[t.name] is None}
     for entry in {t.staging for t in tables if t.staging and t.name in whole}:

@@ -16,6 +16,7 @@ from ingestion.config import names, settings
 from ingestion.dynamodb.tables import get_table
 from ingestion.jobs.apply import merge_tables
 from ingestion.jobs.reporter import Reporter
+from ingestion.maintenance.verify import VerifyReport, verify
 from ingestion.samples.expected_state import expected_items
 from ingestion.samples.items import SAMPLE_TABLES
 from ingestion.samples.orders_chain import write_orders_chain
@@ -24,7 +25,6 @@ from ingestion.samples.single_table import TABLE, write_single_table
 from ingestion.samples.stream import write_books_stream
 from ingestion.spark import spark_config
 from ingestion.spark.spark_submit import spark_submit
-from ingestion.upkeep.verify import VerifyReport, verify
 
 EXAMPLE_QUERY = (
     f"select id, title, author, price, pages from {names.FINAL}.books order by price desc, id "

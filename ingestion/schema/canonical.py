@@ -1,5 +1,5 @@
 """DynamoDB JSON in one canonical form, a final table's row encoded back to it, and the two
-compared: what ``verify`` (ingestion.upkeep.verify) proves a table with.
+compared: what ``verify`` (ingestion.maintenance.verify) proves a table with.
 
 Shares nothing with the decode (ingestion.dynamodb.values, ingestion.schema.typed_columns): plain
 Python over the values Spark hands a Python function, so a bug in the decode cannot hide in the

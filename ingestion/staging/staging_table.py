@@ -36,7 +36,7 @@ TABLE_PROPERTIES = {
     # and maintenance may commit at once (the default 4 retries give up too early).
     "commit.retry.num-retries": "10",
     # Under an entity key rule a key with no '#' is its own entity value; a change log staged
-    # before that sent such items to the unmatched table (``upkeep.entity_moves``).
+    # before that sent such items to the unmatched table (``maintenance.entity_moves``).
     ENTITY_VALUES: WHOLE_KEY,
 }
 # "true" from the rebuild that moved rows to another entity until every final table of the entry

@@ -38,7 +38,7 @@
   {%- for required in ['_operation', '_version'] if required not in columns -%}
     {{ exceptions.raise_compiler_error(target ~ " has no " ~ required ~ " column: is it a DynamoDB final table?") }}
   {%- endfor -%}
-  {%- set quoted = lakehouse_quote_list(columns) -%}
+  {%- set quoted = dynamodb_quote_list(columns) -%}
   {%- set table = target.identifier -%}
   {%- set batches = dynamodb_new_batches(table) if dynamodb_entry(table) is not none else [] -%}
   {%- set baseline = dynamodb_baseline_version(table, dynamodb_staging_relation(table), batches) if batches else none -%}
@@ -49,7 +49,7 @@
   {%- set removes = dynamodb_removes_the_row(table, floor, 'change') %}
 merge into {{ target }} as target
 using {{ source }} as change
-on {% for key in lakehouse_quote_list(keys) -%}
+on {% for key in dynamodb_quote_list(keys) -%}
   target.{{ key }} = change.{{ key }}{{ " and " if not loop.last }}
 {%- endfor %}
 {%- for predicate in predicates %} and {{ predicate }}{% endfor %}
@@ -70,10 +70,10 @@ when not matched by source and target.`_version` < {{ baseline }} and not {{ dyn
   {%- set buckets = dynamodb_buckets(table) if dynamodb_entry(table) is not none else none -%}
   {%- if not buckets or not execute -%}{{ return([]) }}{%- endif -%}
   {%- do run_query('cache table ' ~ source) -%}
-  {%- set query = 'select distinct ' ~ dynamodb_bucket_function(buckets, lakehouse_quote(key)) ~ ' from ' ~ source -%}
+  {%- set query = 'select distinct ' ~ dynamodb_bucket_function(buckets, dynamodb_quote(key)) ~ ' from ' ~ source -%}
   {%- set hit = run_query(query).columns[0].values() | list -%}
   {%- if hit | length == 0 -%}{{ return([]) }}{%- endif -%}
-  {{ return([dynamodb_bucket_function(buckets, 'target.' ~ lakehouse_quote(key)) ~ ' in (' ~ (hit | map('int') | sort | join(', ')) ~ ')']) }}
+  {{ return([dynamodb_bucket_function(buckets, 'target.' ~ dynamodb_quote(key)) ~ ' in (' ~ (hit | map('int') | sort | join(', ')) ~ ')']) }}
 {%- endmacro %}
 
 {#- dbt-spark's validation, with merge_with_delete accepted for Iceberg tables. -#}

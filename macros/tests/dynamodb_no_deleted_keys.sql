@@ -1,6 +1,6 @@
 {#- Fails with one row per key present in the final table whose latest staged change is a delete. -#}
 {% test dynamodb_no_deleted_keys(model, table) %}
-  {%- set keys = lakehouse_quote_list(dynamodb_key_columns(table)) %}
+  {%- set keys = dynamodb_quote_list(dynamodb_key_columns(table)) %}
   {%- if dynamodb_copied_full_export(table, model) %}
 {#- A copy of one full export: no staged change is a delete (macros/test_scope.sql). #}
 select {{ keys | join(', ') }} from {{ model }} where false

@@ -10,9 +10,9 @@
 {% test dynamodb_not_null(model, column_name) -%}
   {%- set table = _dynamodb_final_table(model) -%}
   {%- if table is not none and _dynamodb_metadata_has_no_null(model, column_name) %}
-select file_path, readable_metrics.{{ lakehouse_quote(column_name) }}.null_value_count as nulls
+select file_path, readable_metrics.{{ dynamodb_quote(column_name) }}.null_value_count as nulls
 from {{ model }}.files
-where content = 0 and readable_metrics.{{ lakehouse_quote(column_name) }}.null_value_count != 0
+where content = 0 and readable_metrics.{{ dynamodb_quote(column_name) }}.null_value_count != 0
   {%- else -%}
 {{ dbt.default__test_not_null(model, column_name) }}
   {%- endif -%}
@@ -21,7 +21,7 @@ where content = 0 and readable_metrics.{{ lakehouse_quote(column_name) }}.null_v
 {#- True when Iceberg's metadata proves `column_name` of `model` holds no null. -#}
 {% macro _dynamodb_metadata_has_no_null(model, column_name) -%}
   {%- if not execute -%}{{ return(false) }}{%- endif -%}
-  {%- set metric = 'readable_metrics.' ~ lakehouse_quote(column_name) ~ '.null_value_count' -%}
+  {%- set metric = 'readable_metrics.' ~ dynamodb_quote(column_name) ~ '.null_value_count' -%}
   {%- set query -%}
     select count(*), count({{ metric }}), coalesce(sum({{ metric }}), 0)
     from {{ model }}.files where content = 0

@@ -38,7 +38,7 @@ def test_dbt_project_spells_the_names_as_python_does() -> None:
 
 def test_the_macros_read_the_ledger_keys_only_through_the_vars() -> None:
     """No macro spells a snapshot-summary key itself: they reach it through
-    ``vars.lakehouse_summary_keys`` (``_summary_key``), so the keys are written once."""
+    ``vars.lakehouse_summary_keys`` (``_dynamodb_summary_key``), so the keys are written once."""
     spelled = [
         str(p.relative_to(ROOT))
         for p in (ROOT / "macros").rglob("*.sql")

@@ -14,12 +14,12 @@ import pytest
 from support import ROOT, book, final_ids
 
 from ingestion.dynamodb.tables import get_table
+from ingestion.maintenance import rebuild
 from ingestion.merge import runner
 from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import exports, ledger
-from ingestion.upkeep import rebuild
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -80,8 +80,8 @@ def test_a_batch_committed_while_maintain_carries_the_ledger_is_never_expired_un
     was in no checkpoint, and with a small --keep-snapshots its commit expired with its entry:
     staged, never merged."""
     from ingestion.config import names
+    from ingestion.maintenance import expiry
     from ingestion.merge import merge_log
-    from ingestion.upkeep import expiry
 
     books = get_table("books")
     full = sample_exports.write_items_export(tmp_path / "f", "books", [book("a", "A")])
@@ -113,9 +113,9 @@ def test_a_duplicate_batch_left_by_a_killed_loser_is_removed_by_maintain(
     """Two processes staged one export at once; the loser, killed before it deleted its copy,
     left a second batch of the same source that no ledger entry names and that every plain
     `dbt run` merged again. `maintain` removes it."""
+    from ingestion.maintenance import compaction
     from ingestion.sources import manifest
     from ingestion.staging import append
-    from ingestion.upkeep import maintenance
 
     books = get_table("books")
     items = [book("a", "A"), book("b", "B")]
@@ -132,7 +132,7 @@ def test_a_duplicate_batch_left_by_a_killed_loser_is_removed_by_maintain(
         **{f"snapshot-property.{k}": v for k, v in properties.items()}
     ).append()
     assert append.duplicate_batches(spark, "books") == [loser]
-    maintenance.maintain(spark, books)
+    compaction.maintain(spark, books)
     assert append.duplicate_batches(spark, "books") == []
     batches = spark.table("lake.staging.books").select("_batch_id").distinct().collect()
     assert [r["_batch_id"] for r in batches] == [ledger.entries(spark, "books")[0].batch_id]

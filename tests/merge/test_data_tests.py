@@ -147,7 +147,9 @@ def test_a_first_load_is_tested_from_its_record_counts(
     rows_match = _compiled("dynamodb_rows_match_latest_changes_orders_orders")
     assert "record_count" in rows_match and "max_by" not in rows_match
     assert "where false" in _compiled("dynamodb_no_deleted_keys_orders_orders")
-    assert "group by" in _compiled("unique_combination_of_columns_orders_customer_id__order_id")
+    assert "group by" in _compiled(
+        "dynamodb_unique_combination_of_columns_orders_customer_id__order_id"
+    )
 
     # `merge --full-check` scans, whatever the metadata says.
     assert cli.main(["merge", "--table", "orders", "--full-check"]) == 0
@@ -207,7 +209,10 @@ def test_a_full_export_with_a_key_written_twice_is_refused(
     )
     capsys.readouterr()
     assert cli.main(["sync", "--table", "orders", str(altered)]) == 2
-    assert "unique_combination_of_columns_orders_customer_id__order_id" in capsys.readouterr().out
+    assert (
+        "dynamodb_unique_combination_of_columns_orders_customer_id__order_id"
+        in capsys.readouterr().out
+    )
     # Refused while the change-log tests took the record counts (equal: the copy has both rows).
     assert "record_count" in _compiled("dynamodb_rows_match_latest_changes_orders_orders")
     assert merge_log.new_batches(spark, "orders")  # not recorded: the next merge tests again

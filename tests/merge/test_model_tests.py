@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -68,3 +69,45 @@ def test_merge_stops_on_such_a_model_with_one_line_before_any_work(
 def test_the_scoped_tests_and_tests_with_arguments_pass(tmp_path: Path) -> None:
     project = _project_with(tmp_path, ["dynamodb_unique", {"accepted_values": {"values": ["a"]}}])
     check_model_tests([get_table("books")], project=project)
+
+
+def test_the_renamed_combination_test_is_migrated_in_place_and_dbt_utils_left_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An `orders.yml` from before the rename says `unique_combination_of_columns`: the check
+    rewrites that word (same test, same arguments) and says so; `dbt_utils.`'s test of that name
+    is a user's own and stays."""
+    marts = tmp_path / "models" / "marts"
+    marts.mkdir(parents=True)
+    new = (ROOT / "models" / "marts" / "orders.yml").read_text()
+    old = new.replace(
+        "- dynamodb_unique_combination_of_columns:", "- unique_combination_of_columns:"
+    )
+    assert old != new
+    theirs = "\n      - dbt_utils.unique_combination_of_columns:\n          combination_of_columns: [a]\n"
+    (marts / "orders.yml").write_text(old + theirs)
+    check_model_tests([get_table("orders")], project=tmp_path)
+    assert (marts / "orders.yml").read_text() == new + theirs
+    assert "models/marts/orders.yml: the test unique_combination_of_columns is now " in caplog.text
+    caplog.clear()
+    check_model_tests([get_table("orders")], project=tmp_path)  # migrated once: nothing to say
+    assert (marts / "orders.yml").read_text() == new + theirs and caplog.text == ""
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_model_written_before_the_rename_still_merges_and_runs_its_test(
+    spark, clean_lakehouse, samples, project_copy: Path
+) -> None:
+    orders = get_table("orders")
+    ingest_export(spark, orders, str(samples["orders"]))
+    path = project_copy / "models" / "marts" / "orders.yml"
+    path.write_text(
+        path.read_text().replace("- dynamodb_unique_combination", "- unique_combination")
+    )
+    assert cli.main(["merge", "--table", "orders"]) == 0
+    assert "- dynamodb_unique_combination_of_columns:" in path.read_text()
+    results = json.loads((project_copy / "target" / "run_results.json").read_text())["results"]
+    ran = [r["unique_id"] for r in results if r["status"] == "pass"]
+    assert any(".dynamodb_unique_combination_of_columns_orders_" in node for node in ran), ran
+    assert spark.table("lake.lakehouse.orders").count() > 0

@@ -15,6 +15,7 @@ from reference import DRIFT, expected, same
 
 from ingestion.cli import main
 from ingestion.dynamodb.tables import get_table
+from ingestion.maintenance import rebuild
 from ingestion.merge import runner
 from ingestion.samples import items as sample_items
 from ingestion.samples import sample_exports
@@ -22,7 +23,6 @@ from ingestion.samples.items import BASE_TIME
 from ingestion.schema import schema_file, types
 from ingestion.schema.types import parse_type
 from ingestion.staging import append, drift, exports, table_types
-from ingestion.upkeep import rebuild
 
 pytestmark = pytest.mark.slow
 

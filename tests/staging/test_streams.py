@@ -25,13 +25,13 @@ from support import ROOT, final_ids
 from ingestion.config import clock, settings
 from ingestion.dynamodb import change_order
 from ingestion.dynamodb.tables import get_table
+from ingestion.maintenance import verify as verifying
 from ingestion.merge import full_refresh, runner
 from ingestion.samples import expected_state, sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.sources import stream_files
 from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import exports, ledger, streams
-from ingestion.upkeep import verify as verifying
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -403,7 +403,7 @@ def test_compaction_applies_deletes_and_readers_agree(
 ) -> None:
     """Many small merges leave small data files and position-delete files; compaction (as
     `watch` runs it) leaves one data file, no delete file, and the same rows for DuckDB."""
-    from ingestion.upkeep import maintenance
+    from ingestion.maintenance import compaction
 
     baseline(spark, books_export)
     books = get_table("books")
@@ -424,7 +424,7 @@ def test_compaction_applies_deletes_and_readers_agree(
 
     before = files()
     assert before.get(0, 0) >= 5 and before.get(1, 0) >= 5, before
-    result = maintenance.compact(spark, "books")
+    result = compaction.compact(spark, "books")
     after = files()
     assert after == {0: 1}, after
     assert result.data_files == (before[0], 1) and result.delete_files == (before[1], 0)
@@ -622,8 +622,8 @@ def test_drift_in_the_stream_is_adopted_without_a_manual_step(
     from decimal import Decimal
 
     from ingestion.cli import main
+    from ingestion.maintenance import adopt
     from ingestion.staging import drift
-    from ingestion.upkeep import adopt
 
     baseline(spark, books_export)
     books = get_table("books")

@@ -16,13 +16,13 @@ from support import ROOT
 from ingestion.cli import main
 from ingestion.dynamodb.tables import get_table
 from ingestion.jobs import inspection, stage
+from ingestion.maintenance import status
 from ingestion.merge import merge_log
 from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
 from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import drift, ledger
-from ingestion.upkeep import status
 from ingestion.without_spark import iceberg_metadata
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]

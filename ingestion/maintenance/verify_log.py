@@ -1,5 +1,5 @@
 """The verify log, ``lake.staging.dynamodb_lakehouse_verifies``: one row per ``verify`` run, so
-``status`` shows when a table was last proved equal (ingestion.upkeep.status)."""
+``status`` shows when a table was last proved equal (ingestion.maintenance.status)."""
 
 from __future__ import annotations
 

@@ -15,6 +15,8 @@ from verifying import key, synced, verified
 
 from ingestion import cli
 from ingestion.dynamodb.tables import get_table
+from ingestion.maintenance import verify as verifying_module
+from ingestion.maintenance.status import table_status
 from ingestion.merge import runner
 from ingestion.samples import stream as sample_stream
 from ingestion.schema import typed_columns
@@ -22,8 +24,6 @@ from ingestion.sources import manifest
 from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import streams
 from ingestion.staging.exports import ingest_export
-from ingestion.upkeep import verify as verifying_module
-from ingestion.upkeep.status import table_status
 
 ALL_60_EQUAL = {
     "equal": 60,

@@ -1,6 +1,6 @@
-"""``verify``'s first pass: each side's fingerprints (ingestion.upkeep.fingerprints) summed per
+"""``verify``'s first pass: each side's fingerprints (ingestion.maintenance.fingerprints) summed per
 bucket of keys, one job, no join of the two sides; the buckets whose sums agree hold equal items,
-the others go to the second pass (ingestion.upkeep.verify)."""
+the others go to the second pass (ingestion.maintenance.verify)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config.names import quote
+from ingestion.maintenance import fingerprints
 from ingestion.schema.types import Schema
-from ingestion.upkeep import fingerprints
 
 BUCKETS = 16384  # of keys: at 1M items about 60 items in each
 # A "$" no column name has (ingestion.dynamodb.naming), as the fingerprints' own columns.

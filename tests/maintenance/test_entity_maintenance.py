@@ -13,12 +13,12 @@ from single_table_reference import add_app, assert_entity_tables, write_chain
 
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import get_table
+from ingestion.maintenance import adopt, compaction
 from ingestion.merge import merge_log, runner
 from ingestion.samples import stream as sample_stream
 from ingestion.sources import manifest
 from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import exports, ledger, streams, table_types
-from ingestion.upkeep import adopt, maintenance
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -50,9 +50,9 @@ def test_maintain_keeps_every_entity_table_exact(
     runner.run_merge(spark, [app], test=False)
     assert_entity_tables(spark, lakehouse_home, state, "attribute")
 
-    young = maintenance.maintain(spark, app)
+    young = compaction.maintain(spark, app)
     for final in finals:  # the merges' delete files absorbed in each entity table
-        assert maintenance.live_files(spark, final)[1] == 0, final
+        assert compaction.live_files(spark, final)[1] == 0, final
     assert young.compaction.delete_files[0] > 0 and young.compaction.delete_files[1] == 0
     assert young.pruned == 0  # every change younger than the retention
     assert_entity_tables(spark, lakehouse_home, state, "attribute")
@@ -65,7 +65,7 @@ def test_maintain_keeps_every_entity_table_exact(
     pending = streams.ingest_stream(spark, app, str(tmp_path / "streams"), settle_seconds=0)
 
     later = datetime.now(UTC).replace(tzinfo=None) + timedelta(days=2)
-    old = maintenance.maintain(spark, app, keep_snapshots=2, now=later)
+    old = compaction.maintain(spark, app, keep_snapshots=2, now=later)
     expired = {e.table: e.snapshots[1] for e in old.expired}
     assert expired == {
         "staging.app": 2,

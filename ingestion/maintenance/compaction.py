@@ -1,4 +1,4 @@
-"""Maintenance that never breaks a running query: compaction, then expiry (ingestion.upkeep.expiry).
+"""Maintenance that never breaks a running query: compaction, then expiry (ingestion.maintenance.expiry).
 
 Compaction: ``rewrite_data_files`` turns small files and files with position deletes into fewer,
 bigger files with the deletes applied, then drops the delete files that no longer apply
@@ -24,10 +24,10 @@ from ingestion.config import clock, names
 from ingestion.config.names import quote_table
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.maintenance import expiry
 from ingestion.merge import merge_log, runner
 from ingestion.spark import spark_config, table_metadata
 from ingestion.staging import append, ledger
-from ingestion.upkeep import expiry
 
 log = logging.getLogger(__name__)
 
@@ -36,13 +36,13 @@ MAX_MANIFESTS = 10  # rewrite manifests beyond this many
 DEFAULT_RETENTION = timedelta(hours=24)  # longer than your longest Athena query
 DEFAULT_KEEP_SNAPSHOTS = 5
 ORPHAN_AGE = timedelta(days=3)
-# How often a ``watch`` runs the upkeep after compaction (the change log's retention, the ledger
+# How often a ``watch`` runs the expiry after compaction (the change log's retention, the ledger
 # checkpoint, expiry, orphans, duplicate batches): each acts only on what is older than the
 # retention (24 h) or the orphan age (3 days), or (the duplicate batches a killed ingest left) on
 # copies of a committed batch that change no merge's result; run every few ticks it found
 # nothing and cost a watch tick about 4 s (bench/freshness.py). Hourly, by the staging table's
 # last maintenance (or its first commit), which a restarted watch sees too.
-UPKEEP_EVERY = timedelta(hours=1)
+EXPIRY_EVERY = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -143,13 +143,13 @@ class Report:
     expired: tuple[expiry.Expiry, ...] = field(default=())
     seconds: float = 0.0
     pruned: int = 0  # superseded, merged changes removed from the staging change log
-    upkeep_due: datetime | None = None  # compaction only: when the rest is due (``watch``)
+    expiry_due: datetime | None = None  # compaction only: when the rest is due (``watch``)
 
     def lines(self) -> list[str]:
         c = self.compaction
         rest = (
-            f"retention and expiry next due {self.upkeep_due:%Y-%m-%d %H:%M} UTC"
-            if self.upkeep_due
+            f"retention and expiry next due {self.expiry_due:%Y-%m-%d %H:%M} UTC"
+            if self.expiry_due
             else f"{self.pruned} superseded changes removed from staging"
         )
         out = [
@@ -171,11 +171,11 @@ def maintain(
     retention: timedelta = DEFAULT_RETENTION,
     keep_snapshots: int = DEFAULT_KEEP_SNAPSHOTS,
     now: datetime | None = None,
-    upkeep_every: timedelta | None = None,
+    expiry_every: timedelta | None = None,
 ) -> Report:
     """Compact the final table, carry the staging ledger forward, expire snapshots older than
     ``retention`` (keeping ``keep_snapshots``) and remove old orphan files, for the final table,
-    the staging change log and the merge log. With ``upkeep_every`` (``watch``), only compact
+    the staging change log and the merge log. With ``expiry_every`` (``watch``), only compact
     when the last maintenance is more recent than that."""
     started = time.monotonic()
     now = clock.utc(now) if now else clock.utc_now()  # a naive ``now`` is UTC
@@ -187,13 +187,13 @@ def maintain(
         for final in finals
         if spark.catalog.tableExists(names.final_table(final))
     )
-    due = upkeep_due(spark, table.name, upkeep_every) if upkeep_every else None
+    due = expiry_due(spark, table.name, expiry_every) if expiry_every else None
     # A tenth of the period early counts as due: a watch maintains every few ticks, and with a
     # cadence close to the period (60 ticks of 60 s) an exact test would find it due seconds
     # after each maintaining tick, and run it every other time.
-    if upkeep_every and due is not None and due - upkeep_every / 10 > now:
+    if expiry_every and due is not None and due - expiry_every / 10 > now:
         return Report(
-            table.name, compaction, manifests, seconds=time.monotonic() - started, upkeep_due=due
+            table.name, compaction, manifests, seconds=time.monotonic() - started, expiry_due=due
         )
     cutoff, orphans = now - retention, now - ORPHAN_AGE
     expired, pruned = [], 0
@@ -253,8 +253,8 @@ def maintain_tables(
             say(f"full check: {name} left out (no final table, or batches not merged yet)")
 
 
-def upkeep_due(spark: SparkSession, table: str, every: timedelta) -> datetime | None:
-    """When the upkeep after compaction is next due: ``every`` after the staging table's last
+def expiry_due(spark: SparkSession, table: str, every: timedelta) -> datetime | None:
+    """When the expiry after compaction is next due: ``every`` after the staging table's last
     maintenance, or after its first commit when it has none; None without a staging table."""
     metadata = table_metadata.read(spark, names.staging_table(table))
     snapshots = metadata.snapshots if metadata is not None else []

@@ -20,9 +20,9 @@ from pyspark.sql import functions as F
 from ingestion.config import names
 from ingestion.dynamodb.entities import ENTITY_COLUMN
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.maintenance import rebuild
 from ingestion.spark import table_metadata
 from ingestion.staging.staging_table import ENTITY_VALUES, WHOLE_KEY
-from ingestion.upkeep import rebuild
 
 
 def move_before_merge(

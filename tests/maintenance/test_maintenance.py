@@ -17,12 +17,12 @@ from support import final_ids
 
 from ingestion.aws import glue
 from ingestion.dynamodb.tables import get_table
+from ingestion.maintenance import compaction
 from ingestion.merge import merge_log, runner
 from ingestion.samples import expected_state, sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import exports, ledger, streams
-from ingestion.upkeep import maintenance
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -77,13 +77,13 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
     final_before = snapshots(spark, "lake.lakehouse.books")
     staging_before = snapshots(spark, "lake.staging.books")
     sources_before = {e.source for e in ledger.entries(spark, "books")}
-    assert maintenance.health(spark, "books").endswith("last maintenance: never")
+    assert compaction.health(spark, "books").endswith("last maintenance: never")
 
     # Default retention: everything is younger than 24 hours, nothing expires. Meanwhile a
     # DuckDB reader loops over the table: no read may fail.
     with readers.reading(lakehouse_home, "books", len(ids)) as loop:
-        young = maintenance.maintain(spark, books)
-        maintenance.maintain(spark, books)
+        young = compaction.maintain(spark, books)
+        compaction.maintain(spark, books)
     assert loop.failures == [], loop.failures[:3]
     assert loop.reads > 10
     print(f"{loop.reads} DuckDB reads during maintenance, none failed")
@@ -94,7 +94,7 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
     assert set(final_before) <= set(snapshots(spark, "lake.lakehouse.books"))
 
     assert young.pruned == 0  # every change is younger than the retention
-    health = maintenance.health(spark, "books")
+    health = compaction.health(spark, "books")
     assert re.fullmatch(
         r"1 data files \(average 0\.0 MB\), 0 delete files, \d+ snapshots, "
         r"metadata [1-9]\d* KB, last maintenance: 20\d\d-.*",
@@ -104,7 +104,7 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
 
     # Two days later: all but the last 2 snapshots are older than the retention.
     later = datetime.now(UTC).replace(tzinfo=None) + timedelta(days=2)
-    old = maintenance.maintain(spark, books, keep_snapshots=2, now=later)
+    old = compaction.maintain(spark, books, keep_snapshots=2, now=later)
     kept_final = snapshots(spark, "lake.lakehouse.books")
     assert len(kept_final) == 2 and len(snapshots(spark, "lake.staging.books")) == 2
     assert {e.table: e.snapshots[1] for e in old.expired} == {
@@ -154,7 +154,7 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
     change = sample_stream.stream_record("books", "MODIFY", key, None, new, 4_000_000_000, 10**30)
     write_batch([change], str(tmp_path / "streams"))
     streams.ingest_stream(spark, books, str(tmp_path / "streams"), settle_seconds=0)
-    maintenance.maintain(spark, books, keep_snapshots=1, now=later)
+    compaction.maintain(spark, books, keep_snapshots=1, now=later)
     assert len(snapshots(spark, "lake.staging.books")) == 1
     runner.dbt_invoke(["run", "--select", "books"])
     title = spark.sql(f"select title from lake.lakehouse.books where id = '{ids[0]}'").first()
@@ -191,13 +191,13 @@ def test_a_stream_batch_stays_in_the_ledger_while_its_files_are_there(
     Path(written.uri).write_bytes(kept_copy)  # as if its delete had failed
 
     later = datetime.now(UTC).replace(tzinfo=None) + timedelta(days=2)
-    maintenance.maintain(spark, books, keep_snapshots=1, now=later)
+    compaction.maintain(spark, books, keep_snapshots=1, now=later)
     assert staged.batch_id in {e.batch_id for e in ledger.entries(spark, "books")}
     again = streams.ingest_stream(spark, books, str(location), settle_seconds=0)
     assert (again.files, again.cleaned) == (0, 1)  # deleted unstaged, not staged twice
     assert not Path(written.uri).exists()
 
-    maintenance.maintain(spark, books, keep_snapshots=1, now=later)
+    compaction.maintain(spark, books, keep_snapshots=1, now=later)
     assert staged.batch_id not in {e.batch_id for e in ledger.entries(spark, "books")}
 
 
@@ -222,7 +222,7 @@ def test_retention_is_measured_in_utc_whatever_the_local_time_zone(
     build(spark, tmp_path)
     books = get_table("books")
     entries = ledger.entries(spark, "books")
-    report = maintenance.maintain(spark, books, retention=timedelta(hours=2))
+    report = compaction.maintain(spark, books, retention=timedelta(hours=2))
     assert report.pruned == 0  # every change is a minute old
     assert [e.source for e in ledger.entries(spark, "books")] == [e.source for e in entries]
     committed = datetime.fromisoformat(entries[-1].committed_at)
@@ -232,9 +232,9 @@ def test_retention_is_measured_in_utc_whatever_the_local_time_zone(
 def test_a_watch_compacts_on_its_ticks_and_runs_the_rest_when_due(
     spark, clean_lakehouse, tmp_path: Path, monkeypatch
 ) -> None:
-    """``watch``'s maintenance (``upkeep_every``): compaction on every maintain tick; the change
+    """``watch``'s maintenance (``expiry_every``): compaction on every maintain tick; the change
     log's retention, the ledger checkpoint and expiry only once the last maintenance (or, never
-    maintained, the staging table's first commit) is ``upkeep_every`` old. And the rows a merge
+    maintained, the staging table's first commit) is ``expiry_every`` old. And the rows a merge
     reports after a compaction, derived from the merge before it, equal the table's."""
     from ingestion.merge import merge_counts
     from ingestion.spark import table_metadata
@@ -248,9 +248,9 @@ def test_a_watch_compacts_on_its_ticks_and_runs_the_rest_when_due(
         return [s.committed_at for s in metadata.snapshots if ledger.MAINTAINED in s.summary]
 
     first = min(s.committed_at for s in table_metadata.read(spark, "lake.staging.books").snapshots)
-    assert maintenance.upkeep_due(spark, "books", hour) == first + hour
-    compacted = maintenance.maintain(spark, books, upkeep_every=hour)
-    assert compacted.upkeep_due == first + hour
+    assert compaction.expiry_due(spark, "books", hour) == first + hour
+    compacted = compaction.maintain(spark, books, expiry_every=hour)
+    assert compacted.expiry_due == first + hour
     assert compacted.compaction.data_files[0] > 1 and compacted.compaction.data_files[1] == 1
     assert compacted.expired == () and checkpoints() == []
     assert "retention and expiry next due" in compacted.lines()[0]
@@ -283,12 +283,12 @@ def test_a_watch_compacts_on_its_ticks_and_runs_the_rest_when_due(
     assert merge_counts._known_rows(spark, "books", after, two) is None  # two: not this merge's
 
     due = first + hour + timedelta(minutes=1)
-    full = maintenance.maintain(spark, books, upkeep_every=hour, now=due)
-    assert full.upkeep_due is None and len(full.expired) == 3
+    full = compaction.maintain(spark, books, expiry_every=hour, now=due)
+    assert full.expiry_due is None and len(full.expired) == 3
     [checkpoint] = checkpoints()
-    assert maintenance.upkeep_due(spark, "books", hour) == checkpoint + hour
-    again = maintenance.maintain(spark, books, upkeep_every=hour)
-    assert again.upkeep_due == checkpoint + hour and again.expired == ()
+    assert compaction.expiry_due(spark, "books", hour) == checkpoint + hour
+    again = compaction.maintain(spark, books, expiry_every=hour)
+    assert again.expiry_due == checkpoint + hour and again.expired == ()
     # A tenth of the period early counts as due (a watch's cadence close to the period).
-    nearly = maintenance.maintain(spark, books, upkeep_every=hour, now=checkpoint + timedelta(minutes=55))  # fmt: skip
-    assert nearly.upkeep_due is None and len(nearly.expired) == 3
+    nearly = compaction.maintain(spark, books, expiry_every=hour, now=checkpoint + timedelta(minutes=55))  # fmt: skip
+    assert nearly.expiry_due is None and len(nearly.expired) == 3

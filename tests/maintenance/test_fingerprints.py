@@ -1,4 +1,4 @@
-"""The fingerprints `verify`'s first pass proves items equal with (ingestion.upkeep.fingerprints),
+"""The fingerprints `verify`'s first pass proves items equal with (ingestion.maintenance.fingerprints),
 on real Spark: an export line and the final row decoded from it fingerprint alike; every
 difference the Python comparison names (tests/schema/test_canonical.py) fingerprints apart, so
 the first pass never calls a differing item equal; and what the fingerprint cannot decide (a
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from canonical_case import ITEM, ROW, ROW_DIFFERENCES, SCHEMA
 
+from ingestion.maintenance import fingerprints, first_pass
 from ingestion.schema.types import Attribute, ColumnType, Schema, StructField, parse_type
-from ingestion.upkeep import fingerprints, first_pass
 
 # ``extra`` and ``mixed`` are `string` columns holding a map and a number: the second pass's.
 FAST = Schema(SCHEMA.table, tuple(a for a in SCHEMA.attributes if a.name not in ("extra", "mixed")))  # fmt: skip

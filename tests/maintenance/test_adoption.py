@@ -13,6 +13,7 @@ import pytest
 
 from ingestion.cli import main
 from ingestion.dynamodb.tables import get_table
+from ingestion.maintenance import rebuild
 from ingestion.merge import merge_log, runner
 from ingestion.project import onboarding
 from ingestion.samples import sample_exports
@@ -21,7 +22,6 @@ from ingestion.samples.items import BASE_TIME
 from ingestion.schema import schema_file
 from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import streams, table_types
-from ingestion.upkeep import rebuild
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -305,8 +305,8 @@ def test_the_drift_check_before_a_merge_skips_only_batches_seen_clean(
     """A `watch` hands the merge the batches it staged and saw no drift in; the drift check
     before the merge reads every other unmerged batch, and a batch the watch merged leaves the
     list."""
-    from ingestion.jobs import ticks
-    from ingestion.upkeep import adopt
+    from ingestion.jobs import watch as watching
+    from ingestion.maintenance import adopt
 
     a = {"id": s("a"), "n": n("1")}
     full = sample_exports.write_items_export(tmp_path / "full", "t", [a])
@@ -325,9 +325,9 @@ def test_the_drift_check_before_a_merge_skips_only_batches_seen_clean(
     assert adopt.still_clean(spark, "t", {staged.batch_id}) == set()
 
     write_batch([modify(a, {"id": s("a"), "n": n("2.5")}, 2)], str(location))
-    progress = ticks.Progress()
-    options = ticks.WatchOptions(stream=str(location), interval=0, settle=0, maintain_every=0)
-    done = ticks.tick(spark, [get_table("t")], options, 1, progress)
+    progress = watching.Progress()
+    options = watching.WatchOptions(stream=str(location), interval=0, settle=0, maintain_every=0)
+    done = watching.tick(spark, [get_table("t")], options, 1, progress)
     assert [t.error for t in done] == [None] and done[0].changes == 1
     assert progress.clean == {"t": set()}  # seen clean, then merged: nothing left to skip
     assert final(spark)["a"]["n"] == 2.5

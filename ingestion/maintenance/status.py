@@ -8,9 +8,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import names
+from ingestion.maintenance import compaction
 from ingestion.merge import merge_log
 from ingestion.staging import chain, ledger
-from ingestion.upkeep import maintenance
 from ingestion.without_spark import duckdb_engine, iceberg_metadata
 
 
@@ -50,12 +50,12 @@ def table_status(spark: SparkSession, table: str) -> TableStatus:
         pending=pending,
         unmerged_rows=unmerged,
         final_rows=final_rows,
-        health=maintenance.health(spark, table),
+        health=compaction.health(spark, table),
         last_verify=_last_verify(_spark_rows(spark, table)),
     )
 
 
-# The last verify run's columns, as `status` reads them (ingestion.upkeep.verify.record).
+# The last verify run's columns, as `status` reads them (ingestion.maintenance.verify.record).
 _LAST_VERIFY = "select * from {table} where table_name = ? order by verified_at desc limit 1"
 
 

@@ -1,6 +1,6 @@
 """Drift adopted without a manual step: when a batch holds values that do not fit their column
 (a ``bigint`` column meets ``3.25``, a 38-digit number), the table's typed columns are derived
-again from the staged raw images with types wide enough (``upkeep.rebuild``), and the next merge
+again from the staged raw images with types wide enough (``maintenance.rebuild``), and the next merge
 rebuilds the final table from the change log (``merge.full_refresh``), so Athena reads the exact
 value, not a null, from that merge on. The table option ``adopt_drift: false`` keeps the values
 null (listed in ``_drift``) until someone runs ``rebuild``.
@@ -27,13 +27,13 @@ from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.maintenance import entity_moves, rebuild
 from ingestion.merge import merge_log
 from ingestion.schema import schema_file, types
 from ingestion.spark import table_metadata
 from ingestion.staging import drift as staged_drift
 from ingestion.staging import entity_types, ledger, table_types
 from ingestion.staging.drift import Drift
-from ingestion.upkeep import entity_moves, rebuild
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 value, in DynamoDB JSON (docs/proving-it.md).
 
 Two passes. The first, in the JVM, reads each side once: every item's fingerprint (its key and a
-hash of its canonical DynamoDB JSON, ingestion.upkeep.fingerprints) from the export and from the
+hash of its canonical DynamoDB JSON, ingestion.maintenance.fingerprints) from the export and from the
 final table, summed per bucket of keys on each side (no join); a bucket whose sums agree holds
 equal items. The second runs only for the other buckets (none when the table is equal, every
 bucket holding a key changed after the instant): their export lines and final rows, read again,
@@ -11,7 +11,7 @@ go to Python workers, which put each into canonical form, pair them by key and c
 
 A key changed after the export's instant (a staged change with a later ``_version``) is compared
 as the change log held it at the instant, when the change log can say: when the export is the
-table's newest staged full export, whose rows maintenance never prunes (ingestion.upkeep.expiry),
+table's newest staged full export, whose rows maintenance never prunes (ingestion.maintenance.expiry),
 by the full-export rule that state is the key's row in that export, or no item when it lacks
 the key. Otherwise such a key is ``not comparable``: never counted equal or different. A final
 row kept for a delete (``ttl_deletes: keep``) is no item. A key the final table holds more than
@@ -40,13 +40,13 @@ from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb import change_order
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.maintenance import fingerprints, first_pass, verify_log
+from ingestion.maintenance.verify_log import OUTCOMES
 from ingestion.merge import full_refresh, merge_log
 from ingestion.schema import canonical
 from ingestion.schema.types import Schema
 from ingestion.sources import manifest
 from ingestion.staging import chain, ledger, table_types
-from ingestion.upkeep import fingerprints, first_pass, verify_log
-from ingestion.upkeep.verify_log import OUTCOMES
 
 SHOWN = 10  # keys reported per outcome
 DIFFERENCES = ("missing", "extra", "different", "duplicate")  # any of them: not equal
