@@ -43,7 +43,7 @@ lint: setup ## ruff, mypy, the import contract (import-linter) and sqlfluff on m
 	LAKEHOUSE_HOME=$(CURDIR)/.lakehouse-lint $(BIN)/sqlfluff lint models macros
 
 bench: setup ## benchmarks (not part of CI, about 3 hours on 2 cores); bench/results/ + README table
-	$(BIN)/python bench/scale.py
+	$(BIN)/python bench/export_to_final.py
 	$(BIN)/python bench/apply_cost.py
 	$(BIN)/python bench/buckets.py
 	$(BIN)/python bench/daily_sync.py

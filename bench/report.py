@@ -33,6 +33,13 @@ Row = tuple[str, str, str, str, str]  # benchmark, data, figure, target, met
 HEADLINE_ROWS = 8
 # What a figure measures: a later commit that changes one of these paths makes it stale.
 MEASURED = ("ingestion", "macros", "models", "dbt_project.yml", "profiles.yml", "conf")
+# Result files whose benchmark was retired: their figures stay, with when they were measured, and
+# are never stale (nothing can re-measure them). Why each went: docs/performance.md.
+RETIRED = {
+    name: "bench/scale.py, retired at issue 51 (export_to_final and apply_cost measure the same "
+    "against closer floors)"
+    for name in ("ingest_full_export", "memory", "incremental_apply")
+}
 
 
 def _met(ok: bool | None) -> str:
@@ -577,6 +584,8 @@ def measured(name: str, stamp: dict | None = None) -> str:
     except (OSError, ValueError, KeyError, subprocess.SubprocessError):
         return "date unknown (no git history)"
     uncommitted = " on uncommitted changes" if stamp and stamp["commit"].endswith("+") else ""
+    if name in RETIRED:
+        return f"{day} ({commit}{uncommitted}); its script {RETIRED[name]}"
     stale = f"; **stale**: {later} later commit(s) changed the code it measures" if later else ""
     return f"{day} ({commit}{uncommitted}){stale}"
 

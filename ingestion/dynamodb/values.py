@@ -183,8 +183,8 @@ def expand_values(rows: DataFrame, levels: int = 4) -> DataFrame:
     nested ones included (a list element's path step is null).
 
     The first ``levels`` levels are expanded by chained ``explode`` steps, which Spark compiles;
-    anything deeper (rare) goes through the loop of ``nested_values_sql``. Measured: about twice as
-    fast as the loop alone on the books sample (bench/detect_schema.py)."""
+    anything deeper (rare) goes through the loop of ``nested_values_sql``, which alone is slower
+    (docs/performance.md, "Schema detection")."""
     frame = rows.select(F.expr(_node("array(name)", "value")).alias("n"))
     for _ in range(levels):
         children = (

@@ -53,8 +53,8 @@ def dbt_invoke(
 ) -> None:
     """Run one dbt command in this process (it shares this process's SparkSession), with
     ``run_vars`` in ``DYNAMODB_LAKEHOUSE_RUN`` for the command's duration only. Without
-    ``artifacts``, dbt writes no ``target/manifest.json`` nor ``run_results.json`` (``watch``:
-    writing both on every tick cost about 0.2 s of it; a ``merge`` keeps them)."""
+    ``artifacts``, dbt writes no ``target/manifest.json`` nor ``run_results.json`` (``watch``'s
+    ticks, docs/performance.md says what that saves; a ``merge`` keeps them)."""
     from dbt.cli.main import dbtRunner
 
     settings.export_environment()

@@ -5,7 +5,7 @@ item is parsed once with that shape's type and ONE aggregation computes every (p
 statistics (ingestion.schema.shapes). The items the shape does not describe (an attribute
 first seen later, a new map key, a value of another type) are counted by the generic path, which
 a second pass runs over them alone, and the two add up: the same statistics as the generic path
-over every item, at the cost of one parse (bench/export_to_final.py).
+over every item, at the cost of one parse.
 
 The generic path: each item becomes its nodes (every value, nested ones included, with path,
 type and number digits); Spark aggregates them by (path, type). Only that summary reaches the

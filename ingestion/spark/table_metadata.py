@@ -2,10 +2,10 @@
 metadata file's JSON: read from this session's catalog through the JVM (``read``), or from the
 file itself without Spark (``ingestion.without_spark.iceberg_metadata``).
 
-``read`` costs one catalog look-up and no Spark job. The merge and staging read the ledger, the
-snapshots and the kept types several times a merge; as metadata-table queries
-(``<table>.snapshots``, ``show tblproperties``) each was a Spark job of 0.05 to 0.15 s, about a
-second of every `watch` tick (bench/tick_profile.py). It sees what those queries saw: the table
+``read`` costs one catalog look-up and no Spark job, where a metadata-table query
+(``<table>.snapshots``, ``show tblproperties``) is a Spark job; the merge and staging read the
+ledger, the snapshots and the kept types several times a merge (what that saved a `watch` tick:
+docs/performance.md, "A `watch` tick, profiled"). It sees what those queries saw: the table
 as the session's catalog holds it, the cache included (Iceberg's catalog cache; a commit of this
 session refreshes it), or re-read from the catalog first with ``fresh``.
 """
