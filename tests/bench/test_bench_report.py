@@ -236,7 +236,9 @@ def test_a_figure_whose_code_changed_since_it_was_measured_is_marked_stale(
     assert report.measured("daily_sync") == "not committed yet"
     answers.update({"log": "bfd813f 2026-11-21", "rev-list": "117"})
     retired = report.measured("incremental_apply")  # its script is gone: never stale
-    assert retired.startswith("2026-11-21 (bfd813f); its script bench/scale.py, retired at issue 51")
+    assert retired.startswith(
+        "2026-11-21 (bfd813f); its script bench/scale.py, retired at issue 51"
+    )
     assert "stale" not in retired
 
 
