@@ -656,14 +656,14 @@ def _headline_rows() -> list[list[Any]]:
                 fresh.get("measured"),
             ]
         )
-    upkept = _load("maintenance")
-    if upkept:
+    maintained = _load("maintenance")
+    if maintained:
         rows.append(
             [
                 "reads that fail while `maintain` compacts and expires",
-                f"{upkept['reader_failures']} of {upkept['reader_reads']:,} reads",
+                f"{maintained['reader_failures']} of {maintained['reader_reads']:,} reads",
                 "maintenance",
-                upkept.get("measured"),
+                maintained.get("measured"),
             ]
         )
     measured_memory = [r for r in (final or {}).get("runs", []) if "peak_driver_rss_mb" in r]

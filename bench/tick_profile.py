@@ -37,11 +37,11 @@ import freshness  # bench/ is on sys.path when a benchmark runs as a script
 import project
 import results_file
 
-# (label, the function whose cumulative time it is): the steps of ingestion.jobs.ticks.tick.
+# (label, the function whose cumulative time it is): the steps of ingestion.jobs.watch.tick.
 STEPS = [
-    ("tick", "ingestion/jobs/ticks.py", "tick"),
+    ("tick", "ingestion/jobs/watch.py", "tick"),
     ("ingest (all of it)", "ingestion/staging/streams.py", "ingest_stream"),
-    ("  decode plan (typed columns)", "ingestion/schema/typed_columns.py", "transform"),
+    ("  decode plan (typed columns)", "ingestion/schema/typed_rows.py", "transform"),
     ("  drift report", "ingestion/staging/drift.py", "drift_report"),
     ("  stored types", "ingestion/staging/table_types.py", "stored_document"),
     ("  files to stage", "ingestion/staging/streams.py", "_classified"),
@@ -170,23 +170,23 @@ def main(argv: list[str] | None = None) -> int:
     freshness.set_up(scratch, names, 500)
 
     from ingestion.dynamodb.tables import get_table
-    from ingestion.jobs import ticks
+    from ingestion.jobs import watch as watching
     from ingestion.spark.spark_config import build_spark
 
     spark = build_spark("bench tick profile")
     tables = [get_table(name) for name in names]
     location = scratch / "streams"
-    options = ticks.WatchOptions(
+    options = watching.WatchOptions(
         stream=str(location), interval=0, settle=0, maintain_every=0, dbt_artifacts=True
     )  # run_results.json: dbt's own time per model
     writer = argparse.Namespace(rate=args.rate, seconds=1, items=500)
-    progress, profile, seconds, dbt_models = ticks.Progress(), cProfile.Profile(), [], []
+    progress, profile, seconds, dbt_models = watching.Progress(), cProfile.Profile(), [], []
     for number in range(1, args.ticks + 1):
         freshness.write_changes(location, names, writer)
         started = time.monotonic()
         if number > 1:
             profile.enable()
-        done = ticks.tick(spark, tables, options, number, progress)
+        done = watching.tick(spark, tables, options, number, progress)
         profile.disable()
         assert not [t.error for t in done if t.error], done
         if number > 1:

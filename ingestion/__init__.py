@@ -1,15 +1,15 @@
 """dynamodb-lakehouse: DynamoDB exports and streams -> staging Iceberg change logs -> dbt merges.
 
-The rooms, top to bottom (imports run one way, downwards):
+The rooms, top to bottom (the order in which they may import is the contract's, below):
 
 - ``cli``        the ``ddb-lakehouse`` commands: parse, call one function below, print.
 - ``aws``        Glue registration, EMR packaging and submission (beside ``samples``: sample
                  exports in AWS's exact layout, and the demo).
-- ``jobs``       the flows a command runs: stage, sync, export, merge, rebuild, maintain, watch,
+- ``jobs``       the flows a command runs: stage, sync, export, merge, rebuild, watch,
                  status, query; the table lock and lease (beside ``project``: add-table and the
                  dbt files of a table).
-- ``maintenance`` keeping tables healthy: compaction, expiry, rebuild, drift adoption, moves
-                 between entities, status, and ``verify`` against an export.
+- ``maintenance`` keeping tables healthy: ``maintain`` (compaction, expiry), rebuild, drift
+                 adoption, moves between entities, status, ``verify`` against an export.
 - ``merge``      the dbt merge (run + scoped tests), the merge log, counts, full refresh.
 - ``staging``    sources -> staging change logs: one commit per source with its ledger entry.
 - ``without_spark`` reading the catalog and tables without a JVM (``status``, ``query``

@@ -1,6 +1,6 @@
 {#- Identifier quoting for Spark SQL: backticks, embedded backticks doubled. Kept although the
-    project's own names are [a-z0-9_]: a column is named for its DynamoDB attribute, and an
-    attribute name may hold any character (docs/tables-and-types.md, column names). -#}
+    project's column rule gives [a-z0-9_]: a person may name a column in the schema file
+    ("column"), and a model's YAML names the columns a test reads. -#}
 {% macro dynamodb_quote(identifier) -%}
   `{{ identifier | replace('`', '``') }}`
 {%- endmacro %}

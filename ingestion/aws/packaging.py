@@ -19,6 +19,7 @@ from typing import Any
 
 from ingestion.aws import job_python
 from ingestion.config import settings
+from ingestion.merge.model_tests import migrate_models
 from ingestion.sources.s3_uri import parse_s3_uri
 
 PROJECT_PARTS = ("ingestion", "models", "macros", "schemas", "conf")
@@ -45,6 +46,7 @@ class Package:
 def package(out: Path, root: Path | None = None) -> Package:
     """Zip the package and the dbt project (sorted, fixed timestamps: same files, same zip)."""
     root = root or settings.project_dir()
+    migrate_models(root)  # the job parses what it is given: a renamed test under its new name
     out.mkdir(parents=True, exist_ok=True)
     archive = out / "project.zip"
     files = [root / name for name in PROJECT_FILES]
@@ -115,8 +117,7 @@ def deps_key(arch: str, root: Path | None = None) -> str:
 
 
 def dependencies(out: Path, arch: str, root: Path | None = None) -> tuple[Path, str]:
-    """``out/deps-<arch>.tar.gz``, built once per key (a rebuild takes about 30 s with pip's
-    cache); returns (path, key)."""
+    """``out/deps-<arch>.tar.gz``, built once per key; returns (path, key)."""
     key = deps_key(arch, root)
     archive = out / job_python.archive_name(arch)
     stamp = archive.with_name(archive.name + ".key")

@@ -2,7 +2,7 @@
 
 A job says what happened (a line, the ingest summary, drift, a merge's counts) at the moment it
 happens; how that looks (tables, colours, a file) is the caller's: the CLI prints it
-(``cli.output.Console``), a test or a benchmark may collect it.
+(``cli.output.Console``).
 """
 
 from __future__ import annotations

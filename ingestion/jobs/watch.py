@@ -4,7 +4,7 @@ One process, one SparkSession for its whole life, for one table or several (each
 own lock and lease): every tick ingests each table's settled change files (one staging commit
 each, then their cleanup), runs one dbt merge of every table that has something new in this
 same process and session (dbt's programmatic runner: no JVM start per tick), and prints one
-line per table (``ticks``). ``dbt test`` runs every ``test_every`` ticks that merged something,
+line per table. ``dbt test`` runs every ``test_every`` ticks that merged something,
 compaction every ``maintain_every`` ticks. A table whose step fails is retried on the next tick
 while the others go on; ``max_failures`` failures of one table in a row stop the watch.
 SIGINT / SIGTERM stop it between ticks (a tick under way finishes first).
@@ -207,7 +207,7 @@ def _maintain(
     spark: SparkSession, table: TableConfig, options: WatchOptions, number: int
 ) -> tuple[float, str | None]:
     """Compaction every ``maintain_every`` ticks (tables of one watch take turns), and the rest
-    of ``maintain`` when it is due (``maintenance.EXPIRY_EVERY``). A failed compaction leaves
+    of ``maintain`` when it is due (``compaction.EXPIRY_EVERY``). A failed compaction leaves
     the table as it was: reported, and the data keeps flowing."""
     if not options.maintain_every or number % options.maintain_every:
         return 0.0, None

@@ -112,7 +112,7 @@ def status_without_spark(table: str) -> TableStatus:
 
 
 def health_without_spark(table: str) -> str | None:
-    """``maintenance.health`` from the final table's metadata: its current snapshot's summary
+    """``compaction.health`` from the final table's metadata: its current snapshot's summary
     (files, sizes), its snapshots, the metadata file's size, the last ``maintain``."""
     final = iceberg_metadata.read_metadata(names.FINAL, table)
     if final is None:

@@ -58,14 +58,13 @@ def migrate_renamed_tests(path: Path) -> list[str]:
     return rewritten
 
 
-def check_model_tests(tables: list[TableConfig], project: Path | None = None) -> None:
-    """Migrate renamed tests (``migrate_renamed_tests``), then raise ``ModelTestError`` for the
-    first final-table column whose tests say ``unique`` or ``not_null``."""
+def migrate_models(project: Path | None = None) -> list[Path]:
+    """``migrate_renamed_tests`` on every final model's YAML (``models/marts/``), each rewrite
+    said in a warning; returns the files rewritten. Run before anything parses the project: a
+    merge, ``doctor``'s ``dbt parse``, and the EMR job's archive (built from the files on disk)."""
     project = project or settings.project_dir()
-    for table in tables:
-        path = project / "models" / "marts" / f"{table.name}.yml"
-        if not path.exists():
-            continue
+    rewritten = []
+    for path in sorted((project / "models" / "marts").glob("*.yml")):
         for old in migrate_renamed_tests(path):
             log.warning(
                 "%s: the test %s is now %s (renamed so that it does not shadow dbt-utils' test "
@@ -74,6 +73,19 @@ def check_model_tests(tables: list[TableConfig], project: Path | None = None) ->
                 old,
                 RENAMED[old],
             )
+            rewritten.append(path)
+    return rewritten
+
+
+def check_model_tests(tables: list[TableConfig], project: Path | None = None) -> None:
+    """Migrate renamed tests (``migrate_models``), then raise ``ModelTestError`` for the first
+    final-table column whose tests say ``unique`` or ``not_null``."""
+    project = project or settings.project_dir()
+    migrate_models(project)
+    for table in tables:
+        path = project / "models" / "marts" / f"{table.name}.yml"
+        if not path.exists():
+            continue
         models = (yaml.safe_load(path.read_text()) or {}).get("models") or []
         for model in models:
             if model.get("name") != table.name:

@@ -30,6 +30,12 @@ def is_s3(uri: str) -> bool:
     return uri.startswith(SCHEME)
 
 
+def as_s3(uri: str) -> str:
+    """An ``s3a://`` location (what Hadoop's S3A connector writes into Iceberg's metadata) as
+    the same object's ``s3://`` location; any other text unchanged."""
+    return SCHEME + uri[len("s3a://") :] if uri.startswith("s3a://") else uri
+
+
 def parse_s3_uri(uri: str) -> S3Uri:
     """``s3://bucket/some/prefix/`` -> ``S3Uri("bucket", "some/prefix")``."""
     if not is_s3(uri):

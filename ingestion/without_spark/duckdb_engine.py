@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from ingestion.sources.s3_uri import as_s3
+
 EXTENSIONS = (
     ("duckdb_extension_avro", "avro"),
     ("duckdb_extension_iceberg", "iceberg"),
@@ -56,7 +58,7 @@ def connect() -> Any:
 
 def scan(location: str) -> str:
     """The table expression of an Iceberg table as of the metadata file ``location``."""
-    path = location.removeprefix("file:").replace("s3a://", "s3://").replace("'", "''")
+    path = as_s3(location.removeprefix("file:")).replace("'", "''")
     return f"iceberg_scan('{path}')"
 
 

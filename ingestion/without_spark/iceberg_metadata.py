@@ -12,18 +12,18 @@ from pathlib import Path
 
 from ingestion.config import names, settings
 from ingestion.sources.locations import s3_client
-from ingestion.sources.s3_uri import SCHEME, parse_s3_uri
+from ingestion.sources.s3_uri import as_s3, is_s3, parse_s3_uri
 from ingestion.spark import spark_config
 from ingestion.spark.table_metadata import Metadata
 
-LIGHT_TARGETS = ("local", "rehearsal")
+WITHOUT_SPARK_TARGETS = ("local", "rehearsal")
 
 
 def available() -> bool:
     """The path without Spark serves this process: a target whose catalog is a SQLite file, and the
     ``light`` extra installed."""
     return (
-        settings.target() in LIGHT_TARGETS
+        settings.target() in WITHOUT_SPARK_TARGETS
         and os.environ.get("LAKEHOUSE_NO_LIGHT") != "1"
         and importlib.util.find_spec("duckdb") is not None
     )
@@ -77,8 +77,8 @@ def read_metadata(namespace: str, table: str) -> Metadata | None:
 
 
 def _read(location: str) -> bytes:
-    if location.startswith(("s3://", "s3a://")):  # S3A writes s3a://: the same object
-        bucket, key = parse_s3_uri(SCHEME + location.split("://", 1)[1])
+    if is_s3(as_s3(location)):
+        bucket, key = parse_s3_uri(as_s3(location))
         return bytes(s3_client().get_object(Bucket=bucket, Key=key)["Body"].read())
     return Path(location.removeprefix("file:")).read_bytes()
 

@@ -34,6 +34,21 @@ def test_package_holds_the_code_and_the_dbt_project(tmp_path: Path) -> None:
     assert not [n for n in names if "__pycache__" in n]
 
 
+def test_the_package_carries_a_model_written_before_a_tests_rename_migrated(
+    tmp_path: Path, project_copy: Path
+) -> None:
+    """The job parses the models it is given: the archive holds the renamed test's new name, and
+    so does the user's file it was built from."""
+    path = project_copy / "models" / "marts" / "orders.yml"
+    path.write_text(
+        path.read_text().replace("- dynamodb_unique_combination", "- unique_combination")
+    )
+    built = packaging.package(tmp_path / "dist", project_copy)
+    packed = zipfile.ZipFile(built.archive).read("models/marts/orders.yml").decode()
+    assert "- dynamodb_unique_combination_of_columns:" in packed
+    assert packed == path.read_text()
+
+
 def test_serverless_job_request_and_wait() -> None:
     client = boto3.client(
         "emr-serverless", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"

@@ -48,6 +48,18 @@ def test_a_broken_dbt_project_fails_its_check(project_copy, capsys) -> None:
     assert "✗ dbt project: `dbt parse` failed" in out and "4 of 5 checks passed" in out
 
 
+def test_doctor_parses_a_model_written_before_a_tests_rename(project_copy, capsys) -> None:
+    """`dbt parse` would not know `unique_combination_of_columns` any more: doctor migrates the
+    model YAML first (merge.model_tests.migrate_models), as a merge does."""
+    path = project_copy / "models" / "marts" / "orders.yml"
+    path.write_text(
+        path.read_text().replace("- dynamodb_unique_combination", "- unique_combination")
+    )
+    assert cli.main(["doctor"]) == 0
+    assert "✓ dbt project" in capsys.readouterr().out
+    assert "- dynamodb_unique_combination_of_columns:" in path.read_text()
+
+
 def test_credentials() -> None:
     sts = _client("sts")
     with Stubber(sts) as stub:

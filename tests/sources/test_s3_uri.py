@@ -10,7 +10,7 @@ import pytest
 from ingestion.dynamodb.tables import TableConfigError, table_from_entry
 from ingestion.sources import change_file_writer
 from ingestion.sources.locations import S3Path
-from ingestion.sources.s3_uri import LocationError, S3Uri, parse_s3_uri
+from ingestion.sources.s3_uri import LocationError, S3Uri, as_s3, parse_s3_uri
 from ingestion.sources.stream_files import store_for
 
 
@@ -49,3 +49,12 @@ def test_stream_locations_and_export_to_use_the_same_parser() -> None:
         store_for("s3:///x", "books")
     with pytest.raises(TableConfigError, match="export_to must be s3://BUCKET/PREFIX"):
         table_from_entry("books", {"partition_key": "id:S", "export_to": "s3://Bad_Bucket/x"})
+
+
+def test_an_s3a_location_is_the_same_objects_s3_location() -> None:
+    """Iceberg's metadata written through Hadoop's S3A says s3a://; the readers without Spark
+    (boto3, DuckDB) need s3:// for the same object."""
+    assert as_s3("s3a://bucket/wh/t/metadata/v1.json") == "s3://bucket/wh/t/metadata/v1.json"
+    assert as_s3("s3://bucket/key") == "s3://bucket/key"
+    assert as_s3("/tmp/wh/t/metadata/v1.json") == "/tmp/wh/t/metadata/v1.json"
+    assert parse_s3_uri(as_s3("s3a://bucket/a/b")) == ("bucket", "a/b")

@@ -123,7 +123,7 @@ def test_small_commands_need_no_jvm(spark, books_with_deletes: Path) -> None:
     done = cli("query", "--engine", "duckdb", "select * from lakehouse.nope")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
-    # Something new (a settled change file): the light check hands over to Spark.
+    # Something new (a settled change file): the check without Spark hands over to Spark.
     record = sample_stream.stream_record(
         "books", "INSERT", {"id": {"S": "g"}}, None, book("g"), LATER + 120, 5
     )
