@@ -45,8 +45,12 @@ def _test_whole() -> None:
 
 
 def _compiled(test: str) -> str:
-    compiled = settings.project_dir() / "target/compiled/dynamodb_lakehouse/models/marts/orders.yml"
-    return (compiled / f"{test}.sql").read_text()
+    """The compiled SQL of the test named ``test``: found through the manifest, since dbt names
+    the file of a test whose name reaches 64 characters by a hash."""
+    project = settings.project_dir()
+    nodes = json.loads((project / "target" / "manifest.json").read_text())["nodes"].values()
+    (node,) = [n for n in nodes if n["resource_type"] == "test" and n["name"] == test]
+    return (project / node["compiled_path"]).read_text()
 
 
 def _duplicate(spark, key: tuple[str, str], null: bool = False) -> None:
