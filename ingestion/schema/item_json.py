@@ -1,0 +1,189 @@
+"""A staged row's typed columns, and its remainder, back to the item's DynamoDB JSON (decision
+0012): the one encoder everything that re-derives an item reads, in Spark SQL.
+
+``with_item_json`` gives the item's DynamoDB JSON text from the row's columns, each attribute
+from its column (absent when the column is null), and from the remainder (``_rest``: the
+top-level attributes the columns cannot give back exactly, as DynamoDB JSON), whose attributes
+take the place of their columns. ``with_rest`` finds that remainder in a row that still carries
+``_image``: the attributes that drifted, that are or hold ``NULL``, or whose value (at any depth)
+has a descriptor its column does not stand for.
+
+Numbers are written in their canonical text (no exponent, no leading or trailing zero), sets with
+their elements as the column holds them (sets are unordered), maps with the keys the schema names.
+``verify`` does not use this module: it is the proof (``ingestion.schema.canonical``).
+"""
+
+from __future__ import annotations
+
+import json
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ingestion.dynamodb.values import field, parse_item, parse_list, parse_map, sql_string
+from ingestion.schema.types import Attribute, ColumnType, Schema
+
+SETS = ("SS", "NS", "BS")
+# The descriptor a column of each kind stands for (an ``array`` column: ``L``, or the one set
+# descriptor detection saw for the attribute).
+DESCRIPTOR = {
+    "string": "S",
+    "number": "N",
+    "boolean": "BOOL",
+    "binary": "B",
+    "bigint": "N",
+    "decimal": "N",
+    "struct": "M",
+    "array": "L",
+}
+
+
+def _name(key: str) -> str:
+    """A JSON object key, as a SQL string literal: ``"key":``."""
+    return sql_string(json.dumps(key) + ":")
+
+
+def number_text(value: str) -> str:
+    """SQL: the canonical text of the number ``value`` (a ``bigint`` or ``decimal`` column)."""
+    text = f"cast({value} as string)"
+    stripped = f"regexp_replace(regexp_replace({text}, '0+$', ''), '[.]$', '')"
+    return f"(case when {value} = 0 then '0' when instr({text}, '.') > 0 then {stripped} else {text} end)"  # fmt: skip
+
+
+def _scalar(descriptor: str, text: str) -> str:
+    return f"to_json(named_struct('{descriptor}', {text}))"
+
+
+def value_json(
+    value: str, column: ColumnType, descriptor: str | None = None, depth: int = 0
+) -> str:
+    """SQL: the DynamoDB JSON text of ``value`` (SQL of a non-null column value of type
+    ``column``); ``descriptor`` says which set an ``array`` column holds (None: a list)."""
+    kind = column.kind
+    if kind in ("string", "number"):
+        return _scalar("S" if kind == "string" else "N", value)
+    if kind == "boolean":
+        return _scalar("BOOL", value)
+    if kind == "binary":
+        return _scalar("B", f"base64({value})")
+    if kind in ("bigint", "decimal"):
+        return _scalar("N", number_text(value))
+    element = f"e{depth}"
+    if kind == "array" and descriptor in SETS:
+        assert column.element is not None
+        item = {
+            "SS": element,
+            "NS": number_text(element) if column.element.kind in ("bigint", "decimal") else element,
+            "BS": f"base64({element})",
+        }[descriptor]
+        return _scalar(descriptor, f"transform({value}, {element} -> {item})")
+    if kind == "array":
+        assert column.element is not None
+        inner = value_json(element, column.element, None, depth + 1)
+        return f"concat('{{\"L\":[', array_join(transform({value}, {element} -> {inner}), ','), ']}}')"  # fmt: skip
+    assert kind == "struct", kind
+    parts = [
+        f"if({field(value, f.column)} is null, null, "
+        f"concat({_name(f.name)}, {value_json(field(value, f.column), f.type, None, depth + 1)}))"
+        for f in column.fields
+    ]
+    return f"concat('{{\"M\":{{', concat_ws(',', {', '.join(parts) or 'null'}), '}}}}')"
+
+
+def set_descriptor(attribute: Attribute) -> str | None:
+    """The set an ``array`` attribute's column holds: the one set descriptor detection saw for
+    it, and no list (None: a list, or a declared type)."""
+    seen = [d for d in (attribute.info.get("dynamodb_types") or {}) if d != "NULL"]
+    return seen[0] if len(seen) == 1 and seen[0] in SETS else None
+
+
+def item_json(schema: Schema, taken: str = "`_taken`") -> str:
+    """SQL: the item's DynamoDB JSON text from a staged row's columns and ``taken``, its
+    remainder parsed (SQL of a ``map<string,string>`` of attribute to DynamoDB JSON, or null)."""
+    parts = []
+    for a in schema.attributes:
+        column, name = f"`{a.column}`", sql_string(a.name)
+        parts.append(
+            f"case when {taken}[{name}] is not null then concat({_name(a.name)}, {taken}[{name}]) "
+            f"when {column} is null then null "
+            f"else concat({_name(a.name)}, {value_json(column, a.type, set_descriptor(a))}) end"
+        )
+    names = ", ".join(sql_string(n) for n in schema.names) or "''"
+    unnamed = f"map_filter(coalesce({taken}, cast(map() as map<string,string>)), (k, v) -> not array_contains(array({names}), k))"  # fmt: skip
+    others = f"(case when size({unnamed}) = 0 then null else {_members(unnamed)} end)"
+    return f"concat('{{', concat_ws(',', {', '.join([*parts, others])}), '}}')"
+
+
+def with_item_json(frame: DataFrame, schema: Schema, rest: str = "_rest", out: str = "_item") -> DataFrame:  # fmt: skip
+    """``frame`` with ``out``: each row's item as DynamoDB JSON (``item_json``), from its columns
+    and its remainder ``rest``."""
+    taken = "_item_json_taken"
+    return (
+        frame.withColumn(taken, F.expr(f"from_json(`{rest}`, 'map<string,string>')"))
+        .withColumn(out, F.expr(item_json(schema, f"`{taken}`")))
+        .drop(taken)
+    )
+
+
+def _holds_only(value: str, column: ColumnType, descriptor: str | None, depth: int) -> str:
+    """SQL: true when the parsed DynamoDB value ``value`` (a VALUE struct, not null) has, at every
+    depth, the descriptor its column stands for and no ``NULL``."""
+    expected = descriptor or DESCRIPTOR[column.kind]
+    here = f"{field(value, expected)} is not null"
+    element = f"v{depth}"
+    if column.kind == "array" and descriptor is None:
+        assert column.element is not None
+        inner = _holds_only(element, column.element, None, depth + 1)
+        return f"({here} and forall({parse_list(value)}, {element} -> {element} is not null and {inner}))"  # fmt: skip
+    if column.kind == "struct":
+        entries = f"map_entries({parse_map(value)})"
+        checks = " ".join(
+            f"when {sql_string(f.name)} then {_holds_only(f'{element}.value', f.type, None, depth + 1)}"  # fmt: skip
+            for f in column.fields
+        )
+        body = f"(case {element}.key {checks} else false end)" if checks else "false"
+        return f"({here} and forall({entries}, {element} -> {element}.value is not null and {body}))"  # fmt: skip
+    return here
+
+
+def with_rest(
+    frame: DataFrame,
+    schema: Schema,
+    image: str = "_image",
+    drift: str = "_drift",
+    out: str = "_rest",
+) -> DataFrame:
+    """``frame`` with ``out``: the remainder of each row that carries the item's DynamoDB JSON
+    ``image``, a JSON object of the attributes the columns cannot give back (drifted, ``NULL`` at
+    any depth, a descriptor the column does not stand for, or no column at all), null when
+    there is none."""
+    attrs, texts, inexact = "_rest_attrs", "_rest_texts", "_rest_inexact"
+    flags = []
+    for a in schema.attributes:
+        value = f"`{attrs}`[{sql_string(a.name)}]"
+        exact = _holds_only(value, a.type, set_descriptor(a), 0)
+        drifted = f"coalesce(array_contains(`{drift}`, {sql_string(a.name)}), false)"
+        flags.append(f"if(not {drifted} and ({value} is null or coalesce({exact}, false)), null, {sql_string(a.name)})")  # fmt: skip
+    names = ", ".join(sql_string(n) for n in schema.names) or "''"
+    rest = (
+        f"map_filter(`{texts}`, (k, v) -> "
+        f"not array_contains(array({names}), k) or array_contains(`{inexact}`, k))"
+    )
+    return (
+        frame.withColumn(attrs, F.expr(parse_item(f"`{image}`")))
+        .withColumn(texts, F.expr(f"from_json(`{image}`, 'map<string,string>')"))
+        .withColumn(inexact, F.expr(f"array_compact(array({', '.join(flags) or 'null'}))"))
+        .withColumn(out, F.expr(f"case when size({rest}) = 0 then null else {_object(rest)} end"))
+        .drop(attrs, texts, inexact)
+    )
+
+
+def _members(entries: str) -> str:
+    """SQL: the members of a JSON object (``"key":value,...``) from ``entries``, a
+    ``map<string,string>`` whose values are JSON text already."""
+    key = "regexp_extract(to_json(array(e.key)), '^\\\\[(.*)\\\\]$', 1)"
+    return f"array_join(transform(map_entries({entries}), e -> concat({key}, ':', e.value)), ',')"
+
+
+def _object(entries: str) -> str:
+    return f"concat('{{', {_members(entries)}, '}}')"
