@@ -33,9 +33,21 @@ apply cost follows the changes): (b) <= 2.0x (a), growth <= 1.2x per 10x rows.
 The final table (and the floor's copy) is laid out as the docs advise for its size: not bucketed
 below a few GB (bench/buckets.py measured bucketing slower at 1M rows); ``--buckets N`` sets it.
 
+**As processes** (``--processes``), as a user runs each, JVM start included, for each size N:
+the full export synced into a fresh lakehouse (``ddb-lakehouse sync``, not timed), the final
+table's item columns copied to a plain table (not timed), then one incremental export of 10,000
+changes (8,000 updates, 1,000 inserts, 1,000 deletes; NEW_AND_OLD_IMAGES) and, timed:
+(b) ``ddb-lakehouse sync`` of it (ingest, ``dbt run``, ``dbt test``, the report), against
+(a) the floor: ``spark-submit`` of a plain job (``--plain-merge``) that reads the export's files
+    with a typed schema (Spark's own, inferred beforehand, not timed), builds each column from
+    its descriptor, takes the latest change per key and runs one MERGE INTO the plain table
+    (delete, update, insert). The same Spark settings and catalog as the project's.
+Then both tables are checked equal (keys, status, total). Target (issue: every apply at the cost
+its design allows): (b) <= 1.5x (a).
+
 Usage: .venv/bin/python bench/apply_cost.py [--sizes 1000000 5000000 10000000] [--buckets N]
-       [--add]
-Writes bench/results/apply_cost.json.
+       [--add] [--processes]
+Writes bench/results/apply_cost.json (``--processes``: bench/results/apply_process.json).
 """
 
 from __future__ import annotations
@@ -320,6 +332,225 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
     }
 
 
+PROCESS_UPDATES, PROCESS_INSERTS, PROCESS_DELETES = 8_000, 1_000, 1_000
+PLAIN = "lake.bench.orders_plain"
+
+
+def process_lines(images: list[dict], new_items: list[dict], start) -> list[dict]:
+    """The process mode's incremental export: updates, deletes (the first ``PROCESS_DELETES`` of
+    ``images``), inserts (``new_items``), each its own key, one line each."""
+    from ingestion.samples.items import STATUSES
+
+    lines = []
+    for i, image in enumerate(images):
+        keys = {"customer_id": image["customer_id"], "order_id": image["order_id"]}
+        micros = {"N": str(int((start + timedelta(seconds=1 + i % 3000)).timestamp() * 1e6))}
+        line = {"Metadata": {"WriteTimestampMicros": micros}, "Keys": keys, "OldImage": image}
+        if i >= PROCESS_DELETES:
+            changed = STATUSES[(STATUSES.index(image["status"]["S"]) + 1) % len(STATUSES)]
+            line["NewImage"] = dict(image, status={"S": changed})
+        lines.append(line)
+    for i, item in enumerate(new_items):
+        keys = {"customer_id": item["customer_id"], "order_id": item["order_id"]}
+        micros = {"N": str(int((start + timedelta(seconds=1 + i % 3000)).timestamp() * 1e6))}
+        lines.append({"Metadata": {"WriteTimestampMicros": micros}, "Keys": keys, "NewImage": item})
+    return lines
+
+
+def _column(path: str, kind, read) -> str:
+    """Spark SQL building a column of type ``kind`` from the DynamoDB JSON value at ``path``,
+    which Spark's reader typed ``read`` (a struct of descriptors, or None where no line had
+    it): the plain job's decode. A descriptor no line had gives null."""
+    from pyspark.sql.types import ArrayType, BinaryType, BooleanType, StringType, StructType
+
+    def descriptor(name: str):
+        if not isinstance(read, StructType) or name not in read.fieldNames():
+            return None
+        return read[name].dataType
+
+    def of(name: str, sql: str) -> str:
+        return sql if descriptor(name) is not None else f"cast(null as {kind.simpleString()})"
+
+    if isinstance(kind, StringType):
+        return of("S", f"{path}.S")
+    if isinstance(kind, BooleanType):
+        return of("BOOL", f"{path}.BOOL")
+    if isinstance(kind, BinaryType):
+        return of("B", f"unbase64({path}.B)")
+    if isinstance(kind, StructType):
+        given = descriptor("M")
+        known = given.fieldNames() if isinstance(given, StructType) else []
+        fields = ", ".join(
+            f"'{f.name}', "
+            + _column(
+                f"{path}.M.`{f.name}`",
+                f.dataType,
+                given[f.name].dataType if f.name in known else None,
+            )  # fmt: skip
+            for f in kind.fields
+        )
+        return of("M", f"if({path}.M is null, null, named_struct({fields}))")
+    if isinstance(kind, ArrayType):
+        given = descriptor("L")
+        element = given.elementType if isinstance(given, ArrayType) else None
+        return of("L", f"transform({path}.L, e -> {_column('e', kind.elementType, element)})")
+    return of("N", f"cast({path}.N as {kind.simpleString()})")  # numbers
+
+
+def plain_merge_job(folder: Path, schema_file: Path) -> None:
+    """(a) of ``--processes``, under ``spark-submit``: the typed read of the incremental export,
+    each column built from its descriptor, the latest change per key, one MERGE INTO."""
+    from pyspark.sql.types import StructType
+
+    from ingestion.sources import manifest
+    from ingestion.spark.spark_config import build_spark
+
+    spark = build_spark("bench plain merge")
+    schema = StructType.fromJson(json.loads(schema_file.read_text()))
+    paths = [str(f.path) for f in manifest.read_export(folder, verify=False).files]
+    spark.read.schema(schema).json(paths).createOrReplaceTempView("export_lines")
+    target = spark.table(PLAIN).schema
+    new_image = schema["NewImage"].dataType
+    known = new_image.fieldNames()
+    keys = ("customer_id", "order_id")
+    columns = ", ".join(
+        f"coalesce(NewImage.{f.name}.S, Keys.{f.name}.S) as {f.name}"
+        if f.name in keys
+        else f"{_column(f'NewImage.`{f.name}`', f.dataType, new_image[f.name].dataType if f.name in known else None)} as `{f.name}`"  # fmt: skip
+        for f in target.fields
+    )
+    spark.sql(
+        f"select {columns}, NewImage is null as deleted, "
+        "cast(Metadata.WriteTimestampMicros.N as bigint) as version from export_lines"
+    ).createOrReplaceTempView("changes")
+    spark.sql(
+        "select latest.* from (select max_by(struct(*), version) as latest from changes "
+        "group by customer_id, order_id)"
+    ).createOrReplaceTempView("latest")
+    names = [f"`{f.name}`" for f in target.fields]
+    spark.sql(
+        f"merge into {PLAIN} as t using latest as c "
+        "on t.customer_id = c.customer_id and t.order_id = c.order_id "
+        "when matched and c.deleted then delete "
+        f"when matched then update set {', '.join(f't.{n} = c.{n}' for n in names)} "
+        f"when not matched and not c.deleted then insert ({', '.join(names)}) "
+        f"values ({', '.join(f'c.{n}' for n in names)})"
+    )
+
+
+def process_setup(picked_out: Path, folder: Path, schema_out: Path) -> None:
+    """Not timed, its own process after the full export's sync: the plain table (the final
+    table's item columns), the images of the orders to change, and the typed schema of the
+    incremental export's lines (written by the parent once the images are known: ``folder``
+    is only read when ``schema_out`` is asked for)."""
+    from ingestion.spark.spark_config import build_spark
+
+    spark = build_spark("bench process setup")
+    if schema_out.name != "-":
+        from ingestion.sources import manifest
+
+        paths = [str(f.path) for f in manifest.read_export(folder, verify=False).files]
+        schema_out.write_text(spark.read.json(paths).schema.json())
+        return
+    final = spark.table("lake.lakehouse.orders")
+    items = [f"`{c}`" for c in final.columns if not c.startswith("_")]
+    spark.sql("create namespace if not exists lake.bench")
+    properties = ", ".join(
+        f"'{r['key']}'='{r['value']}'"
+        for r in spark.sql("show tblproperties lake.lakehouse.orders").collect()
+        if r["key"].startswith(("write.", "format-version"))
+    )
+    spark.sql(
+        f"create or replace table {PLAIN} using iceberg tblproperties ({properties}) "
+        f"as select {', '.join(items)} from lake.lakehouse.orders"
+    )
+    rows = final.count()
+    changed = PROCESS_UPDATES + PROCESS_DELETES
+    picked = (
+        final.select("_image")
+        .sample(min(1.0, 1.5 * changed / rows), seed=7)
+        .orderBy("_image")
+        .limit(changed)
+        .collect()
+    )
+    picked_out.write_text(json.dumps([json.loads(r["_image"]) for r in picked]))
+
+
+def process_check(out: Path) -> None:
+    """Not timed: the final table and the plain table hold the same orders, value by value."""
+    from ingestion.spark.spark_config import build_spark
+
+    spark = build_spark("bench process check")
+    plain = spark.table(PLAIN)
+    final = spark.table("lake.lakehouse.orders").select(*plain.columns)
+    differ = final.exceptAll(plain).count() + plain.exceptAll(final).count()
+    out.write_text(json.dumps({"rows": final.count(), "differ": differ}))
+
+
+def process_run(scratch: Path, size: int, buckets: int | None, log: Path) -> dict:
+    """One size of ``--processes`` (module docstring)."""
+    import export_to_final
+
+    from ingestion.samples import sample_exports
+    from ingestion.samples.items import order_item
+    from ingestion.sources import manifest
+    from ingestion.spark import spark_config
+
+    copy = project.copy(scratch / "project", buckets)
+    folder = sample_exports.write_samples(scratch / "exports", size, seed=1, tables=["orders"])[
+        "orders"
+    ]
+    env = dict(export_to_final.step_environment(copy), LAKEHOUSE_HOME=str(scratch / "home"))
+    env.pop("LAKEHOUSE_DRIVER_MEMORY")  # the profile's driver memory, as a user runs it
+    cli = [sys.executable, "-m", "ingestion.cli"]
+    began = time.monotonic()
+    export_to_final.timed([*cli, "sync", "--table", "orders", str(folder)], env, log)
+    baseline_s = time.monotonic() - began
+    picked, schema = scratch / "picked.json", scratch / "typed_schema.json"
+    here = [sys.executable, str(HERE)]
+    subprocess.run([*here, "--process-setup", str(picked), str(folder), "-"], env=env, check=True)
+    images = json.loads(picked.read_text())
+    rng = random.Random(11)
+    new_items = [order_item(size + i, rng) for i in range(PROCESS_INSERTS)]
+    start = manifest.read_export(folder, verify=False).export_time
+    assert start is not None
+    incremental = sample_exports.write_export(
+        scratch / "exports",
+        "orders",
+        [iter(process_lines(images, new_items, start))],
+        start + timedelta(hours=1, minutes=5),
+        rng,
+        window=(start, start + timedelta(hours=1), "NEW_AND_OLD_IMAGES"),
+    )
+    subprocess.run([*here, "--process-setup", str(picked), str(incremental), str(schema)], env=env, check=True)  # fmt: skip
+    conf = spark_config.spark_conf()  # the profile's master and driver memory, as sync has them
+    spark_submit = str(Path(sys.executable).parent / "spark-submit")
+    plain = [spark_submit, "--master", conf.get("spark.master", "local[*]")]
+    plain += ["--driver-memory", conf.get("spark.driver.memory", "2g"), str(HERE)]
+    plain += ["--plain-merge", str(incremental), str(schema)]
+    submit_env = dict(env, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    floor_s, floor_rss = export_to_final.timed(plain, submit_env, log)
+    sync_s, sync_rss = export_to_final.timed([*cli, "sync", "--table", "orders", str(incremental)], env, log)  # fmt: skip
+    checked = scratch / "check.json"
+    subprocess.run([*here, "--process-check", str(checked)], env=env, check=True)
+    check = json.loads(checked.read_text())
+    assert check["differ"] == 0, f"the final table and the plain table differ in {check['differ']} rows"  # fmt: skip
+    return {
+        "size": size,
+        "changes": {
+            "updates": PROCESS_UPDATES,
+            "inserts": PROCESS_INSERTS,
+            "deletes": PROCESS_DELETES,
+        },  # fmt: skip
+        "table_rows_after": check["rows"],
+        "first_sync_seconds": round(baseline_s, 1),
+        "plain_merge_job_seconds": floor_s,
+        "sync_seconds": sync_s,
+        "ratio_to_floor": round(sync_s / floor_s, 2),
+        "peak_driver_rss_mb": {"plain_merge_job": floor_rss, "sync": sync_rss},
+    }
+
+
 def per_10x(runs: list[dict], case: str) -> list[float]:
     """(b)'s growth between consecutive sizes, scaled to 10x the rows (5M over 1M: ^(1/0.7))."""
     points = [
@@ -349,7 +580,22 @@ def main(argv: list[str] | None = None) -> int:
         help="keep the sizes of the last results file that this run does not measure (sizes "
         "measured in another run of the same code: both commands are recorded)",
     )
+    parser.add_argument("--processes", action="store_true", help="the apply as processes (above)")
+    parser.add_argument("--plain-merge", nargs=2, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--process-setup", nargs=3, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--process-check", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.plain_merge:
+        plain_merge_job(*args.plain_merge)
+        return 0
+    if args.process_setup:
+        process_setup(*args.process_setup)
+        return 0
+    if args.process_check:
+        process_check(args.process_check)
+        return 0
+    if args.processes:
+        return processes(args)
     if args.size:
         scratch = Path(os.environ["LAKEHOUSE_HOME"]).parent
         args.out.write_text(json.dumps(size_run(scratch, args.size, args.buckets)))
@@ -384,6 +630,33 @@ def main(argv: list[str] | None = None) -> int:
             "growth_between_sizes": growth,
             "runs": runs,
         },
+        command,
+    )
+    return 0
+
+
+def processes(args: argparse.Namespace) -> int:
+    """``--processes``: one run per size, each in a fresh scratch folder; apply_process.json."""
+    runs, own = [], os.environ.get("LAKEHOUSE_PROJECT_DIR")
+    for size in args.sizes:
+        scratch = Path(tempfile.mkdtemp(prefix=f"lakehouse-bench-process-{size}-"))
+        log = scratch / "steps.log"
+        try:
+            runs.append(process_run(scratch, size, args.buckets, log))
+        except BaseException:
+            print(f"apply_cost --processes: the steps' output is in {log}", file=sys.stderr)
+            raise
+        print(f"apply_cost --processes: {runs[-1]}", flush=True)
+        subprocess.run(["rm", "-rf", str(scratch)], check=False)
+        # project.copy made the scratch copy this process's project: this checkout's again
+        os.environ["LAKEHOUSE_PROJECT_DIR"] = own or str(project.ROOT)
+    command = (
+        f".venv/bin/python bench/apply_cost.py --processes --sizes "
+        f"{' '.join(map(str, args.sizes))} --buckets {args.buckets or 'none'}"
+    )
+    results_file.write(
+        "apply_process",
+        {"table": "orders", "buckets": args.buckets, "target_ratio_to_floor": 1.5, "runs": runs},
         command,
     )
     return 0

@@ -25,6 +25,9 @@ clock with the JVM's start, every one with a 1 GB driver heap (LAKEHOUSE_DRIVER_
 Targets (issue: export to queryable table faster than AWS's own sample), as ratios to (a) of the
 same run: detect <= 1.0x, ingest <= 2.0x, sync <= 2.0x. The final table is checked to hold N rows.
 
+After the sync, the Parquet bytes per item of the staging change log and of the final table
+(their live data files; the change log's size is a target of the typed change log's issue).
+
 Each step's peak driver memory: the largest resident set (VmHWM) of the step's Java process,
 sampled every half second from /proc (the heap inside it capped at 1 GB; a step that needed more
 would fail, and the run with it).
@@ -211,7 +214,8 @@ def timed(args: list[str], env: dict[str, str], log: Path) -> tuple[float, float
         sink.flush()
         process = subprocess.Popen(args, env=env, stdout=sink, stderr=subprocess.STDOUT)
         while process.poll() is None:
-            peak = max(peak, _peak_java_rss_mb(_descendants(process.pid)))
+            # the process itself too: spark-submit execs its JVM in the same process
+            peak = max(peak, _peak_java_rss_mb([process.pid, *_descendants(process.pid)]))
             time.sleep(0.5)
     seconds = time.monotonic() - began
     if process.returncode != 0:
@@ -226,6 +230,20 @@ def final_rows(env: dict[str, str], table: str) -> int:
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     return int(out.stdout.strip().splitlines()[-1])
+
+
+def parquet_bytes(env: dict[str, str], table: str) -> dict[str, int]:
+    """The data files' bytes of the staging change log and the final table (Iceberg's ``files``
+    metadata table: the live files of the current snapshot)."""
+    code = (
+        "from ingestion.spark.spark_config import build_spark;"
+        "s = build_spark('bench bytes');"
+        f"print(*(s.sql(f'select coalesce(sum(file_size_in_bytes), 0) from lake.{{n}}.{table}.files')"
+        ".first()[0] for n in ('staging', 'lakehouse')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    staging, final = map(int, out.stdout.strip().splitlines()[-1].split())
+    return {"staging": staging, "final": final}
 
 
 def write_export(scratch: Path, table: str, items: int) -> Path:
@@ -286,6 +304,7 @@ def run(scratch: Path, table: str, items: int, log: Path) -> dict:
     env = dict(base, LAKEHOUSE_HOME=str(scratch / "home-c"))
     steps["sync"] = timed([*cli, "sync", "--table", table, str(folder)], env, log)
     assert final_rows(env, table) == items
+    stored = parquet_bytes(env, table)
     figures = {step: seconds for step, (seconds, _) in steps.items()}
     floor = figures["floor"]
     return {
@@ -296,6 +315,7 @@ def run(scratch: Path, table: str, items: int, log: Path) -> dict:
         "seconds": figures,
         "ratio_to_floor": {k: round(v / floor, 2) for k, v in figures.items() if k != "floor"},
         "peak_driver_rss_mb": {step: rss for step, (_, rss) in steps.items()},
+        "parquet_bytes_per_item": {k: round(v / items, 1) for k, v in stored.items()},
     }
 
 

@@ -86,6 +86,18 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             },  # fmt: skip
         ],
     }
+    docs["apply_process"] = {
+        "target_ratio_to_floor": 1.5,
+        "runs": [
+            {
+                "size": 1_000_000,
+                "changes": {"updates": 8_000, "inserts": 1_000, "deletes": 1_000},
+                "sync_seconds": 64.0,
+                "plain_merge_job_seconds": 28.0,
+                "ratio_to_floor": 2.29,
+            }
+        ],
+    }
     layout = [{"case": "tick", "changes": 50}, {"case": "batch", "changes": 10_000}]
     docs["buckets"] = {
         "table": "orders",
@@ -139,6 +151,7 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                 "seconds": seconds,
                 "ratio_to_floor": {k: v / 20.0 for k, v in seconds.items() if k != "floor"},
                 "peak_driver_rss_mb": {"floor": 700, "detect": 1210, "ingest": 1180},
+                "parquet_bytes_per_item": {"staging": 74.2, "final": 51.0},
             }
         ],
     }
@@ -169,6 +182,9 @@ def test_table_states_each_target_and_whether_it_is_met(results: Path) -> None:
     cost = [r for r in rows if r.startswith("| apply vs plain MERGE (random)")]
     assert "**1.9x**" in cost[0] and cost[0].endswith("| met |")
     assert "**2.5x**" in cost[1] and cost[1].endswith("| **not met** |")
+    (process,) = [r for r in rows if r.startswith("| apply as processes")]
+    assert "10,000 changes (8,000 updates, 1,000 inserts, 1,000 deletes) into 1M rows" in process
+    assert "64.0 s vs 28.0 s = **2.29x**" in process and process.endswith("| **not met** |")
     growth = [r for r in rows if r.startswith("| apply growth (random)")]
     assert "1.32x per 10x" in growth[0] and growth[0].endswith("| **not met** |")
     layouts = [r for r in rows if r.startswith("| buckets (")]
@@ -184,6 +200,8 @@ def test_table_states_each_target_and_whether_it_is_met(results: Path) -> None:
     assert "**4.0x**" in steps[2] and "<= 2.0x the floor" in steps[2]
     (memory,) = [r for r in rows if r.startswith("| export to final table, peak driver memory")]
     assert "1210 MB (detect)" in memory and "within a 1g heap" in memory
+    (stored,) = [r for r in rows if r.startswith("| export to final table, Parquet bytes")]
+    assert "staging change log 74.2 B, final table 51.0 B" in stored and stored.endswith("| n/a |")
     (small,) = [r for r in rows if r.startswith("| small commands")]
     assert "status 1.5 s (3.0x)" in small and small.endswith("| **not met** |")
     assert "`run ingest_full_export`" in text
