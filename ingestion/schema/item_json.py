@@ -11,6 +11,11 @@ has a descriptor its column does not stand for.
 Numbers are written in their canonical text (no exponent, no leading or trailing zero), sets with
 their elements as the column holds them (sets are unordered), maps with the keys the schema names.
 ``verify`` does not use this module: it is the proof (``ingestion.schema.canonical``).
+
+For one schema's top-level columns (a single-table design's entity sections, whose columns sit
+in the entity's struct, come with the step that moves staging to ``_rest``). Where the types do
+not record which set a column stands for (a nested array, a declared type), a set is kept whole
+in the remainder: never lost, only not yet as small as it could be.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import json
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ingestion.config.names import quote
+from ingestion.dynamodb.numbers import canonical_number
 from ingestion.dynamodb.values import field, parse_item, parse_list, parse_map, sql_string
 from ingestion.schema.types import Attribute, ColumnType, Schema
 
@@ -44,10 +51,20 @@ def _name(key: str) -> str:
 
 
 def number_text(value: str) -> str:
-    """SQL: the canonical text of the number ``value`` (a ``bigint`` or ``decimal`` column)."""
-    text = f"cast({value} as string)"
-    stripped = f"regexp_replace(regexp_replace({text}, '0+$', ''), '[.]$', '')"
-    return f"(case when {value} = 0 then '0' when instr({text}, '.') > 0 then {stripped} else {text} end)"  # fmt: skip
+    """SQL: the canonical text of the number ``value`` (a ``bigint`` or ``decimal`` column).
+    Spark writes a small decimal in scientific form (``1.5E-10``): the canonical rule of numeric
+    keys reads that form too."""
+    return canonical_number(f"cast({value} as string)")
+
+
+def base64_text(value: str) -> str:
+    """SQL: ``value``'s bytes in base64, one line (Spark's ``base64`` may break it every 76
+    characters, ``spark.sql.chunkBase64String.enabled``)."""
+    return f"regexp_replace(base64({value}), '[\\r\\n]', '')"
+
+
+def _field(value: str, column: str) -> str:
+    return f"{value}.{quote(column)}"
 
 
 def _scalar(descriptor: str, text: str) -> str:
@@ -65,7 +82,7 @@ def value_json(
     if kind == "boolean":
         return _scalar("BOOL", value)
     if kind == "binary":
-        return _scalar("B", f"base64({value})")
+        return _scalar("B", base64_text(value))
     if kind in ("bigint", "decimal"):
         return _scalar("N", number_text(value))
     element = f"e{depth}"
@@ -74,7 +91,7 @@ def value_json(
         item = {
             "SS": element,
             "NS": number_text(element) if column.element.kind in ("bigint", "decimal") else element,
-            "BS": f"base64({element})",
+            "BS": base64_text(element),
         }[descriptor]
         return _scalar(descriptor, f"transform({value}, {element} -> {item})")
     if kind == "array":
@@ -83,8 +100,8 @@ def value_json(
         return f"concat('{{\"L\":[', array_join(transform({value}, {element} -> {inner}), ','), ']}}')"  # fmt: skip
     assert kind == "struct", kind
     parts = [
-        f"if({field(value, f.column)} is null, null, "
-        f"concat({_name(f.name)}, {value_json(field(value, f.column), f.type, None, depth + 1)}))"
+        f"if({_field(value, f.column)} is null, null, "
+        f"concat({_name(f.name)}, {value_json(_field(value, f.column), f.type, None, depth + 1)}))"
         for f in column.fields
     ]
     return f"concat('{{\"M\":{{', concat_ws(',', {', '.join(parts) or 'null'}), '}}}}')"
@@ -93,6 +110,8 @@ def value_json(
 def set_descriptor(attribute: Attribute) -> str | None:
     """The set an ``array`` attribute's column holds: the one set descriptor detection saw for
     it, and no list (None: a list, or a declared type)."""
+    if attribute.type.kind != "array":
+        return None
     seen = [d for d in (attribute.info.get("dynamodb_types") or {}) if d != "NULL"]
     return seen[0] if len(seen) == 1 and seen[0] in SETS else None
 
@@ -102,7 +121,7 @@ def item_json(schema: Schema, taken: str = "`_taken`") -> str:
     remainder parsed (SQL of a ``map<string,string>`` of attribute to DynamoDB JSON, or null)."""
     parts = []
     for a in schema.attributes:
-        column, name = f"`{a.column}`", sql_string(a.name)
+        column, name = quote(a.column), sql_string(a.name)
         parts.append(
             f"case when {taken}[{name}] is not null then concat({_name(a.name)}, {taken}[{name}]) "
             f"when {column} is null then null "
@@ -117,7 +136,8 @@ def item_json(schema: Schema, taken: str = "`_taken`") -> str:
 def with_item_json(frame: DataFrame, schema: Schema, rest: str = "_rest", out: str = "_item") -> DataFrame:  # fmt: skip
     """``frame`` with ``out``: each row's item as DynamoDB JSON (``item_json``), from its columns
     and its remainder ``rest``."""
-    taken = "_item_json_taken"
+    taken = "_Item$taken"  # no column is named so: column names are [a-z0-9_] or a person's
+    _check_free(frame, out)
     return (
         frame.withColumn(taken, F.expr(f"from_json(`{rest}`, 'map<string,string>')"))
         .withColumn(out, F.expr(item_json(schema, f"`{taken}`")))
@@ -157,7 +177,8 @@ def with_rest(
     ``image``, a JSON object of the attributes the columns cannot give back (drifted, ``NULL`` at
     any depth, a descriptor the column does not stand for, or no column at all), null when
     there is none."""
-    attrs, texts, inexact = "_rest_attrs", "_rest_texts", "_rest_inexact"
+    attrs, texts, inexact = "_Rest$attrs", "_Rest$texts", "_Rest$inexact"
+    _check_free(frame, out)
     flags = []
     for a in schema.attributes:
         value = f"`{attrs}`[{sql_string(a.name)}]"
@@ -176,6 +197,11 @@ def with_rest(
         .withColumn(out, F.expr(f"case when size({rest}) = 0 then null else {_object(rest)} end"))
         .drop(attrs, texts, inexact)
     )
+
+
+def _check_free(frame: DataFrame, out: str) -> None:
+    if out in frame.columns:
+        raise ValueError(f"column {out!r} exists already: an attribute's column of that name")
 
 
 def _members(entries: str) -> str:
