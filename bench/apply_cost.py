@@ -111,6 +111,20 @@ def stream_records(images: list[dict], start, rng: random.Random) -> list[dict]:
     return records
 
 
+def incremental_export(scratch: Path, lines: list[dict], start, rng: random.Random) -> Path:
+    """One incremental export of ``orders`` (NEW_AND_OLD_IMAGES) of the hour from ``start``."""
+    from ingestion.samples import sample_exports
+
+    return sample_exports.write_export(
+        scratch / "exports",
+        "orders",
+        [iter(lines)],
+        start + timedelta(hours=1, minutes=5),
+        rng,
+        window=(start, start + timedelta(hours=1), "NEW_AND_OLD_IMAGES"),
+    )
+
+
 def floor_merge(spark, batch: str) -> float:
     """(a): the batch's latest change per key, precomputed; then one plain MERGE INTO, timed."""
     from pyspark.sql import functions as F
@@ -258,14 +272,8 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
         # process (ingestion.merge.merge_counts derives a watch's next count from its last).
         merge_counts._rows.clear()
         if case == "random":
-            incremental = sample_exports.write_export(
-                scratch / "exports",
-                "orders",
-                [iter(export_lines(images, window_start, rng))],
-                window_start + timedelta(hours=1, minutes=5),
-                rng,
-                window=(window_start, window_start + timedelta(hours=1), "NEW_AND_OLD_IMAGES"),
-            )
+            lines = export_lines(images, window_start, rng)
+            incremental = incremental_export(scratch, lines, window_start, rng)
             began = time.monotonic()
             exports.ingest_export(spark, orders, str(incremental))
         else:
@@ -514,14 +522,7 @@ def process_run(scratch: Path, size: int, buckets: int | None, log: Path) -> dic
     new_items = [order_item(size + i, rng) for i in range(PROCESS_INSERTS)]
     start = manifest.read_export(folder, verify=False).export_time
     assert start is not None
-    incremental = sample_exports.write_export(
-        scratch / "exports",
-        "orders",
-        [iter(process_lines(images, new_items, start))],
-        start + timedelta(hours=1, minutes=5),
-        rng,
-        window=(start, start + timedelta(hours=1), "NEW_AND_OLD_IMAGES"),
-    )
+    incremental = incremental_export(scratch, process_lines(images, new_items, start), start, rng)
     subprocess.run([*here, "--process-setup", str(picked), str(incremental), str(schema)], env=env, check=True)  # fmt: skip
     conf = spark_config.spark_conf()  # the profile's master and driver memory, as sync has them
     spark_submit = str(Path(sys.executable).parent / "spark-submit")
