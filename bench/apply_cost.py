@@ -257,7 +257,7 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
     for number, case in enumerate(("random", "hot")):
         rng = random.Random(7 + number)
         picked = (
-            spark.table("lake.lakehouse.orders")
+            orders_items(spark)
             .select("_image")
             .sample(min(1.0, 1.5 * CHANGES / rows), seed=7 + number)
             .orderBy(F.rand(seed=7 + number))  # the sample is in file order: spread it over all
@@ -475,7 +475,8 @@ def process_setup(picked_out: Path, folder: Path, schema_out: Path) -> None:
     rows = final.count()
     changed = PROCESS_UPDATES + PROCESS_DELETES
     picked = (
-        final.select("_image")
+        orders_items(spark)
+        .select("_image")
         .sample(min(1.0, 1.5 * changed / rows), seed=7)
         .orderBy("_image")
         .limit(changed)
@@ -561,6 +562,17 @@ def per_10x(runs: list[dict], case: str) -> list[float]:
         round((b / a) ** (1 / math.log10(m / n)), 2)
         for (n, a), (m, b) in zip(points, points[1:], strict=False)
     ]
+
+
+def orders_items(spark):
+    """The final ``orders`` table with ``_image``: each row's item, from its columns and remainder
+    (``item_json``, decision 0012)."""
+    from ingestion.dynamodb.tables import get_table
+    from ingestion.schema import item_json
+    from ingestion.staging import table_types
+
+    schema = table_types.stored_schema(spark, get_table("orders"))
+    return item_json.with_staged_image(spark.table("lake.lakehouse.orders"), schema)
 
 
 def main(argv: list[str] | None = None) -> int:

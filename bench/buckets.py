@@ -36,7 +36,7 @@ from pathlib import Path
 
 import project
 import results_file  # bench/ is on sys.path when a benchmark runs as a script
-from apply_cost import export_lines
+from apply_cost import export_lines, orders_items
 
 LAYOUTS = (None, 4, 16, 64)
 TICK, TICKS, BATCH = 50, 3, 10_000
@@ -47,7 +47,7 @@ def pick_images(spark, count: int, seed: int) -> list[dict]:
 
     rows = spark.table("lake.lakehouse.orders").count()
     picked = (
-        spark.table("lake.lakehouse.orders")
+        orders_items(spark)
         .select("_image")
         .sample(min(1.0, 1.5 * count / rows), seed=seed)
         .orderBy(F.rand(seed=seed))  # the sample is in file order (by bucket): spread it

@@ -150,11 +150,11 @@ def breakdown(spark: Any, folder: Path, table_name: str) -> dict[str, float]:
         "staging: + the item as a map": _noop(
             lines.transform(decode.with_envelope).transform(decode.with_image)
         ),
-        "staging: + every typed column, _image, _drift": _noop(
-            append.read_export(spark, export, schema, "b", now)
+        "staging: + every typed column, _rest, _drift": _noop(
+            append.read_export(spark, export, schema, "b", now).drop("_image")
         ),
     }
-    rows = append.read_export(spark, export, schema, "b", now)
+    rows = append.read_export(spark, export, schema, "b", now).drop("_image")
     keys = [a.column for a in schema.attributes if a.key]
     for attribute in schema.attributes:
         if not attribute.key:  # the keys' checks and one column: Spark prunes the others

@@ -57,7 +57,8 @@
   {%- endif -%}
   {%- set log = source('dynamodb', entity.table) -%}
   {%- set columns = dynamodb_quote_list(dynamodb_key_columns(name)) -%}
-  {%- if execute and entity.value is not none and name in (adapter.get_columns_in_relation(log) | map(attribute='name') | list) -%}
+  {%- set logged = (adapter.get_columns_in_relation(log) | map(attribute='name') | list) if execute else [] -%}
+  {%- if entity.value is not none and name in logged -%}
     {%- do columns.append(dynamodb_quote(name) ~ '.*') -%}
   {%- endif -%}
   {%- set mine = "`_entity` <=> '" ~ name ~ "'" -%}
@@ -69,7 +70,11 @@
   {%- else -%}
     {%- do columns.append('`_operation`') -%}
   {%- endif -%}
-  {%- for column in ['_version', '_sequence', '_source', '_source_file', '_batch_id', '_ingested_at', '_image', '_drift'] -%}
+  {#- The remainder (decision 0012), or the whole item in a change log staged before it (both
+      when an append of the older form came after a rebuild moved it to the remainder). -#}
+  {%- set kept = ['_image'] if '_image' in logged else [] -%}
+  {%- set kept = kept + (['_rest'] if '_rest' in logged or not kept else []) -%}
+  {%- for column in ['_version', '_sequence', '_source', '_source_file', '_batch_id', '_ingested_at'] + kept + ['_drift'] -%}
     {%- do columns.append(dynamodb_quote(column)) -%}
   {%- endfor -%}
 (select {{ columns | join(', ') }} from {{ log }}{% if entity.by == 'key' %} where {{ mine }}{% endif %})

@@ -46,7 +46,7 @@ where ({{ keys | join(', ') }}) in (
 
 {#- The latest staged change of every tested key, of the columns the tests need only: the keys
     and those of the change order (macros/change_order.sql). Narrow on purpose: the change log's
-    other columns (the item's attributes, its raw `_image`) are most of its bytes, and Parquet
+    other columns (the item's attributes) are most of its bytes, and Parquet
     skips a column no one reads. -#}
 {% macro dynamodb_expected_latest(table) -%}
   {%- set keys = dynamodb_key_columns(table) -%}

@@ -9,6 +9,7 @@ import gzip
 import json
 from pathlib import Path
 
+from items_back import final_items, strict_item
 from reference import expected, same
 
 from ingestion.dynamodb.tables import get_table
@@ -57,9 +58,10 @@ def expected_state(exports: list[Path]) -> dict[tuple[str, str], tuple[int, dict
 
 
 def final_rows(spark) -> dict[tuple[str, str], dict]:
+    """Key -> the row, with ``_item``: the item its columns and remainder give back."""
     return {
-        (r["customer_id"], r["order_id"]): r.asDict()
-        for r in spark.table("lake.lakehouse.orders").collect()
+        (r["customer_id"], r["order_id"]): {**r.asDict(), "_item": item}
+        for item, r in final_items(spark, "orders")
     }
 
 
@@ -71,7 +73,7 @@ def assert_final_equals(spark, exports: list[Path]) -> None:
     columns = schema_file.from_file(schema_file.table_schema_file(orders))
     for key, image in want.items():
         row = got[key]
-        assert json.loads(row["_image"]) == image
+        assert strict_item(row["_item"]) == strict_item(image)
         for attribute in columns.attributes:
             value = expected(image.get(attribute.name), attribute.type)
             assert same(value, row[attribute.column]), (key, attribute.name, value)

@@ -6,13 +6,13 @@ value as the reference rules decode it (``reference``)."""
 
 from __future__ import annotations
 
-import json
 import random
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import readers
+from items_back import final_items, strict_item
 from reference import expected, same
 
 from ingestion.cli import main
@@ -59,14 +59,16 @@ def assert_entity_tables(spark, home: Path, state: dict, by: str) -> None:
     con = readers.connect()
     for final in [*TYPE_VALUES.values(), "app__unmatched"]:
         want = {k: item for k, item in state.items() if entity(item, by) == final}
-        rows = readers.read_rows(con, home, final, "pk, sk, _image")
-        assert {(r[0], r[1]): json.loads(r[2]) for r in rows} == want, final
+        rows = readers.read_rows(con, home, final, "pk, sk")
+        assert {(r[0], r[1]) for r in rows} == set(want), final
+        back = {key(item): strict_item(item) for item, _ in final_items(spark, "app", final)}
+        assert back == {k: strict_item(item) for k, item in want.items()}, final
         location = readers.metadata_location(home, "lakehouse", final)
         columns = [r[0] for r in con.execute(f"describe select * from iceberg_scan('{location}')").fetchall()]  # fmt: skip
         section = kept.entity(final)
         attributes = [a for a in section.attributes if not a.key] if section else []
         own = {a for item in want.values() for a in item} - {"pk", "sk"}
-        own = set() if final == "app__unmatched" else own  # its items whole in _image only
+        own = set() if final == "app__unmatched" else own  # its items' attributes in _rest only
         assert {a.name for a in attributes} >= own, final  # every attribute its items hold
         others = {a for k, item in state.items() if k not in want for a in item}
         assert not {a.name for a in attributes} & (others - own), final  # none only others hold

@@ -48,6 +48,7 @@ SUMMARY_KEYS = {
         ("maintained", "maintained"),  # on the ledger checkpoint `maintain` commits
         ("files", "files"),  # a stream batch: its change files, one name per line
         ("rebuilt_from", "rebuilt-from"),  # a rebuild's replace: the snapshot it read
+        ("types_before", "types-before"),  # a rebuild's replace: the types kept before it
     )
 }
 

@@ -112,13 +112,13 @@ def _plain(kind: Any) -> str:
 
 
 def rebuild_table(table: TableConfig, reporter: Reporter) -> list[MergeCounts]:
-    """Staging rebuilt from ``_image`` with types detected again, then the final table rebuilt
+    """Staging rebuilt from its items with types detected again, then the final table rebuilt
     from it (a full refresh), the table held by this process throughout (``guard``: the lock
     and the lease, the full refresh included, so that no ``watch`` starts between the two)."""
     with held_table(table.name, "rebuild") as (spark, _lease):
         rebuilt = rebuild_staging(spark, table)
         assert rebuilt is not None  # only_if_changed not asked
-        reporter.line(f"staging.{table.name} rebuilt from _image: {rebuilt.rows} rows")
+        reporter.line(f"staging.{table.name} rebuilt from its items: {rebuilt.rows} rows")
         for batch in rebuilt.restaged:
             reporter.line(
                 f"  batch {batch} was committed by another process meanwhile: staged again"

@@ -61,7 +61,7 @@ def adopt_or_explain(
     if not adopted:
         reporter.line(
             f"{sum(d.rows for d in drift)} value(s) did not fit their column: the rows are "
-            "staged, those columns are null and the values are whole in _image (adopt_drift is "
+            "staged, those columns are null and the values are whole in _rest (adopt_drift is "
             f"off for {table.name}). To adopt the new types: ddb-lakehouse rebuild --table "
             f"{table.name}"
         )

@@ -74,7 +74,7 @@ def adopt_drift(
 ) -> list[str]:
     """Widen the columns ``drift`` names by rebuilding staging from the images; the summary
     lines (empty when there is no drift or the table's option is off). A declared type is never
-    changed: its misfits stay null (in ``_drift``, whole in ``_image``) and are reported.
+    changed: its misfits stay null (in ``_drift``, whole in ``_rest``) and are reported.
     Raises ``AdoptionError`` when the wider types cannot be derived (nothing changed then).
     The rebuild runs inside ``guard()``: the table's lock and lease (``jobs.guard``), so no
     other rebuild, adoption or ``watch`` changes staging meanwhile; a ``watch``, which holds
@@ -85,7 +85,7 @@ def adopt_drift(
     lines = [
         f"{table.name}: {d.rows} value(s) of {d.attribute!r} do not fit the type declared in "
         f"{schema_file.schema_path(table.name)} (e.g. {d.example}): null in its column, whole "
-        "in _image, listed in _drift; declare a wider type and run rebuild to keep them"
+        "in _rest, listed in _drift; declare a wider type and run rebuild to keep them"
         for d in drift
         if (d.entity, d.attribute) in declared
     ]
@@ -117,7 +117,7 @@ def adopt_drift(
     misfits = [
         f"{table.name}: {d.rows} value(s) of {d.attribute!r} do not fit a type declared "
         f"inside it in {schema_file.schema_path(table.name)} (e.g. {d.example}; re-detecting "
-        "every staged image changes no type of it): null in its column, whole in _image, "
+        "every staged image changes no type of it): null in its column, whole in _rest, "
         "listed in _drift; declare a wider type and run rebuild to keep them"
         for d in drift
         if d.attribute in adoptable and d.attribute not in widened

@@ -4,7 +4,7 @@ a change log staged by an earlier version sent such items to ``<table>__unmatche
 
 Once per change log, before a merge: when its unmatched rows hold a key whose whole text is a
 listed value, staging is rebuilt (each row's ``_entity`` derived again, its entity's columns
-decoded from ``_image``) and the merge then builds every final table of the entry again
+decoded from its item) and the merge then builds every final table of the entry again
 (``merge.full_refresh``), so the items leave the unmatched table for their entity's. Otherwise
 the change log is only marked as read this way (``staging_table.ENTITY_VALUES``).
 """

@@ -1,9 +1,12 @@
 """Adopt new types: re-detect a table's schema from its staging change log and rebuild its columns.
 
-The staging table keeps every item's DynamoDB JSON (``_image``), so its typed columns can always be
-derived again: ``rebuild`` detects the schema from every staged image (column names already
-chosen are kept, and a person's declared types in ``schemas/<table>.json``; every other type is
-detected anew), rewrites the staging table from ``_image`` in one commit that also keeps the new
+The staging table keeps every item exactly (its typed columns and the remainder ``_rest``, which
+``item_json`` encodes back to the item's DynamoDB JSON; or, staged before decision 0012, the whole
+item in ``_image``), so its typed columns can always be derived again: ``rebuild`` detects the
+schema from every staged item (column names already chosen are kept, and a person's declared
+types in ``schemas/<table>.json``; every other type is detected anew), rewrites the staging table
+from those items, with its remainder and without ``_image`` (a table of the older form moves to
+the new one), in one commit that also keeps the new
 types (``staging.table_types``; Iceberg keeps the previous version; the ledger of applied
 sources is carried in the new commit), then the dbt model is fully refreshed.
 
@@ -33,13 +36,17 @@ from ingestion.dynamodb import decode
 from ingestion.dynamodb.entities import ENTITY_COLUMN, EntityRule, entity_sql, final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge import full_refresh, merge_log
-from ingestion.schema import detect, schema_file, type_rules, typed_rows, types
+from ingestion.schema import detect, item_json, schema_file, type_rules, typed_rows, types
+from ingestion.schema.item_json import IMAGE
 from ingestion.spark import table_metadata
 from ingestion.staging import append, entity_types, exports, ledger, staging_table, table_types
 
 log = logging.getLogger(__name__)
 
 REBUILT_FROM = names.SUMMARY_KEYS["rebuilt_from"]  # on a rebuild's replace: the snapshot it read
+# On a rebuild's replace: the types kept just before it, which every commit it may have overwritten
+# was staged with (kept types only grow between rebuilds): a restage reads those rows by them.
+TYPES_BEFORE = names.SUMMARY_KEYS["types_before"]
 
 
 @dataclass(frozen=True)
@@ -141,15 +148,32 @@ def _same_types(previous: types.Schema | None, detected: types.Schema) -> bool:
     return all(old is not None and old.attributes == new.attributes for old, new in pairs)
 
 
-def retyped(staged: DataFrame, schema: types.Schema, table: TableConfig) -> DataFrame:
-    """Staged rows typed again from their ``_image`` by ``schema``, each keeping its ``_entity``
-    (under a key rule derived again first: ``_entities_of_keys``)."""
-    metadata = [c for c in types.METADATA_COLUMNS if c != "_drift"]
+def retyped(
+    staged: DataFrame,
+    schema: types.Schema,
+    table: TableConfig,
+    staged_with: types.Schema | None = None,
+) -> DataFrame:
+    """Staged rows typed again from their item by ``schema``, each keeping its ``_entity``
+    (under a key rule derived again first: ``_entities_of_keys``), with their remainder by
+    ``schema`` and no ``_image``. The item: ``_image``, or given back from the columns and the
+    remainder by ``staged_with``, the types the rows were staged with."""
+    if staged_with is not None:
+        staged = item_json.with_staged_image(staged, staged_with)
+    if IMAGE not in staged.columns:
+        raise append.StagingError(
+            f"{table.name}: its staged rows have no item to rebuild from: no _image, and no "
+            "types kept with the staging table to read their columns and _rest by"
+        )
+    metadata = [c for c in types.METADATA_COLUMNS if c not in ("_drift", "_rest")]
     metadata += [ENTITY_COLUMN] if schema.rule is not None else []
+    attrs = "_Retyped$attrs"
     return (
-        staged.select(*metadata)
-        .withColumn("_attrs", F.expr(decode.parse_item("`_image`")))
+        staged.select(*metadata, IMAGE)
+        .withColumn("_attrs", F.expr(decode.parse_item(f"`{IMAGE}`")))
+        .withColumn(attrs, F.col("_attrs"))
         .transform(typed_rows.typed_rows(schema, table.name))
+        .transform(lambda rows: item_json.with_rest(rows, schema, attrs=attrs))
         .select(*typed_rows.row_columns(schema), *types.METADATA_COLUMNS)
     )
 
@@ -161,7 +185,7 @@ def rebuild_staging(
     after_commit: Callable[[], None] | None = None,
     only_if_changed: bool = False,
 ) -> Rebuilt | None:
-    """Rebuild ``staging.<table>`` from ``_image`` with freshly detected types (a person's
+    """Rebuild ``staging.<table>`` from its items with freshly detected types (a person's
     declared types and chosen names kept). ``before_commit`` runs between the read and the
     commit, ``after_commit`` between the replace and the restage (the race tests' other
     writers). ``only_if_changed``: None, and nothing written, when the detected types are the
@@ -174,6 +198,13 @@ def rebuild_staging(
     carried = ledger.carried(spark, table.name)
     previous = table_types.current_schema(spark, table)
     staged = spark.read.option("snapshot-id", read_id).table(name)
+    if previous is not None:  # the items: a table staged before decision 0012 keeps them whole
+        staged = item_json.with_staged_image(staged, previous)
+    elif IMAGE not in staged.columns:
+        raise append.StagingError(
+            f"{table.name}: no types are kept with {name}, and its rows have no _image: nothing "
+            "to rebuild from"
+        )
     moved = False
     if table.entities is not None and table.entities.by == "key":
         staged, moved = _entities_of_keys(staged, table.entities)
@@ -201,13 +232,14 @@ def rebuild_staging(
     if before_commit is not None:
         before_commit()
     fault_points.point("before-rebuild-commit")
+    before = table_types.stored_schema(spark, table) or previous  # read fresh: others may add
     try:
-        (
-            writer.partitionedBy(F.days("_ingested_at"))
-            .option(f"snapshot-property.{ledger.LEDGER}", carried)
-            .option(f"snapshot-property.{REBUILT_FROM}", str(read_id))
-            .createOrReplace()
-        )
+        writer = writer.partitionedBy(F.days("_ingested_at"))
+        writer = writer.option(f"snapshot-property.{ledger.LEDGER}", carried)
+        writer = writer.option(f"snapshot-property.{REBUILT_FROM}", str(read_id))
+        if before is not None:
+            writer = writer.option(f"snapshot-property.{TYPES_BEFORE}", table_types.document(before))  # fmt: skip
+        writer.createOrReplace()
     except Exception as exc:
         raise append.StagingError(
             f"{table.name}: staging not rebuilt (unchanged): {append.spark_reason(exc)}"
@@ -216,7 +248,7 @@ def rebuild_staging(
     if after_commit is not None:
         after_commit()
     name_lost = lost_commits(_commits(spark, name), read_id, _main_snapshot(spark, name))
-    restaged = restage_lost_commits(spark, table, detected, name_lost)
+    restaged = restage_lost_commits(spark, table, detected, name_lost, before)
     count = spark.table(name).count()
     log.info(
         "%s: staging rebuilt with %d rows; %d column types changed", table.name, count, len(changed)
@@ -250,17 +282,24 @@ def recover_lost_commits(spark: SparkSession, table: TableConfig) -> tuple[str, 
     for replace in replaces:
         lost = lost_commits(commits, int(replace.summary[REBUILT_FROM]), head)
         if lost and schema is not None:
-            restaged += restage_lost_commits(spark, table, exports.with_keys(table, schema), lost)
+            kept = replace.summary.get(TYPES_BEFORE)  # none: a replace by an older version
+            before = table_types.parse(kept, table) if kept else None
+            restaged += restage_lost_commits(spark, table, exports.with_keys(table, schema), lost, before)  # fmt: skip
     return tuple(restaged)
 
 
 def restage_lost_commits(
-    spark: SparkSession, table: TableConfig, schema: types.Schema, lost: list[Commit]
+    spark: SparkSession,
+    table: TableConfig,
+    schema: types.Schema,
+    lost: list[Commit],
+    staged_with: types.Schema | None,
 ) -> tuple[str, ...]:
     """Stage again, each from its own snapshot, the staging commits a replace overwrote (made
     by another process after the rebuild read its snapshot, found by lineage) whose rows the
     table does not hold; each taken out of the merge log before and after (a merge that ran
-    between the replace and the restage recorded it as merged while its rows were missing)."""
+    between the replace and the restage recorded it as merged while its rows were missing).
+    Their items are read by ``staged_with``, the types kept just before the replace."""
     name = names.staging_table(table.name)
     restaged = []
     for commit in lost:
@@ -273,7 +312,7 @@ def restage_lost_commits(
         properties = {k: v for k, v in commit.summary.items() if k.startswith(names.SUMMARY_PREFIX)}
         try:
             staged = spark.read.option("snapshot-id", commit.snapshot_id).table(name)
-            rows = retyped(staged.where(F.col("_batch_id") == batch), schema, table)
+            rows = retyped(staged.where(F.col("_batch_id") == batch), schema, table, staged_with)
             (
                 rows.writeTo(name)
                 .option("merge-schema", "true")

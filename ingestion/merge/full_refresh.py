@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 
 from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.schema.item_json import IMAGE
 from ingestion.spark import table_metadata
 from ingestion.staging.staging_table import ENTITIES_MOVED
 
@@ -37,6 +38,12 @@ def needs_full_refresh(spark: SparkSession, table: TableConfig) -> bool:
     if table.staging:  # an entity's final table: its columns are its struct column's fields
         entity = next((f.dataType for f in staged_fields if f.name == table.name), None)
         staged |= {f.name: f.dataType.simpleString() for f in getattr(entity, "fields", [])}
+    built_columns = spark.table(final).columns
+    if IMAGE in built_columns and IMAGE not in staged and "_rest" in staged:
+        # Staging moved to the remainder (decision 0012: a rebuild, an adoption of another
+        # entity's drift) and this table still has the whole item: built again, in the new form.
+        log.info("%s: staging keeps _rest, the final table _image: full refresh", table.name)
+        return True
     for field in spark.table(final).schema.fields:
         wanted = staged.get(field.name)
         built = field.dataType.simpleString()

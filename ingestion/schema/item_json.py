@@ -1,6 +1,9 @@
 """A staged row's typed columns, and its remainder, back to the item's DynamoDB JSON (decision
 0012): the one encoder everything that re-derives an item reads, in Spark SQL.
 
+Staging writes ``_rest`` in place of the whole item (``_image``) a table staged before 0012
+keeps; ``with_staged_image`` gives every reader the item from either.
+
 ``with_item_json`` gives the item's DynamoDB JSON text from the row's columns, each attribute
 from its column (absent when the column is null), and from the remainder (``_rest``: the
 top-level attributes the columns cannot give back exactly, as DynamoDB JSON), whose attributes
@@ -12,8 +15,9 @@ Numbers are written in their canonical text (no exponent, no leading or trailing
 their elements as the column holds them (sets are unordered), maps with the keys the schema names.
 ``verify`` does not use this module: it is the proof (``ingestion.schema.canonical``).
 
-For one schema's top-level columns (a single-table design's entity sections, whose columns sit
-in the entity's struct, come with the step that moves staging to ``_rest``). Where the types do
+In a single-table design a row's columns are its keys and its entity's section (in the entity's
+struct column); an unmatched item's other attributes have no column and are all in ``_rest``.
+Where the types do
 not record which set a column stands for (a nested array, a declared type), a set is kept whole
 in the remainder: never lost, only not yet as small as it could be.
 """
@@ -21,15 +25,18 @@ in the remainder: never lost, only not yet as small as it could be.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ingestion.config.names import quote
+from ingestion.dynamodb.entities import ENTITY_COLUMN
 from ingestion.dynamodb.numbers import canonical_number
 from ingestion.dynamodb.values import field, parse_item, parse_list, parse_map, sql_string
 from ingestion.schema.types import Attribute, ColumnType, Schema
 
+IMAGE = "_image"  # the whole item, as tables staged before decision 0012 keep it
 SETS = ("SS", "NS", "BS")
 # The descriptor a column of each kind stands for (an ``array`` column: ``L``, or the one set
 # descriptor detection saw for the attribute).
@@ -116,21 +123,56 @@ def set_descriptor(attribute: Attribute) -> str | None:
     return seen[0] if len(seen) == 1 and seen[0] in SETS else None
 
 
-def item_json(schema: Schema, taken: str = "`_taken`") -> str:
-    """SQL: the item's DynamoDB JSON text from a staged row's columns and ``taken``, its
-    remainder parsed (SQL of a ``map<string,string>`` of attribute to DynamoDB JSON, or null)."""
+Placed = tuple[Attribute, str]  # an attribute and the SQL of its column in a staged row
+
+
+def _sections(schema: Schema) -> list[tuple[str | None, list[Placed]]]:
+    """Per kind of staged row, its attributes and where their columns are: one kind for a
+    table's own types; for a single-table design one per entity with a section (``_entity`` =
+    its final table; keys at top level, the section's columns in its struct column), then
+    (None) every other row, whose only columns are the keys (an unmatched item's attributes
+    have none: they are all in the remainder)."""
+    keys = [(a, quote(a.column)) for a in schema.attributes if a.key]
+    if schema.rule is None:
+        return [(None, [(a, quote(a.column)) for a in schema.attributes])]
+    kinds: list[tuple[str | None, list[Placed]]] = []
+    for _, final in schema.rule.values:
+        section = schema.entity(final)
+        placed = [(a, f"{quote(final)}.{quote(a.column)}") for a in (section.attributes if section else ()) if not a.key]  # fmt: skip
+        if placed:
+            kinds.append((final, keys + placed))
+    return [*kinds, (None, keys)]
+
+
+def _by_entity(schema: Schema, sql) -> str:
+    """SQL: ``sql(placed)`` of each kind of row (``_sections``), chosen by the row's
+    ``_entity`` in a single-table design."""
+    kinds = _sections(schema)
+    if len(kinds) == 1:
+        return sql(kinds[0][1])
+    whens = " ".join(f"when {sql_string(final)} then {sql(placed)}" for final, placed in kinds if final)  # fmt: skip
+    return f"(case `{ENTITY_COLUMN}` {whens} else {sql(kinds[-1][1])} end)"
+
+
+def _item(placed: list[Placed], taken: str) -> str:
     parts = []
-    for a in schema.attributes:
-        column, name = quote(a.column), sql_string(a.name)
+    for a, column in placed:
+        name = sql_string(a.name)
         parts.append(
             f"case when {taken}[{name}] is not null then concat({_name(a.name)}, {taken}[{name}]) "
             f"when {column} is null then null "
             f"else concat({_name(a.name)}, {value_json(column, a.type, set_descriptor(a))}) end"
         )
-    names = ", ".join(sql_string(n) for n in schema.names) or "''"
+    names = ", ".join(sql_string(a.name) for a, _ in placed) or "''"
     unnamed = f"map_filter(coalesce({taken}, cast(map() as map<string,string>)), (k, v) -> not array_contains(array({names}), k))"  # fmt: skip
     others = f"(case when size({unnamed}) = 0 then null else {_members(unnamed)} end)"
     return f"concat('{{', concat_ws(',', {', '.join([*parts, others])}), '}}')"
+
+
+def item_json(schema: Schema, taken: str = "`_taken`") -> str:
+    """SQL: the item's DynamoDB JSON text from a staged row's columns and ``taken``, its
+    remainder parsed (SQL of a ``map<string,string>`` of attribute to DynamoDB JSON, or null)."""
+    return _by_entity(schema, lambda placed: _item(placed, taken))
 
 
 def with_item_json(frame: DataFrame, schema: Schema, rest: str = "_rest", out: str = "_item") -> DataFrame:  # fmt: skip
@@ -143,6 +185,57 @@ def with_item_json(frame: DataFrame, schema: Schema, rest: str = "_rest", out: s
         .withColumn(out, F.expr(item_json(schema, f"`{taken}`")))
         .drop(taken)
     )
+
+
+def with_staged_image(frame: DataFrame, schema: Schema) -> DataFrame:
+    """Staged rows (or a final table's) with ``_image``, the item's DynamoDB JSON: the column
+    itself in a table staged before decision 0012 (it has no ``_rest``), else encoded from the
+    columns and ``_rest`` by ``schema``, the types the rows were staged with (for a final table,
+    ``final_table_schema``). A table with both (an append of the older form committed after a
+    rebuild moved it to the new one) takes each row's ``_image`` where it has one."""
+    if IMAGE in frame.columns and "_rest" not in frame.columns:
+        return frame
+    schema = _present(schema, frame)
+    if IMAGE not in frame.columns:
+        return with_item_json(frame, schema, out=IMAGE)
+    encoded = "_Staged$encoded"
+    return (
+        with_item_json(frame, schema, out=encoded)
+        .withColumn(IMAGE, F.coalesce(F.col(IMAGE), F.col(encoded)))
+        .drop(encoded)
+    )
+
+
+def _present(schema: Schema, frame: DataFrame) -> Schema:
+    """``schema`` without the attributes whose column ``frame`` lacks: types kept before the
+    append that adds their column (``table_types.store``), or read from an older snapshot. No
+    row of ``frame`` has a value there: any such value is in its remainder."""
+    fields = {f.name: f.dataType for f in frame.schema.fields}
+
+    def has(columns: set[str], attributes: tuple[Attribute, ...]) -> tuple[Attribute, ...]:
+        return tuple(a for a in attributes if a.key or a.column in columns)
+
+    kept = replace(schema, attributes=has(set(fields), schema.attributes))
+    if schema.rule is None:
+        return kept
+    sections = []
+    for section in schema.entities:
+        struct = fields.get(section.table)
+        names = set(getattr(struct, "fieldNames", lambda: [])())
+        sections.append(replace(section, attributes=has(names, section.attributes)))
+    return replace(kept, entities=tuple(sections))
+
+
+def final_table_schema(schema: Schema, final: str) -> Schema:
+    """The types of the final table ``final`` of the table ``schema`` types, as its columns lie:
+    the table's own; an entity's table's keys and section, all at top level; an unmatched
+    table's keys alone (its items' other attributes are in ``_rest``)."""
+    if schema.rule is None:
+        return schema
+    keys = [a for a in schema.attributes if a.key]
+    section = schema.entity(final)
+    own = [a for a in (section.attributes if section else ()) if not a.key]
+    return replace(schema, table=final, attributes=(*keys, *own), entities=(), rule=None)
 
 
 def _holds_only(value: str, column: ColumnType, descriptor: str | None, depth: int) -> str:
@@ -166,37 +259,47 @@ def _holds_only(value: str, column: ColumnType, descriptor: str | None, depth: i
     return here
 
 
+def _rest(placed: list[Placed], attrs: str, image: str, drift: str) -> str:
+    flags = []
+    for a, _ in placed:
+        value = f"{attrs}[{sql_string(a.name)}]"
+        exact = _holds_only(value, a.type, set_descriptor(a), 0)
+        drifted = f"coalesce(array_contains({drift}, {sql_string(a.name)}), false)"
+        flags.append(f"if(not {drifted} and ({value} is null or coalesce({exact}, false)), null, {sql_string(a.name)})")  # fmt: skip
+    listed = ", ".join(sql_string(a.name) for a, _ in placed) or "''"
+    names = f"array({listed})"
+    inexact = f"array_compact(array({', '.join(flags) or 'null'}))"
+    unnamed = f"array_except(map_keys({attrs}), {names})"
+    # The item's text is parsed again (as attribute -> text) only for the rare row with a
+    # remainder: CASE evaluates its branches lazily.
+    rest = (
+        f"map_filter(from_json({image}, 'map<string,string>'), (k, v) -> "
+        f"not array_contains({names}, k) or array_contains({inexact}, k))"
+    )
+    return f"case when size({inexact}) = 0 and size({unnamed}) = 0 then null else {_object(rest)} end"  # fmt: skip
+
+
 def with_rest(
     frame: DataFrame,
     schema: Schema,
-    image: str = "_image",
+    image: str = IMAGE,
     drift: str = "_drift",
     out: str = "_rest",
+    attrs: str | None = None,
 ) -> DataFrame:
     """``frame`` with ``out``: the remainder of each row that carries the item's DynamoDB JSON
     ``image``, a JSON object of the attributes the columns cannot give back (drifted, ``NULL`` at
     any depth, a descriptor the column does not stand for, or no column at all), null when
-    there is none."""
-    attrs, texts, inexact = "_Rest$attrs", "_Rest$texts", "_Rest$inexact"
+    there is none. ``attrs``: a column holding ``image`` parsed already (``parse_item``), dropped
+    with the working columns."""
+    parsed = "_Rest$attrs"
     _check_free(frame, out)
-    flags = []
-    for a in schema.attributes:
-        value = f"`{attrs}`[{sql_string(a.name)}]"
-        exact = _holds_only(value, a.type, set_descriptor(a), 0)
-        drifted = f"coalesce(array_contains(`{drift}`, {sql_string(a.name)}), false)"
-        flags.append(f"if(not {drifted} and ({value} is null or coalesce({exact}, false)), null, {sql_string(a.name)})")  # fmt: skip
-    names = ", ".join(sql_string(n) for n in schema.names) or "''"
-    rest = (
-        f"map_filter(`{texts}`, (k, v) -> "
-        f"not array_contains(array({names}), k) or array_contains(`{inexact}`, k))"
-    )
-    return (
-        frame.withColumn(attrs, F.expr(parse_item(f"`{image}`")))
-        .withColumn(texts, F.expr(f"from_json(`{image}`, 'map<string,string>')"))
-        .withColumn(inexact, F.expr(f"array_compact(array({', '.join(flags) or 'null'}))"))
-        .withColumn(out, F.expr(f"case when size({rest}) = 0 then null else {_object(rest)} end"))
-        .drop(attrs, texts, inexact)
-    )
+    if attrs is None:
+        frame = frame.withColumn(parsed, F.expr(parse_item(f"`{image}`")))
+    else:
+        parsed = attrs
+    sql = _by_entity(schema, lambda placed: _rest(placed, f"`{parsed}`", f"`{image}`", f"`{drift}`"))  # fmt: skip
+    return frame.withColumn(out, F.expr(sql)).drop(parsed)
 
 
 def _check_free(frame: DataFrame, out: str) -> None:

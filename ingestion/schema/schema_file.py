@@ -20,7 +20,7 @@ from ingestion.dynamodb.tables import TableConfig
 from ingestion.schema import type_rules
 from ingestion.schema.types import (
     _KEY_KINDS,
-    METADATA_COLUMNS,
+    RESERVED_COLUMNS,
     Attribute,
     ColumnType,
     Schema,
@@ -96,7 +96,7 @@ def parse_document(
         elif "type" in entry:
             column_type = parse_type(str(entry["type"]), entry, where)
             typed[name] = Attribute(name, column, column_type, info=_info(entry))
-    check_unique([(a.name, a.column) for a in typed.values()], where_from, set(METADATA_COLUMNS))
+    check_unique([(a.name, a.column) for a in typed.values()], where_from, set(RESERVED_COLUMNS))
     return SchemaFile(table, typed, overrides, raw)
 
 

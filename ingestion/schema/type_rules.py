@@ -16,7 +16,7 @@ from ingestion.schema.types import (
     GLUE_TYPE_MAX,
     MAX_FIELDS,
     MAX_TYPED_DEPTH,
-    METADATA_COLUMNS,
+    RESERVED_COLUMNS,
     STRING,
     Attribute,
     ColumnType,
@@ -232,7 +232,7 @@ def resolve(
             column_type, info = _within_glue(column_type, info, resolver._override(path), where)
         info["nullable"] = present < stats.items
         attributes.append(Attribute(name, column, column_type, info=info))
-    check_unique([(a.name, a.column) for a in attributes], f"table {table}", set(METADATA_COLUMNS))
+    check_unique([(a.name, a.column) for a in attributes], f"table {table}", set(RESERVED_COLUMNS))
     return Schema(table, tuple(attributes), stats.items, source, tuple(resolver.conflicts))
 
 

@@ -43,9 +43,12 @@ METADATA_COLUMNS = (
     "_source_file",
     "_batch_id",
     "_ingested_at",
-    "_image",
+    "_rest",
     "_drift",
 )
+# No attribute's column takes a metadata column's name, nor ``_image``: the whole item, which a
+# table staged before decision 0012 keeps in place of ``_rest``.
+RESERVED_COLUMNS = frozenset((*METADATA_COLUMNS, "_image"))
 SCALARS = ("string", "boolean", "binary", "bigint")
 MAX_TYPED_DEPTH = 6  # deeper nesting is kept as JSON text (a column type stays readable)
 MAX_FIELDS = 500  # a map with more distinct keys is a dictionary: kept as JSON text
@@ -251,7 +254,7 @@ def check_columns(schema: Schema) -> None:
     check_unique(
         [(a.name, a.column) for a in schema.attributes],
         f"table {schema.table}",
-        set(METADATA_COLUMNS),
+        set(RESERVED_COLUMNS),
     )
 
 

@@ -22,7 +22,7 @@ from ingestion.dynamodb import decode
 from ingestion.dynamodb.entities import ENTITY_COLUMN
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import sql_string
-from ingestion.schema import typed_rows
+from ingestion.schema import item_json, typed_rows
 from ingestion.schema.types import METADATA_COLUMNS, Schema
 from ingestion.sources.manifest import FULL, Export
 from ingestion.spark import table_metadata
@@ -62,20 +62,26 @@ def staging_rows(
     batch_id: str,
     ingested_at: datetime,
 ) -> DataFrame:
-    """Lines of DynamoDB JSON (``value``) as staging rows: typed columns, raw image, metadata.
-    ``columns`` gives each line's (``_operation``, ``_version``, ``_sequence``)."""
+    """Lines of DynamoDB JSON (``value``) as staging rows: typed columns, the remainder
+    (``_rest``), metadata, and the whole item (``_image``), which only a table staged before
+    decision 0012 keeps (``staging_table.prepared`` chooses; Spark computes neither column for
+    a table that does not keep it). ``columns`` gives each line's (``_operation``,
+    ``_version``, ``_sequence``)."""
     operation, version, sequence = columns
+    attrs = "_Staged$attrs"  # the image parsed once: the typed columns and the remainder read it
     return (
         lines.transform(decode.with_envelope)
         .withColumn("_operation", operation)
         .withColumn("_version", version)
         .withColumn("_sequence", sequence)
         .transform(decode.with_image)
+        .withColumn(attrs, F.col("_attrs"))
         .transform(typed_rows.typed_rows(schema, schema.table))
+        .transform(lambda rows: item_json.with_rest(rows, schema, attrs=attrs))
         .withColumn("_source", F.lit(source))
         .withColumn("_batch_id", F.lit(batch_id))
         .withColumn("_ingested_at", F.timestamp_micros(F.lit(clock.epoch_micros(ingested_at))))
-        .select(*typed_rows.row_columns(schema), *METADATA_COLUMNS)
+        .select(*typed_rows.row_columns(schema), *METADATA_COLUMNS, item_json.IMAGE)
     )
 
 
@@ -143,6 +149,8 @@ def append_batch(
         raise StagingError(
             f"{table.name}: nothing staged from {where}: {_meanwhile(table)}"
         ) from None
+    except staging_table.TypesChangedMeanwhile as exc:
+        raise StagingError(f"{exc} (from {where})") from None
     observation = Observation(f"batch {entry.batch_id}")
     unmatched = F.lit(0)
     if table.entities is not None:

@@ -1,7 +1,7 @@
 """Schema drift: staged values that did not fit their column, per attribute and source.
 
-Such a row is staged with the column null and the value whole in ``_image``; ``_drift`` lists
-the attributes. ``rebuild`` re-derives the columns with types that fit.
+Such a row is staged with the column null and the value whole in ``_rest`` (in ``_image``, the
+whole item, in a table staged before decision 0012); ``_drift`` lists the attributes. ``rebuild`` re-derives the columns with types that fit.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import names
+from ingestion.schema.item_json import IMAGE
 from ingestion.without_spark import duckdb_engine, iceberg_metadata
 
 
 @dataclass(frozen=True)
 class Drift:
-    """Values of one attribute that did not fit its column (kept in ``_image``, column null)."""
+    """Values of one attribute that did not fit its column (kept in ``_rest``, column null)."""
 
     attribute: str
     source: str
@@ -42,13 +43,14 @@ def drift_report(
     elif batches is not None:
         staged = staged.where(F.col("_batch_id").isin(batches))
     entity = F.col("_entity") if "_entity" in staged.columns else F.lit("")  # a single-table design
+    kept = _kept(staged.columns)
     rows = (
         staged.where(F.col("_drift").isNotNull())
-        .select("_source", "_image", entity.alias("entity"), F.explode("_drift").alias("attribute"))
+        .select("_source", kept, entity.alias("entity"), F.explode("_drift").alias("attribute"))
         .groupBy("attribute", "_source", "entity")
         .agg(
             F.count(F.lit(1)).alias("rows"),
-            F.first(F.expr("from_json(`_image`, 'map<string,string>')[attribute]")).alias(
+            F.first(F.expr(f"from_json(`{kept}`, 'map<string,string>')[attribute]")).alias(
                 "example"
             ),
         )
@@ -66,12 +68,19 @@ def drift_report_without_spark(table: str) -> list[Drift]:
     metadata = iceberg_metadata.read_metadata(names.STAGING, table)
     if metadata is None or "_drift" not in metadata.columns:
         return []
+    kept = _kept(list(metadata.columns))
     rows = duckdb_engine.query(
         names.STAGING,
         table,
         "select attribute, _source, count(*), "
-        "first(json_extract(_image::JSON, '$.\"' || replace(attribute, '\"', '\\\"') || '\"')::VARCHAR) "
-        "from (select _source, _image, unnest(_drift) as attribute from {table} "
+        f"first(json_extract({kept}::JSON, '$.\"' || replace(attribute, '\"', '\\\"') || '\"')::VARCHAR) "
+        f"from (select _source, {kept}, unnest(_drift) as attribute from {{table}} "
         "where _drift is not null) group by attribute, _source order by attribute, _source",
     )
     return [Drift(str(a), str(s), int(n), str(e or "")) for a, s, n, e in rows]
+
+
+def _kept(columns: list[str]) -> str:
+    """The column that keeps a drifted value whole: the remainder (``_rest``, decision 0012), or
+    the whole item in a table staged before it."""
+    return IMAGE if IMAGE in columns else "_rest"

@@ -19,6 +19,7 @@ from ingestion.config.errors import LakehouseError
 from ingestion.config.names import quote_table
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import sql_string
+from ingestion.schema.item_json import IMAGE, set_descriptor
 from ingestion.schema.types import Schema
 from ingestion.spark import table_metadata
 from ingestion.staging import table_types
@@ -62,15 +63,54 @@ def prepared(
     spark: SparkSession, table: TableConfig, rows: DataFrame, schema: Schema
 ) -> tuple[DataFrame, bool]:
     """``rows`` in the staging table's column order, and whether their write creates the table
-    (``schema`` holds types still to be proven: ``CreatedMeanwhile`` if it exists). Otherwise
+    (``schema`` holds types still to be proven: ``CreatedMeanwhile`` if it exists), with the
+    whole item (``_image``) or the remainder (``_rest``) as the table keeps it. Otherwise
     the table exists once this returns: created empty, or its kept types brought up to
     ``schema``."""
+    exists = spark.catalog.tableExists(names.staging_table(table.name))
     if schema.sampled is not None:
-        if spark.catalog.tableExists(names.staging_table(table.name)):
+        if exists:
             raise CreatedMeanwhile(names.staging_table(table.name))
-        return rows, True
+        return rows.drop(IMAGE), True
+    metadata = table_metadata.read(spark, names.staging_table(table.name)) if exists else None
+    # A table staged before decision 0012 keeps the whole item and no remainder: its own form,
+    # until `rebuild` rewrites it; every other takes the remainder.
+    old_form = (
+        metadata is not None and IMAGE in metadata.columns and "_rest" not in metadata.columns
+    )
+    rows = rows.drop("_rest") if old_form else rows.drop(IMAGE)
     _ensure_table(spark, table, rows, schema)
+    if not old_form:
+        _check_same_types(spark, table, schema)
     return _in_table_order(spark, table.name, rows), False
+
+
+class TypesChangedMeanwhile(LakehouseError):
+    """The types kept with the staging table changed since this run read them: another process
+    rebuilt it. Nothing is staged; the same command again stages under the new types."""
+
+
+def _check_same_types(spark: SparkSession, table: TableConfig, schema: Schema) -> None:
+    """Refuse rows typed by ``schema`` when the kept types give one of its attributes another
+    type, or have its ``array`` column stand for another set (decision 0012): the remainder was
+    found by ``schema``, and the encoder reads the kept types, so the item would not come back
+    exactly (a set as a list)."""
+    kept = table_types.stored_schema(spark, table)
+    if kept is None:
+        return
+    pairs = [(kept, schema)] + [(kept.entity(e.table), e) for e in schema.entities]
+    for held, ours in pairs:
+        for attribute in ours.attributes if held is not None else ():
+            other = held.get(attribute.name)
+            if other is not None and (
+                other.type != attribute.type or set_descriptor(other) != set_descriptor(attribute)
+            ):
+                raise TypesChangedMeanwhile(
+                    f"{table.name}: nothing staged: the types kept with "
+                    f"{names.staging_table(table.name)} changed since this run read them (another "
+                    f"process rebuilt it: {attribute.name!r} is {other.type.sql()} there); run "
+                    "the command again"
+                )
 
 
 def written(writer: DataFrameWriterV2, schema: Schema, create: bool) -> None:

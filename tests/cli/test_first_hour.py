@@ -19,6 +19,7 @@ import boto3
 import local_s3
 import pytest
 import yaml
+from items_back import final_items
 from support import ROOT
 
 from ingestion.cli import main
@@ -40,9 +41,10 @@ def s(value: str) -> dict[str, str]:
 
 
 def final_rows(spark, table: str) -> dict[str, dict[str, Any]]:
-    spark.sql(f"refresh table lake.lakehouse.{table}")
-    rows = spark.table(f"lake.lakehouse.{table}").collect()
-    return {json.dumps(json.loads(r["_image"]), sort_keys=True): r.asDict() for r in rows}
+    return {
+        json.dumps(item, sort_keys=True): {**r.asDict(), "_item": item}
+        for item, r in final_items(spark, table)
+    }
 
 
 def configured(project: Path) -> dict[str, Any]:
@@ -80,7 +82,7 @@ def test_any_dynamodb_table_name_onboards_end_to_end(
         assert failed is None and written[0].uri.startswith(str(location / dynamodb))
         assert main(["sync", "--table", lakehouse, "--stream", str(location), "--settle", "0"]) == 0  # fmt: skip
         rows = list(final_rows(spark, lakehouse).values())
-        assert [json.loads(r["_image"])["note"] for r in rows] == [{"S": "changed"}]
+        assert [r["_item"]["note"] for r in rows] == [{"S": "changed"}]
 
     for key, value in local_s3.CREDENTIALS.items():
         monkeypatch.setenv(key, value)

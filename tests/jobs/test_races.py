@@ -115,7 +115,7 @@ def test_a_duplicate_batch_left_by_a_killed_loser_is_removed_by_maintain(
     `dbt run` merged again. `maintain` removes it."""
     from ingestion.maintenance import compaction
     from ingestion.sources import manifest
-    from ingestion.staging import append
+    from ingestion.staging import append, staging_table
 
     books = get_table("books")
     items = [book("a", "A"), book("b", "B")]
@@ -125,7 +125,9 @@ def test_a_duplicate_batch_left_by_a_killed_loser_is_removed_by_maintain(
     schema = exports.table_schema(spark, books, export)[0]
     now = datetime.now()
     loser = append.new_batch_id(now)
-    rows = append.read_export(spark, export, schema, loser, now)
+    rows, _ = staging_table.prepared(
+        spark, books, append.read_export(spark, export, schema, loser, now), schema
+    )
     properties = ledger.snapshot_properties(ledger.entry_for(export, loser))
     # The loser's commit, without its own delete (it was killed right after committing).
     rows.writeTo("lake.staging.books").options(

@@ -139,7 +139,7 @@ def test_a_type_declared_inside_a_detected_map_is_kept_and_reported_not_adopted(
     assert "drift adopted" not in out
     assert spark.table("lake.staging.t.snapshots").count() == snapshots + 1  # the append only
     assert column_types(spark, "lake.staging.t")["details"] == "struct<c:bigint,d:string>"
-    assert final(spark)["a"]["details"] is None  # null in its column, whole in _image
+    assert final(spark)["a"]["details"] is None  # null in its column, whole in _rest
 
     # With a detected attribute's misfit in the same batch: that one is adopted (and named),
     # the nested declaration's misfit is reported, never called adopted.

@@ -136,7 +136,7 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
         ).collect()
     # Same rows for Spark and for DuckDB after all of it, value by value.
     assert final_ids(spark) == ids
-    columns = "id, title, author, price, pages, in_stock, _operation, _version, _sequence, _image"
+    columns = "id, title, author, price, pages, in_stock, _operation, _version, _sequence, _rest"
     by_spark = sorted(
         tuple(r) for r in spark.sql(f"select {columns} from lake.lakehouse.books").collect()
     )

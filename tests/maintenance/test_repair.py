@@ -7,7 +7,6 @@ tests/sources/test_exports_s3.py's)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from datetime import timedelta
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 from botocore.stub import ANY
+from items_back import final_items
 from support import copy_project
 from verifying import ARN, export_items, key, stubbed, synced, verified
 
@@ -42,9 +42,7 @@ def key_of(item: dict[str, Any]) -> str:
 
 
 def final_images(spark: Any) -> dict[str, dict[str, Any]]:
-    spark.sql("refresh table lake.lakehouse.orders")
-    rows = spark.table("lake.lakehouse.orders").select("_image").collect()
-    return {key_of(image): image for image in (json.loads(r[0]) for r in rows)}
+    return {key_of(image): image for image, _ in final_items(spark, "orders")}
 
 
 def outage(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, str]]:

@@ -4,12 +4,12 @@ incremental exports together, and chains of exports with gaps, fillings and over
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from items_back import final_items
 from single_table_reference import add_app, assert_entity_tables, change, key
 from support import book
 
@@ -55,9 +55,7 @@ def stage_in_order(spark, table, full: Path, inc: Path, location: Path, stream_f
 
 
 def titles(spark) -> dict[str, str]:
-    spark.sql("refresh table lake.lakehouse.books")
-    rows = spark.table("lake.lakehouse.books").select("_image").collect()
-    images = [json.loads(r["_image"]) for r in rows]
+    images = [item for item, _ in final_items(spark, "books")]
     return {i["id"]["S"]: i["title"]["S"] for i in images}
 
 

@@ -17,6 +17,7 @@ import boto3
 import local_s3
 import pytest
 from conftest import reset_lakehouse
+from items_back import final_items
 from support import ROOT
 
 from ingestion.cli import main
@@ -38,14 +39,12 @@ def upload(s3, folder: Path, prefix: str) -> None:
 
 
 def final_rows(spark) -> dict[str, dict]:
-    spark.sql("refresh table lake.lakehouse.orders")
-    rows = spark.table("lake.lakehouse.orders").select("_image", "_version").collect()
     return {
-        json.dumps([json.loads(r[0])[k] for k in ("customer_id", "order_id")]): {
-            "image": json.loads(r[0]),
-            "version": r[1],
+        json.dumps([item[k] for k in ("customer_id", "order_id")]): {
+            "image": item,
+            "version": row["_version"],
         }
-        for r in rows
+        for item, row in final_items(spark, "orders")
     }
 
 

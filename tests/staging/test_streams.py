@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import readers
+from items_back import final_items, strict_item, strict_items
 from support import ROOT, final_ids
 
 from ingestion.config import clock, settings
@@ -54,11 +55,8 @@ def write_stream(location: Path, batches: list[list[dict]]) -> list[str]:
 
 
 def final_images(spark, table: str = "books") -> dict[str, dict]:
-    spark.sql(f"refresh table lake.lakehouse.{table}")
-    return {
-        json.dumps([json.loads(r["_image"])["id"]]): json.loads(r["_image"])
-        for r in spark.table(f"lake.lakehouse.{table}").select("_image").collect()
-    }
+    """Id -> the item each row gives back, in the strict form (numbers by value)."""
+    return {json.dumps([item["id"]]): strict_item(item) for item, _ in final_items(spark, table)}
 
 
 def baseline(spark, books_export: Path) -> None:
@@ -90,7 +88,7 @@ def test_stream_changes_reach_the_final_table_in_sequence_order(
     assert entry.kind == ledger.STREAM and entry.file_names == set(names)
 
     counts, _ = runner.run_merge(spark, [get_table("books")])  # dbt test included
-    assert final_images(spark) == expected
+    assert final_images(spark) == strict_items(expected)
     same_second = [i for i in expected.values() if i["title"]["S"].startswith("Same Second")]
     assert [i["title"]["S"] for i in same_second] == ["Same Second, Later"]
     assert counts[0].deleted >= 2 and counts[0].inserted >= 1 and counts[0].updated >= 1
@@ -264,7 +262,7 @@ def test_kill_between_commit_and_cleanup_then_run_again(
     spark.sql("refresh table lake.staging.books")
     assert spark.table("lake.staging.books").count() == rows
     runner.run_merge(spark, [get_table("books")])
-    assert final_images(spark) == expected
+    assert final_images(spark) == strict_items(expected)
 
 
 def test_ttl_expiries_can_be_kept_flagged(
@@ -292,7 +290,7 @@ def test_ttl_expiries_can_be_kept_flagged(
     assert len(expected) > len(deleted)  # the sample has TTL expiries
     streams.ingest_stream(spark, books, str(location), settle_seconds=0)
     runner.run_merge(spark, [books])
-    assert final_images(spark) == expected
+    assert final_images(spark) == strict_items(expected)
     flagged = spark.table("lake.lakehouse.books").where("_operation = 'ttl_delete'").count()
     assert flagged == len(expected) - len(deleted)
     # A row kept for an expiry before an export's instant is no item of the table: DynamoDB's
@@ -384,7 +382,7 @@ def test_watch_survives_kill_9_and_readers_never_fail(
     replay = tmp_path / "replay"
     write_stream(replay, batches)
     expected = expected_state.expected_items([books_export, replay / "books"], ["id"])
-    assert final_images(spark) == expected
+    assert final_images(spark) == strict_items(expected)
     # Every change file staged exactly once, across the kill and the restart (file names are
     # deterministic, so the replay has the same names).
     staged = [
@@ -428,7 +426,7 @@ def test_compaction_applies_deletes_and_readers_agree(
     after = files()
     assert after == {0: 1}, after
     assert result.data_files == (before[0], 1) and result.delete_files == (before[1], 0)
-    assert final_images(spark) == expected
+    assert final_images(spark) == strict_items(expected)
     duckdb_ids = sorted(
         r[0] for r in readers.read_rows(readers.connect(), lakehouse_home, "books", "id")
     )

@@ -16,6 +16,7 @@ from pathlib import Path
 import boto3
 import local_s3
 import pytest
+from items_back import final_items, strict_item, strict_items
 from support import ROOT
 
 from ingestion.dynamodb.tables import get_table
@@ -66,9 +67,5 @@ def test_ingest_stream_from_s3(spark, clean_lakehouse, tmp_path: Path) -> None:
     sources = {r[0] for r in spark.table("lake.staging.books").select("_source_file").collect()}
     assert any(s.startswith(f"s3://{BUCKET}/changes/books/") for s in sources), sources
     runner.run_merge(spark, [books], test=False)
-    spark.sql("refresh table lake.lakehouse.books")
-    final = {
-        json.dumps([json.loads(r[0])["id"]]): json.loads(r[0])
-        for r in spark.table("lake.lakehouse.books").select("_image").collect()
-    }
-    assert final == expected
+    final = {json.dumps([item["id"]]): strict_item(item) for item, _ in final_items(spark, "books")}
+    assert final == strict_items(expected)
