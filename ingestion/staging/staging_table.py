@@ -100,7 +100,9 @@ def _check_same_types(spark: SparkSession, table: TableConfig, schema: Schema) -
         return
     pairs = [(kept, schema)] + [(kept.entity(e.table), e) for e in schema.entities]
     for held, ours in pairs:
-        for attribute in ours.attributes if held is not None else ():
+        if held is None:  # an entity section the kept types lack yet: nothing to differ from
+            continue
+        for attribute in ours.attributes:
             other = held.get(attribute.name)
             if other is not None and (
                 other.type != attribute.type or set_descriptor(other) != set_descriptor(attribute)
