@@ -46,13 +46,16 @@ def drift_report(
     kept = _kept(staged.columns)
     rows = (
         staged.where(F.col("_drift").isNotNull())
-        .select("_source", kept, entity.alias("entity"), F.explode("_drift").alias("attribute"))
+        .select(
+            "_source",
+            F.expr(kept).alias("_kept"),
+            entity.alias("entity"),
+            F.explode("_drift").alias("attribute"),
+        )  # fmt: skip
         .groupBy("attribute", "_source", "entity")
         .agg(
             F.count(F.lit(1)).alias("rows"),
-            F.first(F.expr(f"from_json(`{kept}`, 'map<string,string>')[attribute]")).alias(
-                "example"
-            ),
+            F.first(F.expr("from_json(`_kept`, 'map<string,string>')[attribute]")).alias("example"),
         )
         .orderBy("attribute", "_source", "entity")
         .collect()  # one row per attribute, source and entity
@@ -73,14 +76,17 @@ def drift_report_without_spark(table: str) -> list[Drift]:
         names.STAGING,
         table,
         "select attribute, _source, count(*), "
-        f"first(json_extract({kept}::JSON, '$.\"' || replace(attribute, '\"', '\\\"') || '\"')::VARCHAR) "
-        f"from (select _source, {kept}, unnest(_drift) as attribute from {{table}} "
+        "first(json_extract(_kept::JSON, '$.\"' || replace(attribute, '\"', '\\\"') || '\"')::VARCHAR) "
+        f"from (select _source, {kept} as _kept, unnest(_drift) as attribute from {{table}} "
         "where _drift is not null) group by attribute, _source order by attribute, _source",
     )
     return [Drift(str(a), str(s), int(n), str(e or "")) for a, s, n, e in rows]
 
 
 def _kept(columns: list[str]) -> str:
-    """The column that keeps a drifted value whole: the remainder (``_rest``, decision 0012), or
-    the whole item in a table staged before it."""
+    """SQL (Spark and DuckDB alike) of what keeps a drifted value whole: the remainder
+    (``_rest``, decision 0012), the whole item in a table staged before it, or, in a table with
+    both (an append of the older form after a rebuild moved it), whichever the row has."""
+    if IMAGE in columns and "_rest" in columns:
+        return f"coalesce({IMAGE}, _rest)"
     return IMAGE if IMAGE in columns else "_rest"
