@@ -167,13 +167,10 @@ def retyped(
         )
     metadata = [c for c in types.METADATA_COLUMNS if c not in ("_drift", "_rest")]
     metadata += [ENTITY_COLUMN] if schema.rule is not None else []
-    attrs = "_Retyped$attrs"
     return (
         staged.select(*metadata, IMAGE)
         .withColumn("_attrs", F.expr(decode.parse_item(f"`{IMAGE}`")))
-        .withColumn(attrs, F.col("_attrs"))
         .transform(typed_rows.typed_rows(schema, table.name))
-        .transform(lambda rows: item_json.with_rest(rows, schema, attrs=attrs))
         .select(*typed_rows.row_columns(schema), *types.METADATA_COLUMNS)
     )
 

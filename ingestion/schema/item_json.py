@@ -7,9 +7,10 @@ keeps; ``with_staged_image`` gives every reader the item from either.
 ``with_item_json`` gives the item's DynamoDB JSON text from the row's columns, each attribute
 from its column (absent when the column is null), and from the remainder (``_rest``: the
 top-level attributes the columns cannot give back exactly, as DynamoDB JSON), whose attributes
-take the place of their columns. ``with_rest`` finds that remainder in a row that still carries
-``_image``: the attributes that drifted, that are or hold ``NULL``, or whose value (at any depth)
-has a descriptor its column does not stand for.
+take the place of their columns. ``rest_sql`` builds that remainder while staging types a row
+(``typed_rows``): the attributes that drifted, that are or hold ``NULL``, or whose value (at any
+depth) has a descriptor its column does not stand for, as the decode found them in its one pass
+(``typed_columns.Exact``).
 
 Numbers are written in their canonical text (no exponent, no leading or trailing zero), sets with
 their elements as the column holds them (sets are unordered), maps with the keys the schema names.
@@ -33,23 +34,11 @@ from pyspark.sql import functions as F
 from ingestion.config.names import quote
 from ingestion.dynamodb.entities import ENTITY_COLUMN
 from ingestion.dynamodb.numbers import canonical_number
-from ingestion.dynamodb.values import field, parse_item, parse_list, parse_map, sql_string
+from ingestion.dynamodb.values import sql_string
 from ingestion.schema.types import Attribute, ColumnType, Schema
 
 IMAGE = "_image"  # the whole item, as tables staged before decision 0012 keep it
 SETS = ("SS", "NS", "BS")
-# The descriptor a column of each kind stands for (an ``array`` column: ``L``, or the one set
-# descriptor detection saw for the attribute).
-DESCRIPTOR = {
-    "string": "S",
-    "number": "N",
-    "boolean": "BOOL",
-    "binary": "B",
-    "bigint": "N",
-    "decimal": "N",
-    "struct": "M",
-    "array": "L",
-}
 
 
 def _name(key: str) -> str:
@@ -238,68 +227,21 @@ def final_table_schema(schema: Schema, final: str) -> Schema:
     return replace(schema, table=final, attributes=(*keys, *own), entities=(), rule=None)
 
 
-def _holds_only(value: str, column: ColumnType, descriptor: str | None, depth: int) -> str:
-    """SQL: true when the parsed DynamoDB value ``value`` (a VALUE struct, not null) has, at every
-    depth, the descriptor its column stands for and no ``NULL``."""
-    expected = descriptor or DESCRIPTOR[column.kind]
-    here = f"{field(value, expected)} is not null"
-    element = f"v{depth}"
-    if column.kind == "array" and descriptor is None:
-        assert column.element is not None
-        inner = _holds_only(element, column.element, None, depth + 1)
-        return f"({here} and forall({parse_list(value)}, {element} -> {element} is not null and {inner}))"  # fmt: skip
-    if column.kind == "struct":
-        entries = f"map_entries({parse_map(value)})"
-        checks = " ".join(
-            f"when {sql_string(f.name)} then {_holds_only(f'{element}.value', f.type, None, depth + 1)}"  # fmt: skip
-            for f in column.fields
-        )
-        body = f"(case {element}.key {checks} else false end)" if checks else "false"
-        return f"({here} and forall({entries}, {element} -> {element}.value is not null and {body}))"  # fmt: skip
-    return here
-
-
-def _rest(placed: list[Placed], attrs: str, image: str, drift: str) -> str:
-    flags = []
-    for a, _ in placed:
-        value = f"{attrs}[{sql_string(a.name)}]"
-        exact = _holds_only(value, a.type, set_descriptor(a), 0)
-        drifted = f"coalesce(array_contains({drift}, {sql_string(a.name)}), false)"
-        flags.append(f"if(not {drifted} and ({value} is null or coalesce({exact}, false)), null, {sql_string(a.name)})")  # fmt: skip
-    listed = ", ".join(sql_string(a.name) for a, _ in placed) or "''"
-    names = f"array({listed})"
-    inexact = f"array_compact(array({', '.join(flags) or 'null'}))"
-    unnamed = f"array_except(map_keys({attrs}), {names})"
+def rest_sql(names: list[str], inexact: str, attrs: str, image: str) -> str:
+    """SQL: the remainder of a row typed from the item ``image`` (DynamoDB JSON text; ``attrs``
+    its ``parse_item``), a JSON object of the attributes its columns cannot give back, null when
+    there is none: those in ``inexact`` (SQL of an array of names, found by the decode:
+    ``typed_columns.decoded``) and those not in ``names`` (no column)."""
+    listed = ", ".join(sql_string(n) for n in names) or "''"
+    known = f"array({listed})"
+    unnamed = f"array_except(map_keys({attrs}), {known})"
     # The item's text is parsed again (as attribute -> text) only for the rare row with a
     # remainder: CASE evaluates its branches lazily.
     rest = (
         f"map_filter(from_json({image}, 'map<string,string>'), (k, v) -> "
-        f"not array_contains({names}, k) or array_contains({inexact}, k))"
+        f"not array_contains({known}, k) or array_contains({inexact}, k))"
     )
     return f"case when size({inexact}) = 0 and size({unnamed}) = 0 then null else {_object(rest)} end"  # fmt: skip
-
-
-def with_rest(
-    frame: DataFrame,
-    schema: Schema,
-    image: str = IMAGE,
-    drift: str = "_drift",
-    out: str = "_rest",
-    attrs: str | None = None,
-) -> DataFrame:
-    """``frame`` with ``out``: the remainder of each row that carries the item's DynamoDB JSON
-    ``image``, a JSON object of the attributes the columns cannot give back (drifted, ``NULL`` at
-    any depth, a descriptor the column does not stand for, or no column at all), null when
-    there is none. ``attrs``: a column holding ``image`` parsed already (``parse_item``), dropped
-    with the working columns."""
-    parsed = "_Rest$attrs"
-    _check_free(frame, out)
-    if attrs is None:
-        frame = frame.withColumn(parsed, F.expr(parse_item(f"`{image}`")))
-    else:
-        parsed = attrs
-    sql = _by_entity(schema, lambda placed: _rest(placed, f"`{parsed}`", f"`{image}`", f"`{drift}`"))  # fmt: skip
-    return frame.withColumn(out, F.expr(sql)).drop(parsed)
 
 
 def _check_free(frame: DataFrame, out: str) -> None:

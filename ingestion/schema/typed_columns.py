@@ -39,6 +39,7 @@ from ingestion.dynamodb.values import (
     text_sql,
     value_ddl,
 )
+from ingestion.schema.item_json import set_descriptor
 from ingestion.schema.type_rules import DETECTED_MARK
 from ingestion.schema.types import Attribute, ColumnType
 
@@ -135,6 +136,11 @@ def fits(value: str, decoded: str) -> str:
     return f"({is_absent(value)} or {decoded} is not null)"
 
 
+def _exact_fit(value: str, decoded: str) -> str:
+    """A map's field given back exactly: absent, or decoded exactly (``NULL`` is not absent)."""
+    return f"({value} is null or {decoded} is not null)"
+
+
 def _null(descriptor: str) -> str:
     if descriptor in ("BOOL", "NULL"):
         return "cast(null as boolean)"
@@ -164,13 +170,27 @@ def typed(
     shape: Layout = TEXT,
     compiled: bool = False,
     seen: dict[str, Any] | None = None,
+    exact: Exact | None = None,
 ) -> str:
     """SQL for the value decoded to ``column_type``: null when absent, NULL or not fitting.
     ``shape``: whether the value's ``M`` and ``L`` arrive typed or as text (``Layout``);
     ``compiled``: a typed map at the top decoded by plain expressions, not in a lambda.
-    ``seen``: detection's record of the path, for types of the first items (``guarded``)."""
-    decoded = _typed(value, column_type, depth, shape, compiled, seen)
+    ``seen``: detection's record of the path, for types of the first items (``guarded``).
+    ``exact``: null also where the column cannot give the value back exactly (``Exact``)."""
+    decoded = _typed(value, column_type, depth, shape, compiled, seen, exact)
     return guarded(value, decoded, seen)
+
+
+@dataclass(frozen=True)
+class Exact:
+    """The decode that is null where the column cannot give the value back exactly (decision
+    0012's remainder): ``NULL`` at any depth below the top, a descriptor the column does not
+    stand for (anything but ``S`` in a ``string`` column, a set in a column of lists, a list in
+    a set's column). Where it is not null it equals the plain decode. ``sets``: the set
+    descriptor the top-level array column stands for (``item_json.set_descriptor``); None: a
+    list (nested arrays always are)."""
+
+    sets: str | None = None
 
 
 def _typed(
@@ -180,10 +200,11 @@ def _typed(
     shape: Layout,
     compiled: bool,
     seen: dict[str, Any] | None,
+    exact: Exact | None = None,
 ) -> str:
     kind = column_type.kind
     if kind == "string":
-        return text_sql(value)
+        return field(value, "S") if exact is not None else text_sql(value)
     if kind == "boolean":
         return field(value, "BOOL")
     if kind == "binary":
@@ -198,9 +219,9 @@ def _typed(
         fitted = fits_decimal(number, column_type.precision, column_type.scale)
         return f"case when {fitted} then cast({number} as {column_type.sql()}) end"
     if kind == "struct":
-        return _struct(value, column_type, depth, shape, compiled, seen)
+        return _struct(value, column_type, depth, shape, compiled, seen, exact)
     if kind == "array":
-        return _array(value, column_type, depth, shape, seen)
+        return _array(value, column_type, depth, shape, seen, exact)
     raise ValueError(f"unknown column type {column_type}")
 
 
@@ -211,13 +232,16 @@ def _struct(
     shape: Layout,
     compiled: bool = False,
     seen: dict[str, Any] | None = None,
+    exact: Exact | None = None,
 ) -> str:
     below = shape.maps or TEXT
+    nested = None if exact is None else Exact()
+    fit = fits if exact is None else _exact_fit
     known = ", ".join(sql_string(f.name) for f in column_type.fields)
 
     def body(m: str, field_value) -> str:
         keys = [f"{m}[{sql_string(f.name)}]" for f in column_type.fields]
-        every = " and ".join(fits(key, field_value(i, key)) for i, key in enumerate(keys))
+        every = " and ".join(fit(key, field_value(i, key)) for i, key in enumerate(keys))
         only_known = f"size(array_except(map_keys({m}), array({known}))) = 0"
         built = ", ".join(
             f"{sql_string(f.column)}, {field_value(i, key)}"
@@ -235,6 +259,7 @@ def _struct(
             depth + 1,
             below,
             seen=seen_below(seen, "fields", name),
+            exact=nested,
         )
 
     if shape.maps and depth == 0 and compiled:
@@ -255,26 +280,31 @@ def _array(
     depth: int,
     shape: Layout,
     seen: dict[str, Any] | None = None,
+    exact: Exact | None = None,
 ) -> str:
     assert column_type.element is not None
     es, e, rs = f"es{depth}", f"e{depth}", f"rs{depth}"
     below = shape.lists or TEXT
     listed = field(value, "L") if shape.lists else parse_list(value)
-    elements = (
-        f"coalesce({listed}, "
-        + ", ".join(
-            f"transform({field(value, s)}, x -> {_value_of(s[0], 'x', below)})"
-            for s in ("SS", "NS", "BS")
-        )
-        + ")"
+    sets = {
+        s: f"transform({field(value, s)}, x -> {_value_of(s[0], 'x', below)})"
+        for s in ("SS", "NS", "BS")
+    }
+    if exact is None:
+        elements = f"coalesce({listed}, {', '.join(sets.values())})"
+    else:  # only what the column stands for: the one set, or else a list
+        elements = sets[exact.sets] if exact.sets else listed
+    nested = None if exact is None else Exact()
+    element = typed(
+        e, column_type.element, depth + 1, below, seen=seen_below(seen, "element"), exact=nested
     )
-    element = typed(e, column_type.element, depth + 1, below, seen=seen_below(seen, "element"))
     pairs = f"transform({es}, {e} -> named_struct('e', {e}, 'v', {element}))"
     values = f"transform({rs}, p -> p.v)"
     sets_sorted = (
         f"case when {field(value, 'L')} is null then array_sort({values}) else {values} end"
     )
-    fitted = f"{es} is not null and forall({rs}, p -> {fits('p.e', 'p.v')})"
+    element_fits = fits("p.e", "p.v") if exact is None else "p.v is not null"
+    fitted = f"{es} is not null and forall({rs}, p -> {element_fits})"
     return _bind(elements, es, _bind(pairs, rs, f"case when {fitted} then {sets_sorted} end"))
 
 
@@ -290,13 +320,20 @@ TYPED_ATTRIBUTES = 100
 
 
 def decoded(
-    attributes: list[Attribute], strict: bool = False, prefix: str = "__c", guard: str = ""
+    attributes: list[Attribute],
+    strict: bool = False,
+    prefix: str = "__c",
+    guard: str = "",
+    exactly: bool = False,
 ):
     """A function adding ``<prefix><i>``, each attribute decoded to its column type (null when
     it does not fit): nested ones from ``<prefix>typed`` (their maps and lists filled by
     Spark's JSON parser once, ingestion.schema.typed_columns) where the table is narrow enough, the
     rest from ``_attrs``. Absence, keys and drift are decided from ``_attrs`` either way.
-    ``guard``: SQL a row must meet to be decoded at all (an entity's rows); null elsewhere."""
+    ``guard``: SQL a row must meet to be decoded at all (an entity's rows); null elsewhere.
+    ``exactly``: also ``<prefix>inexact``, the names of the attributes whose column cannot give
+    their value back exactly (``Exact``; drifted ones among them), found in the same decode:
+    a nested attribute is decoded exactly first, and plainly only where that gives null."""
     narrow = len(attributes) <= TYPED_ATTRIBUTES
     nested = typed_attributes_ddl([(a.name, a.type) for a in attributes if not a.key])
     nested = nested if narrow else None
@@ -311,15 +348,48 @@ def decoded(
             return _attribute(attribute.name), TEXT
         return f"`{parsed}`.`{attribute.name.replace('`', '``')}`", shape
 
+    def exact_first(attribute: Attribute) -> bool:
+        return exactly and not attribute.key and attribute.type.kind in ("struct", "array")
+
+    def decode(attribute: Attribute, exact: Exact | None = None) -> str:
+        value, shape = source(attribute)
+        seen = attribute.info if strict and not attribute.key else None
+        return when(typed(value, attribute.type, 0, shape, compiled=narrow, seen=seen, exact=exact))
+
+    def given_back(i: int, attribute: Attribute) -> str:
+        """True when the column gives the attribute's value back exactly (or it is absent)."""
+        value = _attribute(attribute.name)
+        if attribute.type.kind == "string":
+            exact = field(value, "S")
+        else:
+            exact = f"`{prefix}{'s' if exact_first(attribute) else ''}{i}`"
+        return f"({value} is null or {exact} is not null)"
+
     def add(df: DataFrame) -> DataFrame:
         if nested is not None:
             df = df.withColumn(parsed, F.expr(when(f"from_json(`_image`, {sql_string(nested)})")))
+        firsts = [
+            F.expr(decode(a, Exact(set_descriptor(a)))).alias(f"{prefix}s{i}")
+            for i, a in enumerate(attributes)
+            if exact_first(a)
+        ]
+        if firsts:
+            df = df.select("*", *firsts)
         values = []
         for i, attribute in enumerate(attributes):
-            value, shape = source(attribute)
-            seen = attribute.info if strict and not attribute.key else None
-            sql = typed(value, attribute.type, 0, shape, compiled=narrow, seen=seen)
-            values.append(F.expr(when(sql)).alias(f"{prefix}{i}"))
-        return df.select("*", *values)
+            sql = decode(attribute)
+            if exact_first(attribute):  # the plain decode only where the exact one gave null
+                sql = f"coalesce(`{prefix}s{i}`, {sql})"
+            values.append(F.expr(sql).alias(f"{prefix}{i}"))
+        df = df.select("*", *values)
+        if not exactly:
+            return df
+        flags = ", ".join(
+            f"case when not {given_back(i, a)} then {sql_string(a.name)} end"
+            for i, a in enumerate(attributes)
+            if not a.key
+        )
+        inexact = f"array_compact(array({flags}))" if flags else "cast(array() as array<string>)"
+        return df.withColumn(f"{prefix}inexact", F.expr(when(inexact)))
 
     return add

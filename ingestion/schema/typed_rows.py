@@ -9,10 +9,11 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from ingestion.config.names import quote
 from ingestion.dynamodb.decode import fail
 from ingestion.dynamodb.entities import ENTITY_COLUMN, EntityRule, entity_sql
 from ingestion.dynamodb.values import DESCRIPTORS, descriptor, field, is_absent, sql_string
-from ingestion.schema import typed_columns
+from ingestion.schema import item_json, typed_columns
 from ingestion.schema.typed_columns import NEW_ATTRIBUTES, _attribute, decoded, fits
 from ingestion.schema.types import Attribute, Schema
 
@@ -77,10 +78,15 @@ def _keys(df: DataFrame, keys: list[Attribute], table: str, unknown: str) -> tup
     return decoded_keys, [_key_column(i, a, i == 0, table, unknown) for i, a in enumerate(keys)]
 
 
+def _rest(names: list[str], inexact: str) -> str:
+    return item_json.rest_sql(names, inexact, "`_attrs`", f"`{item_json.IMAGE}`")
+
+
 def with_typed_columns(schema: Schema, table: str):
-    """The schema's attributes as typed columns (keys first, never null) and ``_drift``. A
-    schema of the first items' types (``Schema.sampled``) stages strictly: a value they do not
-    describe fails the batch with ``SAMPLE_MISFIT`` (it would be a drift otherwise)."""
+    """The schema's attributes as typed columns (keys first, never null), ``_drift`` and
+    ``_rest`` (``item_json.rest_sql``). A schema of the first items' types
+    (``Schema.sampled``) stages strictly: a value they do not describe fails the batch with
+    ``SAMPLE_MISFIT`` (it would be a drift otherwise)."""
     attributes = list(schema.attributes)
     keys = [a for a in attributes if a.key]
     rest = [a for a in attributes if not a.key]
@@ -88,12 +94,17 @@ def with_typed_columns(schema: Schema, table: str):
     def transform(df: DataFrame) -> DataFrame:
         given = list(df.columns)
         df, key_columns = _keys(df, keys, table, _unknown(attributes))
-        df = df.transform(decoded(rest, schema.sampled is not None, prefix="__v"))
+        df = df.transform(decoded(rest, schema.sampled is not None, "__v", exactly=True))
         values = [F.col(f"`__v{i}`").alias(a.column) for i, a in enumerate(rest)]
         drift = _drift(rest, "__v", schema.sampled is not None)
+        remainder = _rest([a.name for a in attributes], "`__vinexact`")
         scratch = _scratch(df, given)
         return df.select(
-            *key_columns, *values, "*", F.expr(drift).cast("array<string>").alias("_drift")
+            *key_columns,
+            *values,
+            "*",
+            F.expr(drift).cast("array<string>").alias("_drift"),
+            F.expr(remainder).alias("_rest"),
         ).drop(*scratch)
 
     return transform
@@ -109,8 +120,10 @@ def typed_rows(schema: Schema, table: str):
 def with_entity_columns(schema: Schema, rule: EntityRule, table: str):
     """``_entity`` (``entities.entity_sql``), the keys as typed columns, and per entity with
     attributes one struct column named by its final table, holding its attributes' typed
-    columns on its own rows (null on the others'), each decoded by that entity's types only.
-    An entity with no section yet takes no attribute: any is new (``NEW_ATTRIBUTES``)."""
+    columns on its own rows (null on the others'), each decoded by that entity's types only;
+    ``_drift`` and ``_rest`` by the row's entity (an unmatched item's attributes have no column:
+    all are in ``_rest``). An entity with no section yet takes no attribute: any is new
+    (``NEW_ATTRIBUTES``)."""
     keys = [a for a in schema.attributes if a.key]
     sections = [(final, schema.entity(final)) for _, final in rule.values]
     entities = [(f, [a for a in s.attributes if not a.key], s) for f, s in sections if s]
@@ -126,11 +139,11 @@ def with_entity_columns(schema: Schema, rule: EntityRule, table: str):
             df = df.withColumn(ENTITY_COLUMN, F.expr(entity_sql(rule)))
         given = list(df.columns)
         df, key_columns = _keys(df, keys, table, unknown)
-        structs, drifts = [], []
+        structs, drifts, rests = [], [], []
         for j, (final, attributes, section) in enumerate(entities):
             guard = f"`{ENTITY_COLUMN}` = {sql_string(final)}"
             strict = section.sampled is not None
-            df = df.transform(decoded(attributes, strict, prefix=f"__e{j}_", guard=guard))
+            df = df.transform(decoded(attributes, strict, f"__e{j}_", guard, exactly=True))
             fields = ", ".join(
                 f"{sql_string(a.column)}, `__e{j}_{i}`" for i, a in enumerate(attributes)
             )
@@ -138,10 +151,18 @@ def with_entity_columns(schema: Schema, rule: EntityRule, table: str):
                 F.expr(f"case when {guard} then named_struct({fields}) end").alias(final)
             )
             drifts.append(f"when {sql_string(final)} then {_drift(attributes, f'__e{j}_', strict)}")
+            names = [a.name for a in keys + attributes]
+            rests.append(f"when {sql_string(final)} then {_rest(names, f'`__e{j}_inexact`')}")
         drift = f"case `{ENTITY_COLUMN}` {' '.join(drifts)} end" if drifts else "null"
+        unmatched = _rest([a.name for a in keys], "cast(array() as array<string>)")
+        remainder = f"case `{ENTITY_COLUMN}` {' '.join(rests)} else {unmatched} end"
         scratch = _scratch(df, given)
         return df.select(
-            *key_columns, *structs, "*", F.expr(drift).cast("array<string>").alias("_drift")
+            *key_columns,
+            *structs,
+            "*",
+            F.expr(drift).cast("array<string>").alias("_drift"),
+            F.expr(remainder).alias("_rest"),
         ).drop(*scratch)
 
     return transform
@@ -153,15 +174,17 @@ def _scratch(df: DataFrame, given: list[str]) -> list[str]:
     return [c for c in df.columns if c not in given] + ["_attrs", "_line"]
 
 
-def row_columns(schema: Schema) -> list[str]:
+def row_columns(schema: Schema) -> list[Column]:
     """A staging row's typed columns, in order: the attributes', or for a single-table design
-    the keys', ``_entity`` and each entity's struct column."""
+    the keys', ``_entity`` and each entity's struct column (quoted: a person may name a column
+    with a dot or a backtick)."""
     rule = schema.rule
     if rule is None:
-        return [a.column for a in schema.attributes]
+        return [F.col(quote(a.column)) for a in schema.attributes]
     structs = [
         final
         for _, final in rule.values
         if (s := schema.entity(final)) and any(not a.key for a in s.attributes)
     ]
-    return [a.column for a in schema.attributes if a.key] + [ENTITY_COLUMN, *structs]
+    keys = [a.column for a in schema.attributes if a.key]
+    return [F.col(quote(c)) for c in [*keys, ENTITY_COLUMN, *structs]]

@@ -68,16 +68,13 @@ def staging_rows(
     a table that does not keep it). ``columns`` gives each line's (``_operation``,
     ``_version``, ``_sequence``)."""
     operation, version, sequence = columns
-    attrs = "_Staged$attrs"  # the image parsed once: the typed columns and the remainder read it
     return (
         lines.transform(decode.with_envelope)
         .withColumn("_operation", operation)
         .withColumn("_version", version)
         .withColumn("_sequence", sequence)
         .transform(decode.with_image)
-        .withColumn(attrs, F.col("_attrs"))
         .transform(typed_rows.typed_rows(schema, schema.table))
-        .transform(lambda rows: item_json.with_rest(rows, schema, attrs=attrs))
         .withColumn("_source", F.lit(source))
         .withColumn("_batch_id", F.lit(batch_id))
         .withColumn("_ingested_at", F.timestamp_micros(F.lit(clock.epoch_micros(ingested_at))))
