@@ -539,6 +539,21 @@ def verify_cost(doc: dict) -> list[Row]:
     ]
 
 
+def decoder_probe(doc: dict) -> list[Row]:
+    """bench/decoder_probe.py: staging's decode in Spark SQL beside a JVM decoder probe."""
+    return [
+        (
+            "staging's decode beside a JVM decoder (a probe, decision 0013)",
+            f"{doc['items']:,} `{doc['table']}` items, warm, `noop`, 1g driver heap",
+            f"Spark SQL {doc['staging_decode_s']} s ({doc['staging_vs_floor']}x the typed read), "
+            f"the probe {doc['probe_decode_s']} s ({doc['probe_vs_floor']}x); "
+            f"{doc['rows_differing']} rows differ",
+            "none (the measurement behind decision 0013)",
+            "-",
+        )
+    ]
+
+
 SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("ingest_full_export", ingest),
     ("memory", memory),
@@ -557,6 +572,7 @@ SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("first_load_profile", first_load_profile),
     ("small_commands", small_commands),
     ("verify_cost", verify_cost),
+    ("decoder_probe", decoder_probe),
 ]
 
 
@@ -574,9 +590,11 @@ def table() -> str:
             print(f"report: {path.name} lacks {exc}; rerun its benchmark")
             continue
         machine = doc.get("machine", {})
+        chart = path.with_suffix(".png")  # a profile draws none: name a chart only where one is
+        drawn = f"; chart `bench/results/{chart.name}`" if chart.exists() else ""
         commands.append(
             f"- {name}: `{doc.get('command', '?')}` ({machine.get('cores')} cores, "
-            f"{machine.get('memory_gb')} GB; chart `bench/results/{name}.png`); measured "
+            f"{machine.get('memory_gb')} GB{drawn}); measured "
             f"{measured(name, doc.get('measured'))}"
         )
     lines = [
