@@ -125,6 +125,11 @@ def _quote(name: str) -> str:
 # The message an item with attributes the schema does not know yet fails its batch with:
 # staging (ingestion/staging/exports.py) adds them to the schema and stages the batch again.
 NEW_ATTRIBUTES = "dynamodb-lakehouse: attributes not in the schema yet"
+UNKNOWN_DESCRIPTOR = (
+    "table {table}: a value with an unknown type descriptor (expected one of "
+    + ", ".join(DESCRIPTORS)
+    + ") in attribute(s) "
+)
 
 
 def _bind(expression: str, name: str, body: str) -> str:

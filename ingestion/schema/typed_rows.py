@@ -12,16 +12,11 @@ from pyspark.sql import functions as F
 from ingestion.config.names import quote
 from ingestion.dynamodb.decode import fail
 from ingestion.dynamodb.entities import ENTITY_COLUMN, EntityRule, entity_sql
-from ingestion.dynamodb.values import DESCRIPTORS, descriptor, field, is_absent, sql_string
-from ingestion.schema import item_json, typed_columns
-from ingestion.schema.typed_columns import NEW_ATTRIBUTES, _attribute, decoded, fits
+from ingestion.dynamodb.values import descriptor, field, is_absent, sql_string
+from ingestion.schema import item_decoder, item_json, typed_columns
+from ingestion.schema.typed_columns import NEW_ATTRIBUTES, UNKNOWN_DESCRIPTOR, _attribute, decoded, fits
 from ingestion.schema.types import Attribute, Schema
 
-UNKNOWN_DESCRIPTOR = (
-    "table {table}: a value with an unknown type descriptor (expected one of "
-    + ", ".join(DESCRIPTORS)
-    + ") in attribute(s) "
-)
 
 
 def _key_column(i: int, attribute: Attribute, first: bool, table: str, unknown: str) -> Column:
@@ -110,8 +105,50 @@ def with_typed_columns(schema: Schema, table: str):
     return transform
 
 
+DECODED = "_Typed$decoded"  # the decoder's row; no column is named so (``item_json._check_free``)
+KEYS_ONLY = "(`_line`.Item is null and `_line`.NewImage is null and `_line`.OldImage is null)"
+
+
 def typed_rows(schema: Schema, table: str):
-    """The transform that types a staging row by ``schema``: its rule's when it has one."""
+    """The transform that types staging rows by ``schema`` (rows with ``_image``, the item's
+    DynamoDB JSON, and ``_source_file``; ``_line``, the parsed envelope, where they have one):
+    the decoder of decision 0013 (``item_decoder``), one parse of each item. It adds the typed
+    columns (``row_columns``), ``_drift`` and ``_rest``; a single-table design's rows keep an
+    ``_entity`` they have (a rebuild). A row the decoder refuses fails the batch with its
+    message and the line's file, raised with the first key's column."""
+
+    def transform(df: DataFrame) -> DataFrame:
+        given = schema.rule is not None and ENTITY_COLUMN in df.columns
+        name = item_decoder.registered(df.sparkSession, schema, table, given)
+        entity = f"`{ENTITY_COLUMN}`" if given else "cast(null as string)"
+        keys_only = KEYS_ONLY if "_line" in df.columns else "false"
+        decoded = df.withColumn(DECODED, F.expr(f"{name}(`_image`, {entity}, {keys_only})"))
+        row = f"`{DECODED}`"
+        fields = item_decoder.columns(schema)
+        (first, first_column), others = fields[0], fields[1:]
+        error = f"{row}.`{item_decoder.ERROR}`"
+        typed = [
+            F.expr(
+                f"case when {error} is not null then raise_error(concat({error}, _source_file)) "
+                f"else {row}.`{first}` end"
+            ).alias(first_column)
+        ]
+        typed += [F.expr(f"{row}.`{field}`").alias(column) for field, column in others]
+        kept = [quote(c) for c in df.columns if c not in ("_attrs", "_line", ENTITY_COLUMN)]
+        return decoded.select(
+            *typed,
+            *kept,
+            F.expr(f"{row}.`_drift`").alias("_drift"),
+            F.expr(f"{row}.`_rest`").alias("_rest"),
+        )
+
+    return transform
+
+
+def typed_rows_sql(schema: Schema, table: str):
+    """The same transform as ``typed_rows``, decoded in Spark SQL (rows also with ``_attrs``,
+    the item as ``map<attribute, VALUE>``): the decode before decision 0013, kept as the
+    reference ``tests/schema/test_item_decoder.py`` compares the decoder with."""
     if schema.rule is not None:
         return with_entity_columns(schema, schema.rule, table)
     return with_typed_columns(schema, table)

@@ -4,14 +4,20 @@ Decision: the jars are linked into ``pyspark/jars/`` of the virtualenv rather th
 ``spark.jars``. Every Spark started from the venv then has them with no flag: ``spark-submit``,
 dbt's session, the tests and a user's ``pyspark`` shell alike, and no path to a jar has to live in
 ``profiles.yml``. On EMR none of this is used: EMR bundles Iceberg.
+
+The decoder (decision 0013) is the project's own Java source, ``java/``: compiled here with the
+JDK's ``javac`` against PySpark's jars, cached under a hash of its sources and of PySpark's
+version (``decoder_jar``), and linked like the others.
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
+import hashlib
 import importlib.util
 import logging
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -25,6 +31,8 @@ log = logging.getLogger(__name__)
 
 ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"
+DECODER_JAR = "dynamodb-lakehouse-decoder.jar"  # its name in pyspark/jars and beside the job
+JAVA_SOURCE = Path(__file__).resolve().parents[2] / "java"
 
 
 # S3A for reading s3:// outside EMR (EMR has EMRFS): not part of the default install. These two
@@ -79,6 +87,8 @@ def missing_jars() -> list[str]:
     for jar in required_jars():
         if not (target / jar.name).exists():
             problems.append(f"{target / jar.name} is missing (run `make setup`; needs: {jar.hint})")
+    if not (target / DECODER_JAR).exists():
+        problems.append(f"{target / DECODER_JAR} is missing (run `make setup`: it compiles java/)")
     if not glob.glob("/usr/lib/*/jni/libsqlitejdbc.so"):
         problems.append(
             "SQLite JDBC native library missing: apt-get install libxerial-sqlite-jdbc-jni"
@@ -86,19 +96,68 @@ def missing_jars() -> list[str]:
     return problems
 
 
+def _decoder_sources() -> list[Path]:
+    return sorted(JAVA_SOURCE.rglob("*.java"))
+
+
+def decoder_jar() -> Path:
+    """The decoder's jar, compiled from ``java/`` once per version of its sources and of
+    PySpark (cached in the venv: ``share/dynamodb-lakehouse/decoder/``)."""
+    sources = _decoder_sources()
+    if not sources:
+        raise JarsError(f"the decoder's Java source is missing: no .java file under {JAVA_SOURCE}")
+    import pyspark
+
+    digest = hashlib.sha256(pyspark.__version__.encode())
+    for source in sources:
+        digest.update(str(source.relative_to(JAVA_SOURCE)).encode() + b"\0" + source.read_bytes())
+    cache = Path(sys.prefix) / "share" / "dynamodb-lakehouse" / "decoder"
+    jar = cache / f"decoder-{digest.hexdigest()[:16]}.jar"
+    if jar.is_file():
+        return jar
+    javac, jar_tool = shutil.which("javac"), shutil.which("jar")
+    if not javac or not jar_tool:
+        raise JarsError(
+            "javac and jar are missing: the decoder is compiled from java/ "
+            "(apt-get install openjdk-17-jdk-headless; `make setup` does)"
+        )
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        classes = Path(scratch) / "classes"
+        classpath = str(pyspark_jars_dir() / "*")
+        compiled = subprocess.run(
+            [javac, "--release", "17", "-nowarn", "-encoding", "UTF-8", "-cp", classpath,
+             "-d", str(classes), *map(str, sources)],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        if compiled.returncode != 0:
+            raise JarsError(f"javac failed on the decoder's source:\n{compiled.stderr[-3000:]}")
+        partial = Path(scratch) / jar.name
+        subprocess.run([jar_tool, "--create", "--file", str(partial), "-C", str(classes), "."], check=True)  # fmt: skip
+        shutil.copyfile(partial, jar.with_suffix(".part"))
+        jar.with_suffix(".part").replace(jar)
+    log.info("jars: compiled the decoder into %s", jar)
+    return jar
+
+
+def _link(link: Path, source: Path) -> None:
+    if link.is_symlink() or link.exists():
+        if link.resolve() == source.resolve():
+            return
+        link.unlink()
+    link.symlink_to(source)
+    log.info("linked %s -> %s", link, source)
+
+
 def install() -> None:
     target = pyspark_jars_dir()
     for jar in required_jars():
         if not jar.source.is_file():
             raise SystemExit(f"jars: {jar.source} not found; install it with: {jar.hint}")
-        link = target / jar.name
-        if link.is_symlink() or link.exists():
-            if link.resolve() == jar.source.resolve():
-                continue
-            link.unlink()
-        link.symlink_to(jar.source)
-        log.info("linked %s -> %s", link, jar.source)
-    print(f"jars: {', '.join(j.name for j in required_jars())} ready in {target}")
+        _link(target / jar.name, jar.source)
+    _link(target / DECODER_JAR, decoder_jar())
+    names = [j.name for j in required_jars()] + [DECODER_JAR]
+    print(f"jars: {', '.join(names)} ready in {target}")
 
 
 def aws_jars_dir() -> Path:

@@ -1,0 +1,336 @@
+package dynamodb_lakehouse.decode;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.Serializable;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.api.java.UDF3;
+
+/**
+ * Staging's decode (decision 0013): an item's DynamoDB JSON to a staging row's typed columns,
+ * its drift and its remainder, in one parse per item. The plan ({@code
+ * ingestion/schema/item_decoder.py}) gives the table's types and its messages; this class applies
+ * the rules of {@code typed_rows.py} (keys, new attributes, drift, types of the first items,
+ * single-table entities) and {@code item_json.rest_sql} (the remainder).
+ *
+ * <p>Called with the item's text, the row's given {@code _entity} (a rebuild keeps each row's; a
+ * plan that does not take it ignores it) and whether the line carries only {@code Keys}. It
+ * returns a row: the keys' columns, then the attributes' (a single-table design: {@code _entity}
+ * and one struct per entity with attributes), {@code _drift}, {@code _rest}, and {@code _error}:
+ * the message the batch fails with, less the line's file, which the caller appends in SQL.
+ *
+ * <p>A JSON {@code null} in place of an attribute's value is no value: absent, as Spark's parser
+ * read it. An attribute twice in one item fails the batch (DynamoDB never writes one; which one
+ * would be kept is no choice to make silently).
+ */
+public final class ItemDecoder implements UDF3<String, String, Boolean, Row>, Serializable {
+  private static final long serialVersionUID = 1L;
+  private static final ObjectMapper MAPPER = new ObjectMapper();
+
+  private final String planText;
+  private transient volatile Plan plan;
+
+  public ItemDecoder(String planText) {
+    this.planText = planText;
+    plan(); // a broken plan fails here, on the driver, not in a task
+  }
+
+  private Plan plan() {
+    Plan p = plan;
+    if (p == null) {
+      synchronized (this) {
+        if (plan == null) plan = new Plan(planText);
+        p = plan;
+      }
+    }
+    return p;
+  }
+
+  /** One attribute of the plan: its name, type, the set it stands for and what detection saw. */
+  private static final class Attribute {
+    final String name;
+    final ColumnType type;
+    final int sets;
+    final Decode.Seen seen;
+    final String missing;
+    final String misfit;
+
+    Attribute(JsonNode node) {
+      name = node.get("name").asText();
+      type = ColumnType.of(node.get("type"));
+      String set = node.path("sets").asText("");
+      int found = -1;
+      for (int d = 0; d < Value.DESCRIPTORS.length; d++) {
+        if (Value.DESCRIPTORS[d].equals(set)) found = d;
+      }
+      sets = found;
+      seen = Decode.Seen.of(node.get("seen"));
+      missing = node.path("missing").asText(null);
+      misfit = node.path("misfit").asText(null);
+    }
+
+    boolean exactFirst() {
+      return type.kind.equals("struct") || type.kind.equals("array");
+    }
+  }
+
+  /** The attributes of one kind of row (a table's own, or an entity's section). */
+  private static final class Section {
+    final String entity; // the final table (entities), or null
+    final Set<String> known = new HashSet<>();
+    final List<Attribute> attributes = new ArrayList<>();
+    final boolean strict;
+
+    Section(String entity, JsonNode known, JsonNode attributes, boolean strict) {
+      this.entity = entity;
+      known.forEach(n -> this.known.add(n.asText()));
+      attributes.forEach(a -> this.attributes.add(new Attribute(a)));
+      this.strict = strict;
+    }
+  }
+
+  private static final class Plan {
+    final String table;
+    final List<Attribute> keys = new ArrayList<>();
+    final String unknownDescriptor;
+    final String newAttributes;
+    final String sampleMisfit;
+    final Section own; // a table without an entity rule
+    final boolean entities;
+    final String by;
+    final String ruleAttribute;
+    final Map<String, String> finals = new HashMap<>(); // entity value -> final table
+    final String unmatched;
+    final boolean given;
+    final Map<String, Section> sections = new LinkedHashMap<>(); // by final table
+    final List<Section> structs = new ArrayList<>(); // sections with attributes, in rule order
+
+    Plan(String text) {
+      JsonNode plan;
+      try {
+        plan = MAPPER.readTree(text);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      table = plan.get("table").asText();
+      plan.get("keys").forEach(k -> keys.add(new Attribute(k)));
+      unknownDescriptor = plan.get("unknown_descriptor").asText();
+      newAttributes = plan.get("new_attributes").asText();
+      sampleMisfit = plan.get("sample_misfit").asText();
+      JsonNode rule = plan.get("entities");
+      entities = rule != null && !rule.isNull();
+      if (!entities) {
+        own = new Section(null, plan.get("known"), plan.get("attributes"), plan.get("strict").asBoolean());
+        by = ruleAttribute = unmatched = null;
+        given = false;
+        return;
+      }
+      own = null;
+      by = rule.get("by").asText();
+      ruleAttribute = rule.get("attribute").asText();
+      unmatched = rule.get("unmatched").asText();
+      given = rule.get("given").asBoolean();
+      rule.get("values").forEach(pair -> finals.put(pair.get(0).asText(), pair.get(1).asText()));
+      for (JsonNode s : rule.get("sections")) {
+        Section section = new Section(
+            s.get("final").asText(), s.get("known"), s.get("attributes"), s.get("strict").asBoolean());
+        sections.put(section.entity, section);
+        if (!section.attributes.isEmpty()) structs.add(section);
+      }
+    }
+  }
+
+  /** An item's attribute: its value and where its text is in the item's. */
+  private static final class Found {
+    final JsonNode value;
+    final int start;
+    final int end;
+
+    Found(JsonNode value, int start, int end) {
+      this.value = value;
+      this.start = start;
+      this.end = end;
+    }
+  }
+
+  private static final class Failure extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    Failure(String message) {
+      super(message, null, false, false);
+    }
+  }
+
+  @Override
+  public Row call(String image, String entity, Boolean keysOnly) throws Exception {
+    Plan p = plan();
+    int width = p.keys.size() + (p.entities ? 1 + p.structs.size() : p.own.attributes.size()) + 3;
+    Object[] out = new Object[width];
+    try {
+      decode(p, image, entity, Boolean.TRUE.equals(keysOnly), out);
+    } catch (Failure failure) {
+      java.util.Arrays.fill(out, null);
+      out[width - 1] = failure.getMessage();
+    }
+    return RowFactory.create(out);
+  }
+
+  private static Map<String, Found> attributes(Plan p, String image) throws IOException, Failure {
+    Map<String, Found> found = new LinkedHashMap<>();
+    if (image == null) return found;
+    try (JsonParser parser = Decode.JSON.createParser(image)) {
+      if (parser.nextToken() != JsonToken.START_OBJECT) return found; // no item: its keys are missing
+      while (parser.nextToken() == JsonToken.FIELD_NAME) {
+        String name = parser.getCurrentName();
+        parser.nextToken();
+        int start = (int) parser.getTokenLocation().getCharOffset();
+        JsonNode value = MAPPER.readTree(parser);
+        int end = (int) parser.getCurrentLocation().getCharOffset();
+        if (value == null || value.isNull()) continue; // JSON null: no value
+        if (found.put(name, new Found(value, start, end)) != null) {
+          throw new Failure("table " + p.table + ": an item holds attribute " + Decode.key(name)
+              + " twice (not DynamoDB JSON) in ");
+        }
+      }
+    }
+    return found;
+  }
+
+  private static JsonNode valueOf(Map<String, Found> item, String name) {
+    Found f = item.get(name);
+    return f == null ? null : f.value;
+  }
+
+  private static void decode(Plan p, String image, String given, boolean keysOnly, Object[] out)
+      throws IOException, Failure {
+    Map<String, Found> item = attributes(p, image);
+    Section section = p.own;
+    int at = p.keys.size();
+    String entity = null;
+    if (p.entities) {
+      entity = p.given ? given : entity(p, item, keysOnly);
+      section = entity == null ? null : p.sections.get(entity);
+    }
+    checkKeys(p, item, section, out);
+    List<String> drift = new ArrayList<>();
+    Set<String> inexact = new HashSet<>();
+    Section typed = section != null && !section.attributes.isEmpty() ? section : null;
+    if (!p.entities) {
+      at = values(section, item, drift, inexact, out, at);
+    } else {
+      out[at++] = entity;
+      for (Section s : p.structs) {
+        if (s == typed) {
+          Object[] fields = new Object[s.attributes.size()];
+          values(s, item, drift, inexact, fields, 0);
+          out[at++] = RowFactory.create(fields);
+        } else {
+          out[at++] = null;
+        }
+      }
+    }
+    if (typed != null && typed.strict && !drift.isEmpty()) {
+      throw new Failure(p.sampleMisfit + ": " + String.join(", ", drift) + " in ");
+    }
+    out[at++] = drift.isEmpty() ? null : drift;
+    Set<String> named = new HashSet<>();
+    for (Attribute key : p.keys) named.add(key.name);
+    if (typed != null) for (Attribute a : typed.attributes) named.add(a.name);
+    out[at] = rest(image, item, named, inexact);
+  }
+
+  /** The final table of the item's entity, the unmatched table, or null for a record that
+   * carries only Keys and no attribute to tell its entity by (an attribute rule). */
+  private static String entity(Plan p, Map<String, Found> item, boolean keysOnly) {
+    String text = Value.text(valueOf(item, p.ruleAttribute), Value.S);
+    if (p.by.equals("key")) {
+      if (text != null) {
+        int hash = text.indexOf('#');
+        text = hash < 0 ? text : text.substring(0, hash);
+      }
+    } else if (keysOnly && text == null) {
+      return null;
+    }
+    String found = text == null ? null : p.finals.get(text);
+    return found == null ? p.unmatched : found;
+  }
+
+  private static void checkKeys(Plan p, Map<String, Found> item, Section section, Object[] out)
+      throws Failure {
+    List<String> untyped = new ArrayList<>();
+    for (Map.Entry<String, Found> e : item.entrySet()) {
+      if (Value.descriptor(e.getValue().value) == Value.UNKNOWN) untyped.add(e.getKey());
+    }
+    if (!untyped.isEmpty()) {
+      throw new Failure(p.unknownDescriptor + String.join(", ", untyped) + " of an item of ");
+    }
+    if (section != null) {
+      List<String> unknown = new ArrayList<>();
+      for (String name : item.keySet()) if (!section.known.contains(name)) unknown.add(name);
+      if (!unknown.isEmpty()) throw new Failure(p.newAttributes + ": " + String.join(", ", unknown) + " in ");
+    }
+    for (int i = 0; i < p.keys.size(); i++) {
+      Attribute key = p.keys.get(i);
+      JsonNode value = valueOf(item, key.name);
+      if (Value.absent(value)) throw new Failure(key.missing);
+      Object decoded = Decode.typed(value, key.type, null, false, -1);
+      if (decoded == null || (key.type.kind.equals("string") && Value.descriptor(value) != Value.S)) {
+        throw new Failure(key.misfit);
+      }
+      out[i] = decoded;
+    }
+  }
+
+  /** The section's attributes decoded into {@code out} from {@code at}; drifted and inexact
+   * names collected. Returns the next position. */
+  private static int values(Section section, Map<String, Found> item, List<String> drift,
+      Set<String> inexact, Object[] out, int at) {
+    for (Attribute a : section.attributes) {
+      JsonNode value = valueOf(item, a.name);
+      Decode.Seen seen = section.strict ? a.seen : null;
+      Object exact = null;
+      Object decoded;
+      if (a.exactFirst()) {
+        exact = Decode.typed(value, a.type, seen, true, a.sets);
+        decoded = exact != null ? exact : Decode.typed(value, a.type, seen, false, -1);
+      } else {
+        decoded = Decode.typed(value, a.type, seen, false, -1);
+      }
+      if (!Value.absent(value) && decoded == null) drift.add(a.name);
+      if (value != null) {
+        boolean givenBack;
+        if (a.type.kind.equals("string")) givenBack = Value.descriptor(value) == Value.S;
+        else givenBack = (a.exactFirst() ? exact : decoded) != null;
+        if (!givenBack) inexact.add(a.name);
+      }
+      out[at++] = decoded;
+    }
+    return at;
+  }
+
+  /** The remainder: the item's attributes its columns cannot give back ({@code inexact}) and
+   * those with no column ({@code named} lacks them), as the item's own text; null when none. */
+  private static String rest(String image, Map<String, Found> item, Set<String> named, Set<String> inexact) {
+    StringBuilder rest = null;
+    for (Map.Entry<String, Found> e : item.entrySet()) {
+      String name = e.getKey();
+      if (named.contains(name) && !inexact.contains(name)) continue;
+      rest = rest == null ? new StringBuilder("{") : rest.append(',');
+      Found f = e.getValue();
+      rest.append(Decode.key(name)).append(':').append(image, f.start, f.end);
+    }
+    return rest == null ? null : rest.append('}').toString();
+  }
+}
