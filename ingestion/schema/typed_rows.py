@@ -14,9 +14,14 @@ from ingestion.dynamodb.decode import fail
 from ingestion.dynamodb.entities import ENTITY_COLUMN, EntityRule, entity_sql
 from ingestion.dynamodb.values import descriptor, field, is_absent, sql_string
 from ingestion.schema import item_decoder, item_json, typed_columns
-from ingestion.schema.typed_columns import NEW_ATTRIBUTES, UNKNOWN_DESCRIPTOR, _attribute, decoded, fits
+from ingestion.schema.typed_columns import (
+    NEW_ATTRIBUTES,
+    UNKNOWN_DESCRIPTOR,
+    _attribute,
+    decoded,
+    fits,
+)
 from ingestion.schema.types import Attribute, Schema
-
 
 
 def _key_column(i: int, attribute: Attribute, first: bool, table: str, unknown: str) -> Column:

@@ -96,7 +96,9 @@ def test_every_type_and_the_edges_of_values(spark, monkeypatch) -> None:
                 "low": {"N": low},
                 "blob": {"B": _b64(bytes(range(256)) * 2)},
                 "blobs": {"BS": [_b64(b"\xff"), _b64(b"\x00\x01"), _b64(b"x")]},
-                "name": {"S": ["", 'say "hi"\n\\ \u0001 {"S":"x"}', "Zoë 🚀 日本", "\u2028", "a"][i]},
+                "name": {
+                    "S": ["", 'say "hi"\n\\ \u0001 {"S":"x"}', "Zoë 🚀 日本", "\u2028", "a"][i]
+                },
                 "meta": {
                     "M": {
                         "Key": {"S": "U"},
@@ -105,7 +107,9 @@ def test_every_type_and_the_edges_of_values(spark, monkeypatch) -> None:
                         "empty": {"M": {}} if i != 2 else {"M": {"x": {"NULL": True}}},
                     }
                 },
-                "list": {"L": [{"S": "𝔸"}, {"S": "z"}, {"N": "1"}, {"SS": ["é", "𝔸", "z"]}][: i + 1]},
+                "list": {
+                    "L": [{"S": "𝔸"}, {"S": "z"}, {"N": "1"}, {"SS": ["é", "𝔸", "z"]}][: i + 1]
+                },
             }
         )
     edges.append({"id": {"N": "7"}, "list": {"SS": ["𝔸", "z", "é", "\ufb01"]}, "blobs": {"L": []}})
@@ -156,14 +160,23 @@ def test_a_wide_table_and_names_that_differ_only_in_case(spark, monkeypatch) -> 
     schema = Schema("wide", tuple(attributes))
     items = [
         {"id": {"S": f"w{i}"}, **{f"a{j:03d}": {"N": str(i * j)} for j in range(0, 150, 1 + i)}}
-        | {"Name": {"S": "U"}, "name": {"S": "l"}, "m": {"M": {"K": {"N": "1"}, "k": {"L": [{"S": "x"}]}}}}  # fmt: skip
+        | {
+            "Name": {"S": "U"},
+            "name": {"S": "l"},
+            "m": {"M": {"K": {"N": "1"}, "k": {"L": [{"S": "x"}]}}},
+        }  # fmt: skip
         for i in range(4)
     ]
     items[1]["a007"] = {"S": "seven"}  # drift
     items[2]["m"] = {"M": {"K": {"N": "1.5"}}}  # a field that does not fit
     items[3]["name"] = {"M": {"x": {"N": "1"}}}  # a map in a string column
     rows = _same(spark, monkeypatch, schema, items)
-    assert [r["_drift"] for r in sorted(rows, key=lambda r: r["id"])] == [None, ["a007"], ["m"], None]
+    assert [r["_drift"] for r in sorted(rows, key=lambda r: r["id"])] == [
+        None,
+        ["a007"],
+        ["m"],
+        None,
+    ]
 
 
 def _entity_schema(spark, by: str) -> Schema:
@@ -208,7 +221,10 @@ def test_a_single_table_design(spark, monkeypatch, by: str) -> None:
     ("item", "message"),
     [
         ({"id": {"S": "a"}, "x": {"Q": "1"}}, "unknown type descriptor"),
-        ({"id": {"S": "a"}, "brand_new": {"S": "1"}}, "attributes not in the schema yet: brand_new"),
+        (
+            {"id": {"S": "a"}, "brand_new": {"S": "1"}},
+            "attributes not in the schema yet: brand_new",
+        ),
         ({"title": {"S": "no key"}}, "key attribute 'id' is missing"),
         ({"id": {"NULL": True}}, "key attribute 'id' is missing"),
         ({"id": {"N": "1"}}, "key attribute 'id' is not a value that fits string"),
