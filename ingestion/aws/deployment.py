@@ -96,6 +96,7 @@ def parameters(lambda_key: str) -> dict[str, Any]:
         "LambdaCodeKey": text("The stream writer's zip in CodeBucket: its name holds a digest of its content, so a new version is a new key and updates the function (make package prints it).", lambda_key),  # noqa: E501
         "JobEntryPointKey": text("The job's entry point (ingestion/main.py) in CodeBucket.", "dynamodb-lakehouse/main.py"),  # noqa: E501
         "JobArchiveKey": text("The package and the dbt project (ddb-lakehouse emr package) in CodeBucket.", "dynamodb-lakehouse/project.zip"),  # noqa: E501
+        "JobDecoderKey": text("Staging's decoder (dynamodb-lakehouse-decoder.jar, built by make package beside project.zip) in CodeBucket.", "dynamodb-lakehouse/dynamodb-lakehouse-decoder.jar"),  # noqa: E501
         "JobDependenciesKey": text("The job's Python packages for the application's architecture (deps-x86_64.tar.gz or deps-arm64.tar.gz) in CodeBucket.", "dynamodb-lakehouse/deps-x86_64.tar.gz"),  # noqa: E501
         "EmrApplicationId": text(f"EMR Serverless application (Spark, {emr.release_label(emr.RECOMMENDED_RELEASE)} or later recommended: the Iceberg line the project is tested on; {emr.release_label(emr.MIN_RELEASE)} at least) that runs the jobs."),  # noqa: E501
         "StreamPrefix": text("Prefix of the stream change files in BucketName.", "streams"),
@@ -466,8 +467,9 @@ def render(tables: list[TableConfig]) -> dict[str, Any]:
 def _parameters(watch: bool) -> str:
     code = ("s3://${CodeBucket}/${JobArchiveKey}", "s3://${BucketName}/warehouse")
     deps = "s3://${CodeBucket}/${JobDependenciesKey}"
+    decoder = "s3://${CodeBucket}/${JobDecoderKey}"
     return emr.spark_parameters(
-        *code, deps, watch=watch, databases=DATABASES, region="${AWS::Region}"
+        *code, deps, watch=watch, databases=DATABASES, region="${AWS::Region}", decoder=decoder
     )
 
 

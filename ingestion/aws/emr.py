@@ -26,6 +26,7 @@ from typing import Any
 from ingestion.aws import job_python
 from ingestion.config import names, polling
 from ingestion.config.errors import LakehouseError
+from ingestion.spark.jars import DECODER_JAR
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +109,18 @@ def job_environment(
 EMR_ICEBERG_JAR = "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
 
 
+def decoder_location(archive: str) -> str:
+    """Where the decoder's jar (decision 0013) is uploaded: beside the job's archive, under the
+    same content digest (``packaging.upload``)."""
+    return f"{archive.rsplit('/', 1)[0]}/{DECODER_JAR}"
+
+
+def jars(archive: str, decoder: str | None = None) -> str:
+    """``spark.jars`` of a job: EMR's Iceberg runtime and the project's decoder (``decoder``:
+    its URI; None: beside ``archive``)."""
+    return f"{EMR_ICEBERG_JAR},{decoder or decoder_location(archive)}"
+
+
 # A watch runs for days on small batches: one 1-vCPU driver and one 1-vCPU executor (4 GB
 # workers once EMR adds its memory overhead) instead of EMR Serverless's defaults (4-vCPU
 # workers, dynamic allocation). docs/on-aws.md prices it.
@@ -156,13 +169,16 @@ def spark_parameters(
     databases: tuple[str, str] = DATABASES,
     *,
     region: str,
+    decoder: str | None = None,
 ) -> str:
     """spark-submit parameters of an EMR Serverless job of this project: the one list that
     ``emr submit`` sends and the template's schedules carry (a test compares them). Every
     variable goes to the driver and to the executors. ``watch`` sizes a long-running ``watch``
-    small."""
+    small. ``decoder``: the decoder jar's URI (None: beside ``archive``, where ``packaging.upload``
+    puts it)."""
     env, archives = job_setup(archive, warehouse, region, deps_archive, venv_archive, databases)
-    parts = [f"--conf spark.jars={EMR_ICEBERG_JAR}", f"--conf spark.archives={','.join(archives)}"]
+    parts = [f"--conf spark.jars={jars(archive, decoder)}"]
+    parts += [f"--conf spark.archives={','.join(archives)}"]
     parts += [f"--conf spark.emr-serverless.driverEnv.{k}={v}" for k, v in env.items()]
     parts += [f"--conf spark.executorEnv.{k}={v}" for k, v in env.items()]
     if watch:
@@ -248,7 +264,7 @@ def step_request(
     reached it)."""
     env, archives = job_setup(archive, warehouse, region, deps_archive)
     command = ["spark-submit", "--deploy-mode", "cluster"]
-    command += ["--conf", f"spark.jars={EMR_ICEBERG_JAR}"]
+    command += ["--conf", f"spark.jars={jars(archive)}"]
     command += ["--conf", f"spark.archives={','.join(archives)}"]
     for key, value in env.items():
         command += ["--conf", f"spark.yarn.appMasterEnv.{key}={value}"]

@@ -2,7 +2,9 @@
 
 ``project.zip`` holds the ``ingestion`` package and the dbt project (``dbt_project.yml``,
 ``profiles.yml``, ``models/``, ``macros/``, ``schemas/``, ``conf/``); ``main.py`` is the entry point;
-``deps-<arch>.tar.gz`` the packages for the release's Python 3.11 (``job_python``). Each goes to
+``deps-<arch>.tar.gz`` the packages for the release's Python 3.11 (``job_python``);
+``dynamodb-lakehouse-decoder.jar`` staging's decoder (decision 0013), compiled from ``java/``,
+named in the job's ``spark.jars``. Each goes to
 S3 under a name derived from its content, so a changed project never reuses an old upload and
 an unchanged one is not uploaded again. The Lambda function's zip is built here too.
 """
@@ -17,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingestion.aws import job_python
+from ingestion.aws import emr, job_python
 from ingestion.config import settings
 from ingestion.merge.model_tests import migrate_models
 from ingestion.sources.s3_uri import parse_s3_uri
+from ingestion.spark import jars
 
 PROJECT_PARTS = ("ingestion", "models", "macros", "schemas", "conf")
 PROJECT_FILES = ("dbt_project.yml", "profiles.yml")
@@ -40,7 +43,8 @@ LAMBDA_FILES = (
 class Package:
     archive: Path  # project.zip
     entry_point: Path  # ingestion/main.py
-    digest: str  # of the archive: names the upload, so a changed project never reuses an old one
+    digest: str  # of the archive and the decoder: names the upload, so a changed project never reuses an old one
+    decoder: Path  # the decoder's jar, uploaded beside the archive
 
 
 def package(out: Path, root: Path | None = None) -> Package:
@@ -61,8 +65,10 @@ def package(out: Path, root: Path | None = None) -> Package:
             )
             info.external_attr = 0o644 << 16
             bundle.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
-    digest = hashlib.sha256(archive.read_bytes()).hexdigest()[:16]
-    return Package(archive, root / "ingestion" / "main.py", digest)
+    decoder = out / jars.DECODER_JAR
+    shutil.copyfile(jars.decoder_jar(), decoder)
+    digest = hashlib.sha256(archive.read_bytes() + b"\0" + decoder.read_bytes()).hexdigest()[:16]
+    return Package(archive, root / "ingestion" / "main.py", digest, decoder)
 
 
 def lambda_key(root: Path | None = None) -> str:
@@ -102,9 +108,11 @@ def code_locations(built: Package, bucket: str, prefix: str) -> tuple[str, str]:
 
 
 def upload(s3: Any, built: Package, bucket: str, prefix: str) -> tuple[str, str]:
-    """Upload the package under ``prefix/<digest>/``; return (entry point URI, archive URI)."""
+    """Upload the package (and the decoder beside it) under ``prefix/<digest>/``; return (entry
+    point URI, archive URI)."""
     entry, archive = code_locations(built, bucket, prefix)
     s3.upload_file(str(built.archive), bucket, parse_s3_uri(archive).key)
+    s3.upload_file(str(built.decoder), bucket, parse_s3_uri(emr.decoder_location(archive)).key)
     s3.upload_file(str(built.entry_point), bucket, parse_s3_uri(entry).key)
     return entry, archive
 
@@ -148,7 +156,7 @@ def package_for_deploy(out: Path, architectures: list[str], report: Callable[[st
     built = package(out)
     shutil.copyfile(built.entry_point, out / "main.py")
     function = package_lambda(out)
-    report(f"job: {built.archive} ({built.digest}) and {out / 'main.py'}")
+    report(f"job: {built.archive} ({built.digest}), {built.decoder} and {out / 'main.py'}")
     for arch in architectures:
         report(f"dependencies for {arch}: building (pip, CPython {job_python.PYTHON_VERSION})...")
         path, _ = dependencies(out, arch)

@@ -3,8 +3,8 @@ gives one line: ✓ with what it found, or ✗ with the fix.
 
 ``local_checks``: Java, the jars, the catalog file, the dbt project (parsed in this process, no
 JVM) and the free disk under ``LAKEHOUSE_HOME``. ``job_checks``: inside a job on the deployment
-(``doctor --in-job``, what ``doctor --aws --probe`` submits): its Python and dbt, Iceberg on the
-classpath, both databases, a scratch table, and on AWS one call to each service the job's
+(``doctor --in-job``, what ``doctor --aws --probe`` submits): its Python and dbt, Iceberg and
+staging's decoder on the classpath, both databases, a scratch table, and on AWS one call to each service the job's
 Python reaches (``endpoint_checks``). ``ingestion.aws.account_doctor`` checks an AWS account.
 """
 
@@ -115,12 +115,29 @@ def job_checks(spark: Any) -> list[Check]:
     except Exception as exc:
         checks.append(Check("iceberg", False, f"not on the classpath ({type(exc).__name__}): "
                             f"spark.jars must name EMR's Iceberg jar"))  # fmt: skip
+    checks.append(_decoder(spark))
     for namespace in names.NAMESPACES:
         checks.append(_namespace(spark, namespace))
     checks.append(_scratch_table(spark))
     if settings.target() in AWS_TARGETS:
         checks += endpoint_checks()
     return checks
+
+
+def _decoder(spark: Any) -> Check:
+    """Staging's decoder (decision 0013) loaded and run on one item, as staging runs it."""
+    from ingestion.schema import item_decoder
+    from ingestion.schema.types import Attribute, ColumnType, Schema
+
+    schema = Schema("doctor", (Attribute("id", "id", ColumnType("string"), key=True),))
+    try:
+        name = item_decoder.registered(spark, schema, "doctor")
+        row = spark.sql(f"""select {name}('{{"id":{{"S":"x"}}}}', null, false) as d""").first()
+    except Exception as exc:  # noqa: BLE001 - the check reports whatever stops the decoder
+        return Check("decoder", False, f"{str(exc).splitlines()[0][:300]}")
+    if row is None or row["d"]["k0"] != "x":
+        return Check("decoder", False, f"decoded {row}: expected the key x")
+    return Check("decoder", True, f"{item_decoder.DECODER_CLASS} decodes an item")
 
 
 # The targets whose jobs call AWS (the rehearsal's through its local stand-ins).

@@ -66,8 +66,9 @@ class Job:
 
 
 def emr_like_spark_home(folder: Path) -> Path:
-    """Spark without Iceberg on its classpath: PySpark's bin, python and jars, less the jars the
-    embedded default links into ``pyspark/jars``."""
+    """Spark without Iceberg or the decoder on its classpath: PySpark's bin, python and jars,
+    less the jars the embedded default links into ``pyspark/jars`` (on EMR both come from
+    ``spark.jars``)."""
     pyspark = jars.pyspark_jars_dir().parent
     home = folder / "spark"
     if home.is_dir():
@@ -76,7 +77,7 @@ def emr_like_spark_home(folder: Path) -> Path:
     (home / "python").mkdir()
     (home / "bin").symlink_to(pyspark / "bin")
     (home / "python" / "lib").symlink_to(pyspark / "python" / "lib")
-    embedded = {jar.name for jar in jars.required_jars()}
+    embedded = {jar.name for jar in jars.required_jars()} | {jars.DECODER_JAR}
     for jar in sorted((pyspark / "jars").iterdir()):
         if jar.name not in embedded:
             (home / "jars" / jar.name).symlink_to(jar.resolve())
@@ -112,7 +113,7 @@ def prepare(parameters: str, s3: Any, work: Path, python: Path) -> Job:
     for setting in tokens[1::2]:
         key, _, value = setting.partition("=")
         if key == "spark.jars":
-            job.confs.append(f"spark.jars={','.join(_local_jars(value))}")
+            job.confs.append(f"spark.jars={','.join(_local_jars(value, s3, work))}")
         elif key == "spark.archives":
             # The driver's copies here; the executors unpack their own from Spark.
             downloaded = []
@@ -234,12 +235,22 @@ def no_view_catalog_jar() -> Path:
     return jar
 
 
-def _local_jars(value: str) -> list[str]:
+def _local_jars(value: str, s3: Any, work: Path) -> list[str]:
+    """``spark.jars`` as the job's JVM gets it: EMR's Iceberg runtime (its local stand-in), and
+    the jars the job names in S3 (the decoder) downloaded from the local S3, as EMR fetches
+    them."""
     local = []
     for jar in value.split(","):
-        if jar != emr.EMR_ICEBERG_JAR:
+        if jar == emr.EMR_ICEBERG_JAR:
+            local.append(str(_iceberg_jar()))
+        elif jar.startswith("s3://"):
+            bucket, object_key = jar[len("s3://") :].split("/", 1)
+            downloaded = work.parent / "downloads" / Path(object_key).name
+            downloaded.parent.mkdir(exist_ok=True)
+            s3.download_file(bucket, object_key, str(downloaded))
+            local.append(str(downloaded))
+        else:
             raise AssertionError(f"no local stand-in for the jar {jar}")
-        local.append(str(_iceberg_jar()))
     # Stand-ins for what EMR has on its classpath: S3A for EMRFS, the catalog and its SQLite
     # JDBC driver for Glue's client.
     stand_ins = [*jars.install_aws(), no_view_catalog_jar(), jars.SQLITE_JDBC_JAR]

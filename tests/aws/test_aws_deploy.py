@@ -205,8 +205,9 @@ def test_schedules_send_what_emr_submit_sends() -> None:
     import json
 
     code = ("s3://${CodeBucket}/${JobArchiveKey}", "s3://${BucketName}/warehouse", "s3://${CodeBucket}/${JobDependenciesKey}")  # fmt: skip
-    expected = emr.spark_parameters(*code, region="${AWS::Region}")
-    assert f"spark.jars={emr.EMR_ICEBERG_JAR}" in expected
+    decoder = "s3://${CodeBucket}/${JobDecoderKey}"
+    expected = emr.spark_parameters(*code, region="${AWS::Region}", decoder=decoder)
+    assert f"spark.jars={emr.EMR_ICEBERG_JAR},{decoder} " in expected
     assert "spark.executorEnv.AWS_REGION=${AWS::Region}" in expected  # the stack's region
     schedules = [
         r for r in _template()["Resources"].values() if r["Type"] == "AWS::Scheduler::Schedule"
@@ -217,8 +218,9 @@ def test_schedules_send_what_emr_submit_sends() -> None:
         watch = job["JobDriver"]["SparkSubmit"]["EntryPointArguments"][0] == "watch"
         sent = job["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"]
         assert sent == emr.spark_parameters(
-            *code, watch=watch, databases=deployment.DATABASES, region="${AWS::Region}"
-        )
+            *code, watch=watch, databases=deployment.DATABASES, region="${AWS::Region}",
+            decoder=decoder,
+        )  # fmt: skip
 
 
 def test_each_table_is_verified_by_its_verify_key(project_copy: Path) -> None:
@@ -330,6 +332,7 @@ def test_dry_run_prints_the_request_the_schedules_send(
     schedule = json.loads(_template()["Resources"]["OrdersSync"]["Properties"]["Target"]["Input"]["Fn::Sub"])  # fmt: skip
     filled = schedule["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"]
     filled = filled.replace("s3://${CodeBucket}/${JobArchiveKey}", archive)
+    filled = filled.replace("s3://${CodeBucket}/${JobDecoderKey}", emr.decoder_location(archive))
     filled = filled.replace("s3://${BucketName}/warehouse", "s3://lake/warehouse")
     deps = job["sparkSubmitParameters"].split("spark.archives=")[1].split()[0].split(",")[1]
     assert deps.startswith("s3://code/p/deps/") and deps.endswith("/deps-x86_64.tar.gz#deps")

@@ -348,7 +348,7 @@ def test_doctor_in_a_job_checks_what_only_a_job_can(spark, capsys) -> None:
     assert cli.main(["doctor", "--in-job"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in out[:-1]] == [
-        "✓ python", "✓ dbt", "✓ iceberg", "✓ database staging", "✓ database lakehouse",
+        "✓ python", "✓ dbt", "✓ iceberg", "✓ decoder", "✓ database staging", "✓ database lakehouse",
         "✓ warehouse",
     ]  # fmt: skip
     assert "1.10.2" in out[2]

@@ -34,7 +34,7 @@ from ingestion.dynamodb import tables
 from ingestion.project import onboarding
 from ingestion.samples import orders_chain, sample_exports
 from ingestion.samples.items import BASE_TIME
-from ingestion.schema import schema_file
+from ingestion.schema import item_decoder, schema_file
 from ingestion.sources import manifest
 from ingestion.spark import spark_config
 
@@ -240,7 +240,7 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
         # archive's dbt, Iceberg from spark.jars, both databases, a scratch table, and a call to
         # each AWS service the job's Python reaches, in the region the parameters give it.
         probe = rehearsal.ok("doctor", "--in-job")
-        for line in ("✓ dbt: dbt-core", "✓ iceberg: Apache Iceberg 1.10.2", "✓ warehouse: created"):
+        for line in ("✓ dbt: dbt-core", "✓ iceberg: Apache Iceberg 1.10.2", "✓ decoder: ", "✓ warehouse: created"):  # fmt: skip
             assert line in probe, probe
         for service in ("dynamodb", "glue", "s3", "cloudwatch"):
             assert f"✓ reach {service}: {endpoint} answered" in probe, probe
@@ -318,8 +318,12 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
             "spark.sql.catalog.lake"
         ]
         assert catalog_class.startswith("org.apache.iceberg")
-        without_jar = params.replace(f"--conf spark.jars={emr.EMR_ICEBERG_JAR} ", "")
+        jars_given = f"--conf spark.jars={emr.jars(rehearsal.archive)} "
+        without_jar = params.replace(jars_given, "")
         assert without_jar != params
         assert rehearsal.driver_loads(params, catalog_class)
         assert not rehearsal.driver_loads(without_jar, catalog_class)
+        # So does the decoder's (decision 0013): beside the archive, named in spark.jars.
+        assert rehearsal.driver_loads(params, item_decoder.DECODER_CLASS)
+        assert not rehearsal.driver_loads(without_jar, item_decoder.DECODER_CLASS)
     assert os.environ.get("LAKEHOUSE_TARGET", "local") == "local"  # the test's own is untouched

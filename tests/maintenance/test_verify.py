@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from items_back import final_items
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from verifying import key, synced, verified
 
@@ -20,7 +21,8 @@ from ingestion.maintenance import verify as verifying_module
 from ingestion.maintenance.status import table_status
 from ingestion.merge import runner
 from ingestion.samples import stream as sample_stream
-from ingestion.schema import typed_columns
+from ingestion.schema import typed_rows
+from ingestion.schema.types import ColumnType
 from ingestion.sources import manifest
 from ingestion.sources.change_file_writer import write_batch
 from ingestion.staging import streams
@@ -201,17 +203,33 @@ def test_a_batch_staged_but_not_merged_is_compared_as_the_change_log_holds_it(
 def test_a_planted_decode_bug_is_found(
     spark, clean_lakehouse, samples, monkeypatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Staging's decode of a decimal planted with a bug (its digits after the point lost): the
-    table's own tests cannot see it (the final table matches its change log), verify does."""
-    decode = typed_columns.typed
+    """Staging's decode of a decimal planted with a bug (its digits after the point lost, at
+    the top and nested): the table's own tests cannot see it (the final table matches its
+    change log), verify does."""
+    decode = typed_rows.typed_rows
 
-    def losing_digits(value, column_type, *args, **kwargs):
-        sql = decode(value, column_type, *args, **kwargs)
+    def losing(column: Column, column_type: ColumnType) -> Column:
         if column_type.kind == "decimal":
-            return f"cast(floor({sql}) as {column_type.sql()})"
-        return sql
+            return F.floor(column).cast(column_type.sql())
+        if column_type.kind == "struct":
+            for f in column_type.fields:
+                column = column.withField(f.column, losing(column[f.column], f.type))
+            return F.when(column.isNotNull(), column)
+        if column_type.kind == "array" and column_type.element is not None:
+            element = column_type.element
+            return F.transform(column, lambda e: losing(e, element))
+        return column
 
-    monkeypatch.setattr(typed_columns, "typed", losing_digits)
+    def losing_digits(schema, table):
+        def transform(df):
+            typed = df.transform(decode(schema, table))
+            for a in schema.attributes:
+                typed = typed.withColumn(a.column, losing(F.col(a.column), a.type))
+            return typed
+
+        return transform
+
+    monkeypatch.setattr(typed_rows, "typed_rows", losing_digits)
     ingest_export(spark, get_table("orders"), str(samples["orders"]))
     runner.run_merge(spark, [get_table("orders")])  # its data tests pass: they see no bug
     monkeypatch.undo()

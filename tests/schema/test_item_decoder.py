@@ -66,6 +66,10 @@ def _both(spark, monkeypatch, schema: Schema, items: list[dict[str, Any]], keys_
 
 def _same(spark, monkeypatch, schema: Schema, items: list[dict[str, Any]], keys_only: bool = False):
     decoded, reference = _both(spark, monkeypatch, schema, items, keys_only)
+    if isinstance(decoded, list) and isinstance(reference, list) and len(decoded) == len(reference):
+        for mine, theirs in zip(decoded, reference, strict=True):  # the first difference, named
+            differ = {k: (mine[k], theirs.get(k)) for k in mine if mine[k] != theirs.get(k)}
+            assert not differ, differ
     assert decoded == reference
     return decoded
 
@@ -114,7 +118,7 @@ def test_every_type_and_the_edges_of_values(spark, monkeypatch) -> None:
         )
     edges.append({"id": {"N": "7"}, "list": {"SS": ["𝔸", "z", "é", "\ufb01"]}, "blobs": {"L": []}})
     edges.append({"id": {"N": "8"}, "name": {"NS": ["10", "9", "-1.5"]}, "low": {"S": "5"}})
-    edges.append({"id": {"N": "9"}, "name": {"M": {"N": {"S": "map key N"}, "l": {"L": []}}}})
+    edges.append({"id": {"N": "9"}, "name": {"M": {"N": {"S": "map key N 𝔸"}, "l": {"L": []}}}})
     edges.append({"id": {"N": "10"}, "name": {"L": [{"B": _b64(b"\x00")}, {"NULL": True}, {"BOOL": False}]}})  # fmt: skip
     rows = _same(spark, monkeypatch, EDGES, edges)
     assert sum(1 for r in rows if r["_rest"]) >= 5 and sum(1 for r in rows if r["_drift"]) >= 2
@@ -255,22 +259,40 @@ def test_malformed_values_are_drift_kept_whole(spark) -> None:
             Attribute("id", "id", ColumnType("string"), key=True),
             Attribute("flag", "flag", parse_type("boolean")),
             Attribute("n", "n", parse_type("bigint")),
+            Attribute("bytes", "bytes", parse_type("binary")),
+            Attribute("line\u2028separated", "line_separated", parse_type("bigint")),
         ),
     )
     items = [
-        {"id": {"S": "a"}, "flag": {"BOOL": "yes"}, "n": {"N": "1"}},
+        {"id": {"S": "a"}, "flag": {"BOOL": "yes"}, "n": {"N": "1"}, "bytes": {"B": "not base64!"}},
         {"id": {"S": "b"}, "flag": {"BOOL": True}, "n": {"N": "1", "S": "1"}},
         {"id": {"S": "c"}, "flag": None, "n": {"NULL": False}},
     ]
     rows = {r["id"]: r for r in _staged(spark, schema, items)}
-    assert rows["a"]["flag"] is None and rows["a"]["n"] == 1 and rows["a"]["_drift"] == ["flag"]
-    assert json.loads(rows["a"]["_rest"]) == {"flag": {"BOOL": "yes"}}
+    assert rows["a"]["flag"] is None and rows["a"]["n"] == 1
+    assert rows["a"]["_drift"] == ["flag", "bytes"]
+    assert json.loads(rows["a"]["_rest"]) == {
+        "flag": {"BOOL": "yes"},
+        "bytes": {"B": "not base64!"},
+    }
+    separated = {"id": {"S": "e"}, "line\u2028separated": {"S": "not a number"}}
+    (row,) = _staged(spark, schema, [separated])
+    assert json.loads(row["_rest"]) == {"line\u2028separated": {"S": "not a number"}}
     assert rows["b"]["_drift"] == ["n"] and json.loads(rows["b"]["_rest"]) == {"n": {"N": "1", "S": "1"}}  # fmt: skip
     assert rows["c"]["flag"] is None and rows["c"]["_drift"] == ["n"]  # JSON null: no value
     assert json.loads(rows["c"]["_rest"]) == {"n": {"NULL": False}}
-    twice = '{"Item": {"id": {"S": "d"}, "n": {"N": "1"}, "n": {"N": "2"}}}'
-    lines = spark.createDataFrame([(twice,)], "value string")
-    operation, version = decode.change_columns(True, 1, False)
-    staged = append.staging_rows(lines, (operation, version, F.lit(None).cast("string")), schema, "s", "b", datetime(2026, 1, 1, tzinfo=UTC))  # fmt: skip
-    with pytest.raises(Exception, match='holds attribute "n" twice'):
-        staged.collect()
+    # A number no column of DynamoDB's could hold: no fit, decided before its digits are built.
+    (huge,) = _staged(spark, schema, [{"id": {"S": "h"}, "n": {"N": "6.0790316E+25569151"}}])
+    assert huge["n"] is None and huge["_drift"] == ["n"]
+    for line, message in (
+        (
+            '{"Item": {"id": {"S": "d"}, "n": {"N": "1"}, "n": {"N": "2"}}}',
+            'holds attribute "n" twice',
+        ),  # fmt: skip
+        ('{"Item": "{not json"}', "table t: an item is not JSON"),
+    ):
+        lines = spark.createDataFrame([(line,)], "value string")
+        operation, version = decode.change_columns(True, 1, False)
+        staged = append.staging_rows(lines, (operation, version, F.lit(None).cast("string")), schema, "s", "b", datetime(2026, 1, 1, tzinfo=UTC))  # fmt: skip
+        with pytest.raises(Exception, match=message):
+            staged.collect()

@@ -207,7 +207,7 @@ final class Decode {
    * null when nesting goes deeper than DynamoDB allows or a value is malformed. */
   static String plainJson(JsonNode value) {
     try {
-      return write(g -> plain(g, value, 0));
+      return writeUtf8(g -> plain(g, value, 0)); // as the item's text has its characters
     } catch (NotPlain e) {
       return null;
     }
@@ -277,6 +277,18 @@ final class Decode {
       throw new UncheckedIOException(e);
     }
     return out.toString();
+  }
+
+  /** JSON as Spark's parser writes a value it keeps as text (UTF-8 bytes: a character beyond
+   * the BMP escaped as its surrogate pair), where {@link #write} is as {@code to_json} writes. */
+  static String writeUtf8(Writing writing) {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    try (JsonGenerator g = JSON.createGenerator(out, com.fasterxml.jackson.core.JsonEncoding.UTF8)) {
+      writing.write(g);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return new String(out.toByteArray(), java.nio.charset.StandardCharsets.UTF_8);
   }
 
   /** A JSON object key as Spark writes it (quoted, escaped), for the remainder. */

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -152,18 +153,6 @@ public final class ItemDecoder implements UDF3<String, String, Boolean, Row>, Se
     }
   }
 
-  /** An item's attribute: its value and where its text is in the item's. */
-  private static final class Found {
-    final JsonNode value;
-    final int start;
-    final int end;
-
-    Found(JsonNode value, int start, int end) {
-      this.value = value;
-      this.start = start;
-      this.end = end;
-    }
-  }
 
   private static final class Failure extends Exception {
     private static final long serialVersionUID = 1L;
@@ -187,35 +176,38 @@ public final class ItemDecoder implements UDF3<String, String, Boolean, Row>, Se
     return RowFactory.create(out);
   }
 
-  private static Map<String, Found> attributes(Plan p, String image) throws IOException, Failure {
-    Map<String, Found> found = new LinkedHashMap<>();
+  /** The item's attributes by name, in the item's order (JSON null: no value). */
+  private static Map<String, JsonNode> attributes(Plan p, String image) throws Failure {
+    Map<String, JsonNode> found = new LinkedHashMap<>();
     if (image == null) return found;
     try (JsonParser parser = Decode.JSON.createParser(image)) {
       if (parser.nextToken() != JsonToken.START_OBJECT) return found; // no item: its keys are missing
       while (parser.nextToken() == JsonToken.FIELD_NAME) {
         String name = parser.getCurrentName();
         parser.nextToken();
-        int start = (int) parser.getTokenLocation().getCharOffset();
         JsonNode value = MAPPER.readTree(parser);
-        int end = (int) parser.getCurrentLocation().getCharOffset();
-        if (value == null || value.isNull()) continue; // JSON null: no value
-        if (found.put(name, new Found(value, start, end)) != null) {
+        if (value == null || value.isNull()) continue;
+        if (found.put(name, value) != null) {
           throw new Failure("table " + p.table + ": an item holds attribute " + Decode.key(name)
               + " twice (not DynamoDB JSON) in ");
         }
       }
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) { // not JSON, or too deep
+      String reason = String.valueOf(e.getOriginalMessage()).split("\n", 2)[0];
+      throw new Failure("table " + p.table + ": an item is not JSON (" + reason + ") in ");
+    } catch (IOException e) { // a String has no I/O: never
+      throw new java.io.UncheckedIOException(e);
     }
     return found;
   }
 
-  private static JsonNode valueOf(Map<String, Found> item, String name) {
-    Found f = item.get(name);
-    return f == null ? null : f.value;
+  private static JsonNode valueOf(Map<String, JsonNode> item, String name) {
+    return item.get(name);
   }
 
   private static void decode(Plan p, String image, String given, boolean keysOnly, Object[] out)
       throws IOException, Failure {
-    Map<String, Found> item = attributes(p, image);
+    Map<String, JsonNode> item = attributes(p, image);
     Section section = p.own;
     int at = p.keys.size();
     String entity = null;
@@ -248,12 +240,12 @@ public final class ItemDecoder implements UDF3<String, String, Boolean, Row>, Se
     Set<String> named = new HashSet<>();
     for (Attribute key : p.keys) named.add(key.name);
     if (typed != null) for (Attribute a : typed.attributes) named.add(a.name);
-    out[at] = rest(image, item, named, inexact);
+    out[at] = rest(item, named, inexact);
   }
 
   /** The final table of the item's entity, the unmatched table, or null for a record that
    * carries only Keys and no attribute to tell its entity by (an attribute rule). */
-  private static String entity(Plan p, Map<String, Found> item, boolean keysOnly) {
+  private static String entity(Plan p, Map<String, JsonNode> item, boolean keysOnly) {
     String text = Value.text(valueOf(item, p.ruleAttribute), Value.S);
     if (p.by.equals("key")) {
       if (text != null) {
@@ -267,11 +259,11 @@ public final class ItemDecoder implements UDF3<String, String, Boolean, Row>, Se
     return found == null ? p.unmatched : found;
   }
 
-  private static void checkKeys(Plan p, Map<String, Found> item, Section section, Object[] out)
+  private static void checkKeys(Plan p, Map<String, JsonNode> item, Section section, Object[] out)
       throws Failure {
     List<String> untyped = new ArrayList<>();
-    for (Map.Entry<String, Found> e : item.entrySet()) {
-      if (Value.descriptor(e.getValue().value) == Value.UNKNOWN) untyped.add(e.getKey());
+    for (Map.Entry<String, JsonNode> e : item.entrySet()) {
+      if (Value.descriptor(e.getValue()) == Value.UNKNOWN) untyped.add(e.getKey());
     }
     if (!untyped.isEmpty()) {
       throw new Failure(p.unknownDescriptor + String.join(", ", untyped) + " of an item of ");
@@ -295,7 +287,7 @@ public final class ItemDecoder implements UDF3<String, String, Boolean, Row>, Se
 
   /** The section's attributes decoded into {@code out} from {@code at}; drifted and inexact
    * names collected. Returns the next position. */
-  private static int values(Section section, Map<String, Found> item, List<String> drift,
+  private static int values(Section section, Map<String, JsonNode> item, List<String> drift,
       Set<String> inexact, Object[] out, int at) {
     for (Attribute a : section.attributes) {
       JsonNode value = valueOf(item, a.name);
@@ -321,15 +313,19 @@ public final class ItemDecoder implements UDF3<String, String, Boolean, Row>, Se
   }
 
   /** The remainder: the item's attributes its columns cannot give back ({@code inexact}) and
-   * those with no column ({@code named} lacks them), as the item's own text; null when none. */
-  private static String rest(String image, Map<String, Found> item, Set<String> named, Set<String> inexact) {
+   * those with no column ({@code named} lacks them), as DynamoDB JSON written as Spark writes
+   * JSON (what the item's text is when Spark's parser gave it); null when none. */
+  private static String rest(Map<String, JsonNode> item, Set<String> named, Set<String> inexact)
+      throws IOException {
     StringBuilder rest = null;
-    for (Map.Entry<String, Found> e : item.entrySet()) {
+    for (Map.Entry<String, JsonNode> e : item.entrySet()) {
       String name = e.getKey();
       if (named.contains(name) && !inexact.contains(name)) continue;
       rest = rest == null ? new StringBuilder("{") : rest.append(',');
-      Found f = e.getValue();
-      rest.append(Decode.key(name)).append(':').append(image, f.start, f.end);
+      // Written as Spark's parser writes a value it keeps as text: UTF-8 bytes, so a character
+      // beyond the BMP is escaped as its surrogate pair (the item's own text is written so).
+      byte[] value = MAPPER.writeValueAsBytes(e.getValue());
+      rest.append(Decode.key(name)).append(':').append(new String(value, StandardCharsets.UTF_8));
     }
     return rest == null ? null : rest.append('}').toString();
   }

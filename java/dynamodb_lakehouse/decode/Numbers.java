@@ -66,9 +66,9 @@ final class Numbers {
   static BigDecimal asDecimal(String text, int precision, int scale) {
     BigDecimal value = parse(text);
     if (value == null || fractionDigits(value) > scale) return null;
-    BigDecimal scaled = value.setScale(scale);
-    if (scaled.precision() - scaled.scale() > precision - scale) return null;
-    return scaled;
+    // Integer digits checked before the scale is set: 1E+25569151 would need 25 million digits.
+    if (value.signum() != 0 && value.precision() - value.scale() > precision - scale) return null;
+    return value.setScale(scale);
   }
 
   /**
