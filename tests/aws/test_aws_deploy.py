@@ -134,7 +134,7 @@ def test_cluster_step_request() -> None:
            "LAKEHOUSE_STAGING_DATABASE": "staging", "LAKEHOUSE_FINAL_DATABASE": "lakehouse",
            "PYSPARK_PYTHON": "/usr/bin/python3.11", "PYSPARK_DRIVER_PYTHON": "/usr/bin/python3.11"}  # fmt: skip
     expected = ["spark-submit", "--deploy-mode", "cluster",
-                "--conf", f"spark.jars={emr.EMR_ICEBERG_JAR}",
+                "--conf", f"spark.jars={emr.EMR_ICEBERG_JAR},s3://code/dynamodb-lakehouse-decoder.jar",
                 "--conf", "spark.archives=s3://code/project.zip#project,s3://code/deps.tgz#deps"]  # fmt: skip
     for key, value in env.items():
         expected += ["--conf", f"spark.yarn.appMasterEnv.{key}={value}"]
