@@ -52,7 +52,7 @@ bench: setup ## benchmarks (not part of CI, about 3 hours on 2 cores); bench/res
 	$(BIN)/python bench/detect_schema.py
 	$(BIN)/python bench/report.py
 
-package: setup ## dist/: the Lambda function's zip and the EMR job's project.zip (see README, On AWS)
+package: setup ## dist/: the Lambda function's zip and the EMR job's project.zip and decoder jar (see README, On AWS)
 	$(BIN)/ddb-lakehouse emr package --out dist
 
 clean: ## remove the embedded lakehouse and dbt's output (keeps .venv)

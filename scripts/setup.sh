@@ -30,7 +30,8 @@ apt_install() {
 
 missing=()
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
-# javac: the EMR rehearsal (tests/aws) compiles its stand-in for the Glue catalog.
+# javac: staging's decoder is compiled from java/ (decision 0013), and the EMR rehearsal
+# (tests/aws) compiles its stand-in for the Glue catalog.
 command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 [ -f /usr/share/java/sqlite-jdbc.jar ] || missing+=(libxerial-sqlite-jdbc-java)
 ls /usr/lib/*/jni/libsqlitejdbc.so >/dev/null 2>&1 || missing+=(libxerial-sqlite-jdbc-jni)

@@ -66,8 +66,12 @@ def package(out: Path, root: Path | None = None) -> Package:
             info.external_attr = 0o644 << 16
             bundle.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
     decoder = out / jars.DECODER_JAR
-    shutil.copyfile(jars.decoder_jar(), decoder)
-    digest = hashlib.sha256(archive.read_bytes() + b"\0" + decoder.read_bytes()).hexdigest()[:16]
+    compiled = jars.decoder_jar(root)
+    shutil.copyfile(compiled, decoder)
+    # The decoder by the digest of its source (its cached name), not its bytes: another JDK
+    # build may write other bytes for the same classes, and the same project must reuse its
+    # upload.
+    digest = hashlib.sha256(archive.read_bytes() + b"\0" + compiled.name.encode()).hexdigest()[:16]
     return Package(archive, root / "ingestion" / "main.py", digest, decoder)
 
 

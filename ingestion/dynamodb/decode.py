@@ -5,7 +5,7 @@ image (``_image``: a full export's ``Item``; an incremental or stream line's ``N
 ``OldImage``, else ``Keys``) becomes ``map<attribute, VALUE>`` (``ingestion.dynamodb.values``);
 and the change columns are derived: ``_operation``, ``_version`` and, for a stream change,
 ``_sequence`` (the order rules of ``change_order``). Turning the image into the schema's typed
-columns, with drift flagged, is ``ingestion.schema.typed_columns``.
+columns, with drift flagged, is the decoder's (``ingestion.schema.typed_rows``, decision 0013).
 
 A line that cannot be a change stops the batch instead (``fail``: ``raise_error`` fails the
 write, nothing is committed), with a message naming its file: no image, no valid

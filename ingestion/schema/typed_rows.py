@@ -1,5 +1,7 @@
 """An item's image -> a staging row's typed columns: keys checked (never null), the other
-attributes decoded (``typed_columns``), drift flagged in ``_drift``; for a single-table design
+attributes decoded, drift flagged in ``_drift``, the remainder in ``_rest``; by the decoder in the
+JVM (decision 0013, ``item_decoder``), or in Spark SQL (``typed_columns``: the reference the
+decoder is tested against, and what stream rejects' key check reads); for a single-table design
 (decision 0009), ``_entity`` and one struct column per entity, so two entities' types never meet
 in one column.
 """

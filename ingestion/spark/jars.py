@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,8 +88,9 @@ def missing_jars() -> list[str]:
     for jar in required_jars():
         if not (target / jar.name).exists():
             problems.append(f"{target / jar.name} is missing (run `make setup`; needs: {jar.hint})")
-    if not (target / DECODER_JAR).exists():
-        problems.append(f"{target / DECODER_JAR} is missing (run `make setup`: it compiles java/)")
+    decoder = decoder_problem()
+    if decoder:
+        problems.append(decoder)
     if not glob.glob("/usr/lib/*/jni/libsqlitejdbc.so"):
         problems.append(
             "SQLite JDBC native library missing: apt-get install libxerial-sqlite-jdbc-jni"
@@ -96,48 +98,84 @@ def missing_jars() -> list[str]:
     return problems
 
 
-def _decoder_sources() -> list[Path]:
-    return sorted(JAVA_SOURCE.rglob("*.java"))
+def _java_source(root: Path | None = None) -> Path:
+    """The decoder's Java source: ``root``'s ``java/`` (the project being packaged) when it has
+    one, else the checkout this package runs from."""
+    if root is not None and (root / "java").is_dir():
+        return root / "java"
+    return JAVA_SOURCE
 
 
-def decoder_jar() -> Path:
-    """The decoder's jar, compiled from ``java/`` once per version of its sources and of
-    PySpark (cached in the venv: ``share/dynamodb-lakehouse/decoder/``)."""
-    sources = _decoder_sources()
+def _decoder_cached(source: Path) -> Path:
+    """Where the decoder compiled from ``source`` is kept: named by a digest of its sources and
+    of PySpark's version (what it is compiled against)."""
+    sources = sorted(source.rglob("*.java"))
     if not sources:
-        raise JarsError(f"the decoder's Java source is missing: no .java file under {JAVA_SOURCE}")
+        raise JarsError(
+            f"the decoder's Java source is missing: no .java file under {source}. It ships with "
+            "the project's source: run from a clone of the project (or set LAKEHOUSE_PROJECT_DIR "
+            "to one)"
+        )
     import pyspark
 
     digest = hashlib.sha256(pyspark.__version__.encode())
-    for source in sources:
-        digest.update(str(source.relative_to(JAVA_SOURCE)).encode() + b"\0" + source.read_bytes())
-    cache = Path(sys.prefix) / "share" / "dynamodb-lakehouse" / "decoder"
-    jar = cache / f"decoder-{digest.hexdigest()[:16]}.jar"
+    for path in sources:
+        digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes())
+    return decoder_cache_dir() / f"decoder-{digest.hexdigest()[:16]}.jar"
+
+
+def decoder_cache_dir() -> Path:
+    return Path(sys.prefix) / "share" / "dynamodb-lakehouse" / "decoder"
+
+
+def decoder_jar(root: Path | None = None) -> Path:
+    """The decoder's jar, compiled from ``java/`` (``root``'s, else this checkout's) with the
+    JDK's ``javac`` against PySpark's jars, once per version of its sources and of PySpark
+    (cached in the venv: ``share/dynamodb-lakehouse/decoder/``). The jar is a zip written with
+    sorted entries and fixed times: the same classes, the same bytes."""
+    source = _java_source(root)
+    jar = _decoder_cached(source)
     if jar.is_file():
         return jar
-    javac, jar_tool = shutil.which("javac"), shutil.which("jar")
-    if not javac or not jar_tool:
+    javac = shutil.which("javac")
+    if not javac:
         raise JarsError(
-            "javac and jar are missing: the decoder is compiled from java/ "
+            "javac is missing: the decoder is compiled from java/ "
             "(apt-get install openjdk-17-jdk-headless; `make setup` does)"
         )
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as scratch:
+    # PySpark's own jars, not an earlier decoder linked among them: a class the source no longer
+    # has must fail to compile here, not at run time.
+    classpath = [str(p) for p in sorted(pyspark_jars_dir().glob("*.jar")) if p.name != DECODER_JAR]
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=jar.parent) as scratch:
         classes = Path(scratch) / "classes"
-        classpath = str(pyspark_jars_dir() / "*")
         compiled = subprocess.run(
-            [javac, "--release", "17", "-nowarn", "-encoding", "UTF-8", "-cp", classpath,
-             "-d", str(classes), *map(str, sources)],
+            [javac, "--release", "17", "-nowarn", "-encoding", "UTF-8",
+             "-cp", ":".join(classpath), "-d", str(classes),
+             *map(str, sorted(source.rglob("*.java")))],
             capture_output=True, text=True,
         )  # fmt: skip
         if compiled.returncode != 0:
             raise JarsError(f"javac failed on the decoder's source:\n{compiled.stderr[-3000:]}")
         partial = Path(scratch) / jar.name
-        subprocess.run([jar_tool, "--create", "--file", str(partial), "-C", str(classes), "."], check=True)  # fmt: skip
-        shutil.copyfile(partial, jar.with_suffix(".part"))
-        jar.with_suffix(".part").replace(jar)
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as bundle:
+            for path in sorted(p for p in classes.rglob("*") if p.is_file()):
+                info = zipfile.ZipInfo(path.relative_to(classes).as_posix(), (2020, 1, 1, 0, 0, 0))
+                bundle.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
+        partial.replace(jar)  # one file system: whole or not at all
     log.info("jars: compiled the decoder into %s", jar)
     return jar
+
+
+def decoder_problem() -> str | None:
+    """Why PySpark's jars lack the decoder of this checkout's source, if they do: missing, or
+    compiled from other sources (a pull changed ``java/`` since the last ``make setup``)."""
+    link = pyspark_jars_dir() / DECODER_JAR
+    if not link.exists():
+        return f"{link} is missing (run `make setup`: it compiles java/)"
+    if JAVA_SOURCE.is_dir() and link.resolve() != _decoder_cached(JAVA_SOURCE).resolve():
+        return f"{link} was compiled from another version of java/ (run `make setup`)"
+    return None
 
 
 def _link(link: Path, source: Path) -> None:
@@ -201,7 +239,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.action == "install":
-        install()
+        try:
+            install()
+        except LakehouseError as exc:
+            print(f"jars: {exc}", file=sys.stderr)
+            return 1
         return 0
     if args.action == "install-aws":
         paths = install_aws()
