@@ -321,5 +321,7 @@ def probe(submission: submit.Submission, report: Callable[[str], Any]) -> Check:
     except LakehouseError as exc:
         return Check("probe job run", False, f"{exc} (the job's driver log has each check)")
     return Check(
-        "probe job run", True, "the job's Python, dbt, Iceberg, the decoder, both databases and a scratch table"
+        "probe job run",
+        True,
+        "the job's Python, dbt, Iceberg, the decoder, both databases and a scratch table",
     )

@@ -53,7 +53,9 @@ def jars() -> Check:
     missing = spark_jars.missing_jars()
     if missing:
         return Check("jars", False, "; ".join(missing))
-    return Check("jars", True, f"Iceberg, SQLite JDBC and the decoder in {spark_jars.pyspark_jars_dir()}")
+    return Check(
+        "jars", True, f"Iceberg, SQLite JDBC and the decoder in {spark_jars.pyspark_jars_dir()}"
+    )
 
 
 def catalog() -> Check:
