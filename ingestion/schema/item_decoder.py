@@ -161,7 +161,9 @@ def registered(spark: SparkSession, schema: Schema, table: str, entity_given: bo
     name = "lakehouse_decode_" + hashlib.sha256((text + ddl).encode()).hexdigest()[:16]
     if spark.catalog.functionExists(name):
         return name
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm: Any = spark._jvm  # type: ignore[attr-defined]
+    if jvm is None:
+        raise DecoderMissing("the Spark session has no JVM gateway: the decoder runs in the JVM")
     try:
         decoder = jvm.dynamodb_lakehouse.decode.ItemDecoder(text)
     except TypeError as exc:  # py4j: no such class on the JVM's classpath
