@@ -13,7 +13,7 @@ from test_types import handmade_items
 
 from ingestion.dynamodb.values import parse_item
 from ingestion.samples import items as sample_items
-from ingestion.schema import detect, shapes
+from ingestion.schema import detect, item_statistics, shapes
 
 pytestmark = pytest.mark.slow
 
@@ -100,3 +100,101 @@ def test_detect_schema_writes_the_same_file_either_way(spark, samples, monkeypat
     one_pass = json.dumps(schema_file.to_json(detect.detect_export(spark, export, table)))
     monkeypatch.setattr(detect, "MAX_SHAPE_PATHS", 0)  # the generic path alone
     assert json.dumps(schema_file.to_json(detect.detect_export(spark, export, table))) == one_pass
+
+
+def _counted_in_the_driver(spark, items: list[dict]) -> None:
+    """The driver's count (item_statistics) equals the generic path's, from items and lines."""
+    images = _images(spark, items)
+    reference = detect.generic_statistics(images.select(F.expr(parse_item("_image")).alias("_attrs")))  # fmt: skip
+    counted = item_statistics.of_texts([json.dumps(i) for i in items], False, detect.MAX_PATHS)
+    assert counted is not None
+    assert (counted.items, counted.by_path, counted.wide) == (len(items), reference.by_path, reference.wide)  # fmt: skip
+    lines = [row["value"] for row in _lines(spark, items).collect()]
+    from_lines = detect.generic_statistics(detect._attributes(_lines(spark, items)))
+    assert item_statistics.of_texts(lines, True, detect.MAX_PATHS).by_path == from_lines.by_path
+
+
+def test_the_first_items_counted_in_the_driver_as_spark_counts_them(spark) -> None:
+    from test_layouts import ODD
+
+    rng = random.Random(5)
+    plain = [
+        {"id": S("a"), "n": N("-0.000"), "big": N("12345678901234567890123456789012345678")},
+        {"id": S("b"), "n": N("9223372036854775807"), "big": N("-9223372036854775809")},
+        {"id": S("c"), "n": N("0009223372036854775807.00"), "s": {"NS": ["1", "2.50", "-7"]}},
+        {
+            "id": S("d"),
+            "e": {"NS": []},
+            "l": {"L": [{"L": [{"M": {"deep": {"NS": ["7", "8.125"]}}}]}]},
+        },  # fmt: skip
+        {"id": S("e"), "d": {"M": {f"key{i}": S("v") for i in range(detect.MAX_PATHS + 5)}}},
+        {
+            "id": S("f"),
+            "d": S("wide, then text"),
+            "k": {"M": {"Key": S("U"), "key": N("5"), "": {"NULL": True}}},
+        },  # fmt: skip
+        {
+            "id": S("g"),
+            "b": {"B": "AAE="},
+            "bs": {"BS": ["/w=="]},
+            "t": {"BOOL": False},
+            "ss": {"SS": []},
+        },  # fmt: skip
+    ]
+    # The layout tests' odd values, less those DynamoDB never writes (the test below).
+    odd = [i for i in ODD if item_statistics.of_texts([json.dumps(i)], False, detect.MAX_PATHS)]
+    assert 5 <= len(odd) < len(ODD)
+    for items in (
+        [sample_items.book_item(i, rng) for i in range(200)],
+        [sample_items.order_item(i, rng) for i in range(200)],
+        handmade_items(),
+        plain,
+        odd,
+    ):
+        _counted_in_the_driver(spark, items)
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        json.dumps({"id": S("a"), "n": N("1E+3")}),  # an exponent form: Spark's rules
+        json.dumps({"id": S("a"), "m": {"S": "two descriptors", "N": "1"}}),
+        json.dumps({"id": S("a"), "n": {"BOOL": "not a boolean"}}),
+        json.dumps({"id": S("a"), "n": {"NULL": False}}),
+        json.dumps({"id": S("a"), "n": None}),
+        '{"id": {"S": "a"}, "id": {"S": "b"}}',  # a name twice
+    ],
+)
+def test_what_the_driver_does_not_count_spark_does(spark, monkeypatch, item: str) -> None:
+    """A first item unlike what DynamoDB writes is counted (or reported) by Spark, as before;
+    DynamoDB's own items never reach Spark for it."""
+    line = '{"Item": ' + item + "}"
+    assert item_statistics.of_texts([item], False, detect.MAX_PATHS) is None
+    assert item_statistics.of_texts([line], True, detect.MAX_PATHS) is None
+    calls: list[int] = []
+    counted = detect.statistics
+    monkeypatch.setattr(detect, "statistics", lambda frame: calls.append(1) or counted(frame))
+    usual = json.dumps({"id": S("a"), "n": N("1")})
+    assert detect._first_statistics(_images(spark, [usual, usual])).items == 2
+    assert calls == []
+    assert detect._first_statistics(_images(spark, [usual, item])).items == 2
+    assert calls == [1]
+
+
+def test_what_dynamodb_cannot_write_is_not_counted_in_the_driver() -> None:
+    """Half of a character (JSON can escape it, UTF-8 cannot hold it) and nesting beyond
+    DynamoDB's 32 levels."""
+    item = '{"id": {"S": "a"}, "k": {"M": {"\\ud800": {"S": "half a character"}}}}'
+    assert item_statistics.of_texts([item], False, detect.MAX_PATHS) is None
+    assert item_statistics.of_texts([item.replace("800", "83d\\ude00")], False, 5) is not None
+    for levels, counted in ((33, True), (34, False)):
+        deep = json.dumps({"id": S("a"), "deep": json.loads('{"L": [' * levels + "]}" * levels)})
+        assert (item_statistics.of_texts([deep], False, detect.MAX_PATHS) is not None) is counted
+
+
+@pytest.mark.parametrize("line", ['{"id": {"S": "o"}, "n": {"N": "2"}', '{"Keys": null}', "[1]"])
+def test_a_first_line_that_is_not_an_item_is_reported_by_spark(spark, line: str) -> None:
+    frame = spark.createDataFrame([(line,)], "value string")
+    assert item_statistics.of_texts([line], True, detect.MAX_PATHS) is None
+    with pytest.raises(Exception, match="a line is not a DynamoDB JSON item"):
+        detect._first_statistics(frame)
