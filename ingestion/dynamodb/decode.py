@@ -59,8 +59,11 @@ TTL_PRINCIPAL = "dynamodb.amazonaws.com"
 
 
 def with_envelope(df: DataFrame) -> DataFrame:
-    """``value`` (one line of text) -> ``_line`` (the parsed envelope) and ``_source_file``."""
+    """``value`` (one line of text) -> ``value``, ``_line`` (the parsed envelope) and
+    ``_source_file``. Spark parses only the envelope's fields a query takes: staging's decoder
+    takes the image from ``value`` itself (``typed_rows``)."""
     return df.select(
+        "value",
         F.from_json(F.col("value"), ENVELOPE).alias("_line"),
         F.input_file_name().alias("_source_file"),
     )

@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 
 from ingestion.config.errors import LakehouseError
 from ingestion.config.names import quote
+from ingestion.dynamodb.decode import NOT_AN_ITEM
 from ingestion.dynamodb.entities import ENTITY_COLUMN
 from ingestion.schema import typed_columns
 from ingestion.schema.item_json import set_descriptor
@@ -67,13 +68,18 @@ def _key(attribute: Attribute, table: str) -> dict[str, Any]:
     }
 
 
-def plan(schema: Schema, table: str, entity_given: bool = False) -> dict[str, Any]:
+def plan(
+    schema: Schema, table: str, entity_given: bool = False, lines: bool = False
+) -> dict[str, Any]:
     """The decoder's plan for staging rows of ``schema`` (``table``: the name messages give).
     ``entity_given``: a single-table design's rows keep the ``_entity`` they are given (a
-    rebuild) instead of deriving it."""
+    rebuild) instead of deriving it. ``lines``: the decoder is given each line of the export
+    or change file, not its image, and takes the image out itself (``decode.with_image``'s rule
+    and message), in the same parse."""
     keys = [a for a in schema.attributes if a.key]
     document: dict[str, Any] = {
         "table": table,
+        "lines": NOT_AN_ITEM if lines else None,
         "keys": [_key(a, table) for a in keys],
         "unknown_descriptor": typed_columns.UNKNOWN_DESCRIPTOR.format(table=table),
         "new_attributes": typed_columns.NEW_ATTRIBUTES,
@@ -153,10 +159,17 @@ def returned_ddl(schema: Schema) -> str:
     return "struct<" + ",".join(f"{quote(name)}:{ddl}" for name, ddl in types.items()) + ">"
 
 
-def registered(spark: SparkSession, schema: Schema, table: str, entity_given: bool = False) -> str:
-    """The name of a SQL function ``f(image, entity, keys_only)`` that decodes by ``schema``:
-    registered in ``spark`` once per plan (the name is the plan's digest)."""
-    text = json.dumps(plan(schema, table, entity_given), sort_keys=True)
+def registered(
+    spark: SparkSession,
+    schema: Schema,
+    table: str,
+    entity_given: bool = False,
+    lines: bool = False,
+) -> str:
+    """The name of a SQL function ``f(image, entity, keys_only)`` that decodes by ``schema``
+    (with ``lines``: ``f(line, entity, null)``, ``plan``): registered in ``spark`` once per
+    plan (the name is the plan's digest)."""
+    text = json.dumps(plan(schema, table, entity_given, lines), sort_keys=True)
     ddl = returned_ddl(schema)
     name = "lakehouse_decode_" + hashlib.sha256((text + ddl).encode()).hexdigest()[:16]
     if spark.catalog.functionExists(name):

@@ -117,19 +117,25 @@ KEYS_ONLY = "(`_line`.Item is null and `_line`.NewImage is null and `_line`.OldI
 
 
 def typed_rows(schema: Schema, table: str):
-    """The transform that types staging rows by ``schema`` (rows with ``_image``, the item's
-    DynamoDB JSON, and ``_source_file``; ``_line``, the parsed envelope, where they have one):
-    the decoder of decision 0013 (``item_decoder``), one parse of each item. It adds the typed
+    """The transform that types staging rows by ``schema`` (rows with ``_source_file`` and
+    ``value``, the line of an export or change file, or else ``_image``, the item's DynamoDB
+    JSON, and ``_line``, the parsed envelope, where they have one): the decoder of decision
+    0013 (``item_decoder``), one parse of each line or item. It adds the typed
     columns (``row_columns``), ``_drift`` and ``_rest``; a single-table design's rows keep an
     ``_entity`` they have (a rebuild). A row the decoder refuses fails the batch with its
     message and the line's file, raised with the first key's column."""
 
     def transform(df: DataFrame) -> DataFrame:
         given = schema.rule is not None and ENTITY_COLUMN in df.columns
-        name = item_decoder.registered(df.sparkSession, schema, table, given)
+        lines = "value" in df.columns
+        name = item_decoder.registered(df.sparkSession, schema, table, given, lines)
         entity = f"`{ENTITY_COLUMN}`" if given else "cast(null as string)"
-        keys_only = KEYS_ONLY if "_line" in df.columns else "false"
-        decoded = df.withColumn(DECODED, F.expr(f"{name}(`_image`, {entity}, {keys_only})"))
+        if lines:  # the decoder takes the image out of the line: one parse of it
+            call = f"{name}(`value`, {entity}, cast(null as boolean))"
+        else:
+            keys_only = KEYS_ONLY if "_line" in df.columns else "false"
+            call = f"{name}(`_image`, {entity}, {keys_only})"
+        decoded = df.withColumn(DECODED, F.expr(call))
         row = f"`{DECODED}`"
         fields = item_decoder.columns(schema)
         (first, first_column), others = fields[0], fields[1:]
@@ -141,7 +147,7 @@ def typed_rows(schema: Schema, table: str):
             ).alias(first_column)
         ]
         typed += [F.expr(f"{row}.`{field}`").alias(column) for field, column in others]
-        kept = [quote(c) for c in df.columns if c not in ("_attrs", "_line", ENTITY_COLUMN)]
+        kept = [quote(c) for c in df.columns if c not in ("value", "_attrs", "_line", ENTITY_COLUMN)]
         return decoded.select(
             *typed,
             *kept,

@@ -41,9 +41,13 @@ def _lines(spark, items: list[dict[str, Any]], keys_only: bool = False):
 
 def _staged(spark, schema: Schema, items: list[dict[str, Any]], keys_only: bool = False) -> Any:
     """The items staged as a full export's lines: sorted rows, or the failure's message."""
+    return _staged_lines(spark, schema, _lines(spark, items, keys_only))
+
+
+def _staged_lines(spark, schema: Schema, lines: Any) -> Any:
     operation, version = decode.change_columns(True, 1, False)
     rows = append.staging_rows(
-        _lines(spark, items, keys_only),
+        lines,
         (operation, version, F.lit(None).cast("string")),
         schema,
         "source",
@@ -296,3 +300,41 @@ def test_malformed_values_are_drift_kept_whole(spark) -> None:
         staged = append.staging_rows(lines, (operation, version, F.lit(None).cast("string")), schema, "s", "b", datetime(2026, 1, 1, tzinfo=UTC))  # fmt: skip
         with pytest.raises(Exception, match=message):
             staged.collect()
+
+
+_ONE = {"id": {"S": "a"}, "n": {"N": "1"}}
+_TWO = {"id": {"S": "b"}, "n": {"N": "2"}}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        json.dumps({"Item": _ONE}),
+        json.dumps({"Metadata": {"WriteTimestampMicros": {"N": "1"}}, "NewImage": _ONE, "OldImage": _TWO}),  # fmt: skip
+        json.dumps({"OldImage": _TWO, "Keys": {"id": {"S": "b"}}}),
+        json.dumps({"Item": None, "Keys": {"id": {"S": "c"}}}),  # a null image is no image
+        json.dumps({"Keys": {"id": {"S": "c"}}, "eventName": "REMOVE", "dynamodb": [1, {"x": 2}]}),
+        json.dumps({"Item": json.dumps(_ONE)}),  # an image as a JSON string: that string's item
+        '{"Item": {"id": {"S": "a"}}, "Item": {"id": {"S": "z"}, "n": {"N": "9"}}}',  # the last
+        json.dumps({"Item": _ONE}) + " trailing",
+        json.dumps({"Item": 5}),
+        json.dumps({"Item": [_ONE]}),
+        json.dumps({"Metadata": {}}),  # no image
+        json.dumps([{"Item": _ONE}]),
+        '{"Item": {"id": {"S": "a"}',  # cut short
+        "not json",
+        "",
+    ],
+)
+def test_the_line_s_image_as_spark_sql_takes_it(spark, monkeypatch, line: str) -> None:
+    """The decoder takes the image out of the line (one parse of it) as ``decode.with_image``
+    does in Spark SQL: the first of Item, NewImage, OldImage and Keys that is not null; a line
+    without one fails with the same message. (An image given as a string that is not JSON: the
+    pinned difference of ``test_malformed_values_are_drift_kept_whole``.)"""
+    schema = Schema("t", (Attribute("id", "id", ColumnType("string"), key=True), Attribute("n", "n", parse_type("bigint"))))  # fmt: skip
+    lines = spark.createDataFrame([(line,)], "value string")
+    decoded = _staged_lines(spark, schema, lines)
+    with monkeypatch.context() as patch:
+        patch.setattr(typed_rows, "typed_rows", typed_rows.typed_rows_sql)
+        reference = _staged_lines(spark, schema, lines)
+    assert decoded == reference

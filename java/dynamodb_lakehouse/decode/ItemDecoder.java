@@ -108,6 +108,7 @@ public final class ItemDecoder implements UDF3<String, String, Boolean, Row>, Se
     final String unknownDescriptor;
     final String newAttributes;
     final String sampleMisfit;
+    final String notAnItem; // lines: the message of a line without an image
     final Section own; // a table without an entity rule
     final boolean entities;
     final String by;
@@ -130,6 +131,7 @@ public final class ItemDecoder implements UDF3<String, String, Boolean, Row>, Se
       unknownDescriptor = plan.get("unknown_descriptor").asText();
       newAttributes = plan.get("new_attributes").asText();
       sampleMisfit = plan.get("sample_misfit").asText();
+      notAnItem = plan.path("lines").asText(null);
       JsonNode rule = plan.get("entities");
       entities = rule != null && !rule.isNull();
       if (!entities) {
@@ -163,12 +165,17 @@ public final class ItemDecoder implements UDF3<String, String, Boolean, Row>, Se
   }
 
   @Override
-  public Row call(String image, String entity, Boolean keysOnly) throws Exception {
+  public Row call(String text, String entity, Boolean keysOnly) throws Exception {
     Plan p = plan();
     int width = p.keys.size() + (p.entities ? 1 + p.structs.size() : p.own.attributes.size()) + 3;
     Object[] out = new Object[width];
     try {
-      decode(p, image, entity, Boolean.TRUE.equals(keysOnly), out);
+      if (p.notAnItem != null) {
+        Line line = line(p, text);
+        decode(p, line.item, entity, line.keysOnly, out);
+      } else {
+        decode(p, attributes(p, text), entity, Boolean.TRUE.equals(keysOnly), out);
+      }
     } catch (Failure failure) {
       java.util.Arrays.fill(out, null);
       out[width - 1] = failure.getMessage();
@@ -178,36 +185,99 @@ public final class ItemDecoder implements UDF3<String, String, Boolean, Row>, Se
 
   /** The item's attributes by name, in the item's order (JSON null: no value). */
   private static Map<String, JsonNode> attributes(Plan p, String image) throws Failure {
-    Map<String, JsonNode> found = new LinkedHashMap<>();
-    if (image == null) return found;
+    if (image == null) return new LinkedHashMap<>();
     try (JsonParser parser = Decode.JSON.createParser(image)) {
-      if (parser.nextToken() != JsonToken.START_OBJECT) return found; // no item: its keys are missing
-      while (parser.nextToken() == JsonToken.FIELD_NAME) {
-        String name = parser.getCurrentName();
-        parser.nextToken();
-        JsonNode value = MAPPER.readTree(parser);
-        if (value == null || value.isNull()) continue;
-        if (found.put(name, value) != null) {
-          throw new Failure("table " + p.table + ": an item holds attribute " + Decode.key(name)
-              + " twice (not DynamoDB JSON) in ");
-        }
-      }
+      return attributes(p, parser, parser.nextToken());
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) { // not JSON, or too deep
       String reason = String.valueOf(e.getOriginalMessage()).split("\n", 2)[0];
       throw new Failure("table " + p.table + ": an item is not JSON (" + reason + ") in ");
     } catch (IOException e) { // a String has no I/O: never
       throw new java.io.UncheckedIOException(e);
     }
+  }
+
+  /** The attributes of the item whose first token {@code parser} has just read; none when it is
+   * not an object (its keys are then missing). */
+  private static Map<String, JsonNode> attributes(Plan p, JsonParser parser, JsonToken first)
+      throws IOException, Failure {
+    Map<String, JsonNode> found = new LinkedHashMap<>();
+    if (first != JsonToken.START_OBJECT) {
+      parser.skipChildren();
+      return found;
+    }
+    while (parser.nextToken() == JsonToken.FIELD_NAME) {
+      String name = parser.getCurrentName();
+      parser.nextToken();
+      JsonNode value = MAPPER.readTree(parser);
+      if (value == null || value.isNull()) continue;
+      if (found.put(name, value) != null) {
+        throw new Failure("table " + p.table + ": an item holds attribute " + Decode.key(name)
+            + " twice (not DynamoDB JSON) in ");
+      }
+    }
     return found;
+  }
+
+  /** A line's image and whether it carries only {@code Keys}. */
+  private static final class Line {
+    final Map<String, JsonNode> item;
+    final boolean keysOnly;
+
+    Line(Map<String, JsonNode> item, boolean keysOnly) {
+      this.item = item;
+      this.keysOnly = keysOnly;
+    }
+  }
+
+  private static final String[] IMAGES = {"Item", "NewImage", "OldImage", "Keys"};
+
+  /**
+   * The image of a line of an export or a change file, as {@code decode.with_image} takes it in
+   * Spark SQL: the first of {@code Item}, {@code NewImage}, {@code OldImage} and {@code Keys}
+   * that is there and not null; one given as a JSON string is that string's item, as Spark's
+   * parser hands it over. A line that is not a JSON object, or has none of them, fails with
+   * the plan's message. One parse of the line: the envelope's other fields are skipped.
+   */
+  private static Line line(Plan p, String text) throws Failure {
+    Object[] images = new Object[IMAGES.length];
+    try (JsonParser parser = Decode.JSON.createParser(text == null ? "" : text)) {
+      if (parser.nextToken() != JsonToken.START_OBJECT) throw new Failure(p.notAnItem);
+      while (parser.nextToken() == JsonToken.FIELD_NAME) {
+        String name = parser.getCurrentName();
+        JsonToken token = parser.nextToken();
+        int at = java.util.Arrays.asList(IMAGES).indexOf(name);
+        if (at < 0 || token == JsonToken.VALUE_NULL) {
+          parser.skipChildren();
+          if (at >= 0) images[at] = null; // the last of two fields counts, as in Spark's parser
+        } else if (token == JsonToken.VALUE_STRING) {
+          images[at] = parser.getText();
+        } else {
+          images[at] = attributes(p, parser, token);
+        }
+      }
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) { // not JSON: no envelope
+      throw new Failure(p.notAnItem);
+    } catch (IOException e) { // a String has no I/O: never
+      throw new UncheckedIOException(e);
+    }
+    for (int at = 0; at < IMAGES.length; at++) {
+      Object image = images[at];
+      if (image == null) continue;
+      @SuppressWarnings("unchecked")
+      Map<String, JsonNode> item =
+          image instanceof String ? attributes(p, (String) image) : (Map<String, JsonNode>) image;
+      return new Line(item, at == IMAGES.length - 1);
+    }
+    throw new Failure(p.notAnItem);
   }
 
   private static JsonNode valueOf(Map<String, JsonNode> item, String name) {
     return item.get(name);
   }
 
-  private static void decode(Plan p, String image, String given, boolean keysOnly, Object[] out)
+  private static void decode(
+      Plan p, Map<String, JsonNode> item, String given, boolean keysOnly, Object[] out)
       throws IOException, Failure {
-    Map<String, JsonNode> item = attributes(p, image);
     Section section = p.own;
     int at = p.keys.size();
     String entity = null;
