@@ -319,6 +319,7 @@ _TWO = {"id": {"S": "b"}, "n": {"N": "2"}}
         json.dumps({"Item": _ONE}) + " trailing",
         json.dumps({"Item": 5}),
         json.dumps({"Item": [_ONE]}),
+        json.dumps({"Item": _ONE, "Metadata": "text"}),  # a field of a type the envelope lacks
         json.dumps({"Metadata": {}}),  # no image
         json.dumps([{"Item": _ONE}]),
         '{"Item": {"id": {"S": "a"}',  # cut short
@@ -338,3 +339,4 @@ def test_the_line_s_image_as_spark_sql_takes_it(spark, monkeypatch, line: str) -
         patch.setattr(typed_rows, "typed_rows", typed_rows.typed_rows_sql)
         reference = _staged_lines(spark, schema, lines)
     assert decoded == reference
+
