@@ -147,7 +147,9 @@ def typed_rows(schema: Schema, table: str):
             ).alias(first_column)
         ]
         typed += [F.expr(f"{row}.`{field}`").alias(column) for field, column in others]
-        kept = [quote(c) for c in df.columns if c not in ("value", "_attrs", "_line", ENTITY_COLUMN)]
+        kept = [
+            quote(c) for c in df.columns if c not in ("value", "_attrs", "_line", ENTITY_COLUMN)
+        ]
         return decoded.select(
             *typed,
             *kept,

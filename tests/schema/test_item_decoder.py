@@ -310,7 +310,9 @@ _TWO = {"id": {"S": "b"}, "n": {"N": "2"}}
     "line",
     [
         json.dumps({"Item": _ONE}),
-        json.dumps({"Metadata": {"WriteTimestampMicros": {"N": "1"}}, "NewImage": _ONE, "OldImage": _TWO}),  # fmt: skip
+        json.dumps(
+            {"Metadata": {"WriteTimestampMicros": {"N": "1"}}, "NewImage": _ONE, "OldImage": _TWO}
+        ),  # fmt: skip
         json.dumps({"OldImage": _TWO, "Keys": {"id": {"S": "b"}}}),
         json.dumps({"Item": None, "Keys": {"id": {"S": "c"}}}),  # a null image is no image
         json.dumps({"Keys": {"id": {"S": "c"}}, "eventName": "REMOVE", "dynamodb": [1, {"x": 2}]}),
@@ -339,4 +341,3 @@ def test_the_line_s_image_as_spark_sql_takes_it(spark, monkeypatch, line: str) -
         patch.setattr(typed_rows, "typed_rows", typed_rows.typed_rows_sql)
         reference = _staged_lines(spark, schema, lines)
     assert decoded == reference
-
