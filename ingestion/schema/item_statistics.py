@@ -7,9 +7,9 @@ values, the most integer and fractional digits of its numbers and whether every 
 ``bigint``; an attribute with more than ``detect.MAX_PATHS`` distinct paths is wide and only its
 top level is kept. A test holds the two equal on every sample and on odd values.
 
-Why not Spark: for the thousand first items, planning and compiling the detection pass cost 2 s
-to 8 s (its first run in a process), computing it takes milliseconds
-(docs/performance.md, "The line parsed once, the first items' types in the driver").
+Why not Spark: for the thousand first items, planning and compiling the detection pass cost
+seconds, computing it takes milliseconds (docs/performance.md, "The line parsed once, the first
+items' types in the driver").
 
 Only DynamoDB JSON as DynamoDB writes it is counted here: one descriptor per value, of the JSON
 kind it takes, plain numbers (``-?digits[.digits]``), no duplicate names, no nesting beyond

@@ -164,9 +164,13 @@ def typed_rows_sql(schema: Schema, table: str):
     """The same transform as ``typed_rows``, decoded in Spark SQL (rows also with ``_attrs``,
     the item as ``map<attribute, VALUE>``): the decode before decision 0013, kept as the
     reference ``tests/schema/test_item_decoder.py`` compares the decoder with."""
-    if schema.rule is not None:
-        return with_entity_columns(schema, schema.rule, table)
-    return with_typed_columns(schema, table)
+    decode = (
+        with_typed_columns(schema, table)
+        if schema.rule is None
+        else with_entity_columns(schema, schema.rule, table)
+    )
+    # The line (the decoder's input) is no column of its: an attribute may be named `value`.
+    return lambda df: df.drop("value").transform(decode)
 
 
 def with_entity_columns(schema: Schema, rule: EntityRule, table: str):

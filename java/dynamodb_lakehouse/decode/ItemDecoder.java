@@ -187,35 +187,46 @@ public final class ItemDecoder implements UDF3<String, String, Boolean, Row>, Se
   private static Map<String, JsonNode> attributes(Plan p, String image) throws Failure {
     if (image == null) return new LinkedHashMap<>();
     try (JsonParser parser = Decode.JSON.createParser(image)) {
-      return attributes(p, parser, parser.nextToken());
+      return read(parser, parser.nextToken()).attributes(p);
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) { // not JSON, or too deep
       String reason = String.valueOf(e.getOriginalMessage()).split("\n", 2)[0];
       throw new Failure("table " + p.table + ": an item is not JSON (" + reason + ") in ");
     } catch (IOException e) { // a String has no I/O: never
-      throw new java.io.UncheckedIOException(e);
+      throw new UncheckedIOException(e);
     }
   }
 
-  /** The attributes of the item whose first token {@code parser} has just read; none when it is
-   * not an object (its keys are then missing). */
-  private static Map<String, JsonNode> attributes(Plan p, JsonParser parser, JsonToken first)
-      throws IOException, Failure {
-    Map<String, JsonNode> found = new LinkedHashMap<>();
+  /** An item as read: its attributes, and the first name it holds twice (its failure, raised
+   * only if the item is the one decoded: a line's other images are not). */
+  private static final class Image {
+    final Map<String, JsonNode> item = new LinkedHashMap<>();
+    String twice;
+
+    Map<String, JsonNode> attributes(Plan p) throws Failure {
+      if (twice != null) {
+        throw new Failure("table " + p.table + ": an item holds attribute " + Decode.key(twice)
+            + " twice (not DynamoDB JSON) in ");
+      }
+      return item;
+    }
+  }
+
+  /** The item whose first token {@code parser} has just read; no attributes when it is not an
+   * object (its keys are then missing). */
+  private static Image read(JsonParser parser, JsonToken first) throws IOException {
+    Image image = new Image();
     if (first != JsonToken.START_OBJECT) {
       parser.skipChildren();
-      return found;
+      return image;
     }
     while (parser.nextToken() == JsonToken.FIELD_NAME) {
       String name = parser.getCurrentName();
       parser.nextToken();
       JsonNode value = MAPPER.readTree(parser);
       if (value == null || value.isNull()) continue;
-      if (found.put(name, value) != null) {
-        throw new Failure("table " + p.table + ": an item holds attribute " + Decode.key(name)
-            + " twice (not DynamoDB JSON) in ");
-      }
+      if (image.item.put(name, value) != null && image.twice == null) image.twice = name;
     }
-    return found;
+    return image;
   }
 
   /** A line's image and whether it carries only {@code Keys}. */
@@ -229,30 +240,55 @@ public final class ItemDecoder implements UDF3<String, String, Boolean, Row>, Se
     }
   }
 
-  private static final String[] IMAGES = {"Item", "NewImage", "OldImage", "Keys"};
+  private static final List<String> IMAGES = List.of("Item", "NewImage", "OldImage", "Keys");
 
   /**
    * The image of a line of an export or a change file, as {@code decode.with_image} takes it in
    * Spark SQL: the first of {@code Item}, {@code NewImage}, {@code OldImage} and {@code Keys}
    * that is there and not null; one given as a JSON string is that string's item, as Spark's
-   * parser hands it over. A line that is not a JSON object, or has none of them, fails with
-   * the plan's message. One parse of the line: the envelope's other fields are skipped.
+   * parser hands it over; of a field given twice, the last counts. A line that is not a JSON
+   * object, or has none of them, fails with the plan's message. One parse of the line: the
+   * envelope's other fields, and an image a found one outranks (an update's {@code OldImage}
+   * after its {@code NewImage}), are skipped, not read; a line naming an image twice is read
+   * again without skipping, since its last field may be null.
    */
   private static Line line(Plan p, String text) throws Failure {
-    Object[] images = new Object[IMAGES.length];
+    Object[] images = null;
+    for (int pass = 0; images == null; pass++) images = images(p, text, pass == 0);
+    for (int at = 0; at < images.length; at++) {
+      Object image = images[at];
+      if (image == null) continue;
+      Map<String, JsonNode> item =
+          image instanceof String ? attributes(p, (String) image) : ((Image) image).attributes(p);
+      return new Line(item, at == images.length - 1);
+    }
+    throw new Failure(p.notAnItem);
+  }
+
+  private static boolean outranked(Object[] images, int at) {
+    for (int k = 0; k < at; k++) if (images[k] != null) return true;
+    return false;
+  }
+
+  /** The line's images by rank (null: not there); null when {@code skip} met an image twice. */
+  private static Object[] images(Plan p, String text, boolean skip) throws Failure {
+    Object[] images = new Object[IMAGES.size()];
+    boolean[] named = new boolean[IMAGES.size()];
     try (JsonParser parser = Decode.JSON.createParser(text == null ? "" : text)) {
       if (parser.nextToken() != JsonToken.START_OBJECT) throw new Failure(p.notAnItem);
       while (parser.nextToken() == JsonToken.FIELD_NAME) {
-        String name = parser.getCurrentName();
+        int at = IMAGES.indexOf(parser.getCurrentName());
         JsonToken token = parser.nextToken();
-        int at = java.util.Arrays.asList(IMAGES).indexOf(name);
-        if (at < 0 || token == JsonToken.VALUE_NULL) {
+        if (at >= 0 && named[at] && skip) return null;
+        if (at >= 0) named[at] = true;
+        boolean outranked = skip && outranked(images, at);
+        if (at < 0 || token == JsonToken.VALUE_NULL || outranked) {
           parser.skipChildren();
-          if (at >= 0) images[at] = null; // the last of two fields counts, as in Spark's parser
+          if (at >= 0 && !outranked) images[at] = null;
         } else if (token == JsonToken.VALUE_STRING) {
           images[at] = parser.getText();
         } else {
-          images[at] = attributes(p, parser, token);
+          images[at] = read(parser, token);
         }
       }
     } catch (com.fasterxml.jackson.core.JsonProcessingException e) { // not JSON: no envelope
@@ -260,15 +296,7 @@ public final class ItemDecoder implements UDF3<String, String, Boolean, Row>, Se
     } catch (IOException e) { // a String has no I/O: never
       throw new UncheckedIOException(e);
     }
-    for (int at = 0; at < IMAGES.length; at++) {
-      Object image = images[at];
-      if (image == null) continue;
-      @SuppressWarnings("unchecked")
-      Map<String, JsonNode> item =
-          image instanceof String ? attributes(p, (String) image) : (Map<String, JsonNode>) image;
-      return new Line(item, at == IMAGES.length - 1);
-    }
-    throw new Failure(p.notAnItem);
+    return images;
   }
 
   private static JsonNode valueOf(Map<String, JsonNode> item, String name) {
