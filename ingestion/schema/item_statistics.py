@@ -24,6 +24,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.decode import IMAGES
 from ingestion.dynamodb.numbers import LONG_MAX, LONG_MIN
 from ingestion.dynamodb.values import MAX_DEPTH
@@ -36,8 +37,9 @@ _SETS = ("SS", "NS", "BS")
 _SURROGATE = re.compile("[\ud800-\udfff]")  # a lone one: JSON escapes no pair stands for
 
 
-class _Unusual(Exception):
-    """A value this module leaves to Spark."""
+class _Unusual(LakehouseError):
+    """A value this module leaves to Spark. It never reaches a user (``of_texts`` returns None on
+    it); it joins the family only because every exception class of the project does."""
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
