@@ -109,7 +109,8 @@ def run_ingest(args: argparse.Namespace) -> int:
         return 0
     if not args.sources:
         raise TableConfigError("nothing to ingest: give export folders, or --stream LOCATION")
-    return 0 if stage.stage_exports(table, args.sources, output.Console(), args.allow_gap) else 1
+    staged = stage.stage_exports(table, args.sources, output.Console(), args.allow_gap)
+    return 0 if staged.complete else 1
 
 
 def run_export(args: argparse.Namespace) -> int:

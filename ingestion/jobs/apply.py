@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ingestion.config import names
@@ -25,11 +26,15 @@ from ingestion.without_spark import iceberg_metadata
 
 
 def merge_tables(
-    tables: list[TableConfig], reporter: Reporter, full_check: bool = False
+    tables: list[TableConfig],
+    reporter: Reporter,
+    full_check: bool = False,
+    known_clean: Mapping[str, Collection[str]] | None = None,
 ) -> list[MergeCounts]:
     """``dbt run`` + ``dbt test`` for these tables. A table with nothing staged yet is skipped
     and said so: with no staging table its model cannot compile, and ``merge`` of all tables
-    failed on the first run of a deploy that had synced one table."""
+    failed on the first run of a deploy that had synced one table. ``known_clean``: per table,
+    batches this process staged and saw no drift in (``adopt_before_merge``)."""
     if not full_check and nothing_to_merge(tables, reporter):
         return []
     spark = spark_config.build_spark("merge")
@@ -43,7 +48,8 @@ def merge_tables(
         # A changed entity rule stops here, naming the reset (ingestion.staging.entity_types).
         table_types.stored_schema(spark, table)
         guard = functools.partial(held_table, table.name, "adopt")
-        for line in adopt_before_merge(spark, table, guard):
+        clean = (known_clean or {}).get(table.name, ())
+        for line in adopt_before_merge(spark, table, guard, known_clean=clean):
             reporter.line(line)
     with progress.progress(spark, "merge " + ", ".join(t.name for t in staged)):
         counts, seconds = run_merge(spark, staged, full_check=full_check)

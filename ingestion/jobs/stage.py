@@ -43,6 +43,16 @@ class StreamSource:
     max_rejects: int
 
 
+@dataclass(frozen=True)
+class StagedExports:
+    """What ``stage_exports`` staged: ``complete`` is False when a staged count differs from its
+    manifest's (nothing may be merged then); ``clean``: the batches staged with no drift, which
+    the merge that follows in the same process need not read again for it (``merge_tables``)."""
+
+    complete: bool
+    clean: frozenset[str] = frozenset()
+
+
 def short_source(source: str) -> str:
     """The last part of a source's location: an export id, a stream batch."""
     return source.rsplit("/", 1)[-1]
@@ -73,9 +83,8 @@ def stage_exports(
     reporter: Reporter,
     allow_gap: bool = False,
     rebaseline: bool = False,
-) -> bool:
-    """Stage export folders in time order (whatever order they were given in); False when a
-    staged count differs from its manifest's. ``rebaseline``: one full export staged to repair
+) -> StagedExports:
+    """Stage export folders in time order (whatever order they were given in). ``rebaseline``: one full export staged to repair
     the table (``staging.chain.check_rebaseline``)."""
     ordered = in_time_order(sources)
     if ordered != sources:
@@ -86,7 +95,7 @@ def stage_exports(
     applied = None if rebaseline else already_applied(table, ordered)
     if applied is not None:
         reporter.ingested(applied)
-        return True
+        return StagedExports(complete=True)
     spark = spark_config.build_spark(f"ingest {table.name}")
     results = []
     for number, source in enumerate(ordered, 1):
@@ -102,7 +111,10 @@ def stage_exports(
             reporter.line(f"{r.table}: {change}")
         report_unmatched(reporter, table, r.unmatched)
     adopt_or_explain(spark, table, [d for r in results for d in r.drift], reporter)
-    return all(r.skipped or r.rows == r.expected for r in results)
+    return StagedExports(
+        complete=all(r.skipped or r.rows == r.expected for r in results),
+        clean=frozenset(r.batch_id for r in results if r.batch_id and not r.drift),
+    )
 
 
 def already_applied(table: TableConfig, folders: list[str]) -> list[IngestResult] | None:

@@ -129,9 +129,10 @@ def export(
     for folder in folders:
         reporter.line(f"exported: {folder}")
     if folders and ingest:
-        if not stage.stage_exports(table, folders, reporter):
+        staged = stage.stage_exports(table, folders, reporter)
+        if not staged.complete:
             return False
-        apply.merge_tables([table], reporter)
+        apply.merge_tables([table], reporter, known_clean={table.name: staged.clean})
     return True
 
 
@@ -156,6 +157,7 @@ def sync(
     if given > 1:
         raise TableConfigError("give export folders, --stream or --from-dynamodb, not both")
     changed = None
+    clean: frozenset[str] = frozenset()
     if stream is not None:
         stage.stage_stream(table, stream, reporter)
     else:
@@ -168,9 +170,11 @@ def sync(
         assert folders
         if healed:
             changed = f"healed with the full export {folders[0]}: {keys_changed(table, folders[0])}"
-        if not stage.stage_exports(table, folders, reporter, allow_gap):
+        staged = stage.stage_exports(table, folders, reporter, allow_gap)
+        if not staged.complete:
             return False
-    apply.merge_tables([table], reporter)
+        clean = staged.clean
+    apply.merge_tables([table], reporter, known_clean={table.name: clean})
     if changed is not None:
         reporter.line(f"{table.name}: {changed}")
     return True
@@ -213,7 +217,7 @@ def repair(table: TableConfig, before: verifying.VerifyReport, reporter: Reporte
     """``verify --repair``: the export ``before`` verified staged as a re-baseline and merged;
     the final table verified against it again (the report returned)."""
     reporter.line(f"{table.name}: repairing: {changed_keys_line(before)}")
-    if not stage.stage_exports(table, [before.export], reporter, rebaseline=True):
+    if not stage.stage_exports(table, [before.export], reporter, rebaseline=True).complete:
         raise verifying.VerifyError(
             f"{before.export}: its staged count differs from its manifest's: nothing merged"
         )

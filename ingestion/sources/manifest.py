@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import zlib
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -201,6 +202,33 @@ def md5_base64(path: Location) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return base64.b64encode(digest.digest()).decode()
+
+
+def line_count(path: Path) -> int:
+    """The lines of a gzip data file as Spark's text source counts them (Hadoop's line reader:
+    a line ends at ``\n``, ``\r`` or ``\r\n``; a last line without an end counts; gzip
+    members one after another read as one stream). Raises ``zlib.error`` on a damaged stream,
+    ``EOFError`` on one cut short."""
+    lines, last, started = 0, b"", False
+    inflater = zlib.decompressobj(wbits=31)
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            started = True
+            while block:
+                if inflater.eof:  # another gzip member follows the last one
+                    inflater = zlib.decompressobj(wbits=31)
+                text = inflater.decompress(block)
+                if text:
+                    lines += text.count(b"\n")
+                    if b"\r" in text:  # DynamoDB writes none: a line end of another system
+                        lines += text.count(b"\r") - text.count(b"\r\n")
+                    if last == b"\r" and text.startswith(b"\n"):
+                        lines -= 1  # a \r\n split between two pieces is one end, not two
+                    last = text[-1:]
+                block = inflater.unused_data
+    if started and not inflater.eof:
+        raise EOFError("the gzip stream ends before its end marker (the file is cut short)")
+    return lines + (1 if last not in (b"", b"\n", b"\r") else 0)
 
 
 def verify_manifest(folder: Location) -> None:

@@ -11,10 +11,14 @@ that export, added to the types, and the export is staged again: they become new
 from __future__ import annotations
 
 import logging
+import os
 import time
+import zlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -42,6 +46,7 @@ class IngestResult:
     schema_changes: tuple[str, ...] = field(default=())
     chain_note: str | None = None  # an overlap with the full export, a gap left or filled
     unmatched: int = 0  # a single-table design's items of no listed entity value
+    batch_id: str = ""  # the batch staged ("" when skipped)
 
 
 def with_keys(table: TableConfig, current: types.Schema) -> types.Schema:
@@ -181,11 +186,44 @@ def stage_with_evolution(
 
 
 def check_line_counts(spark: SparkSession, export: manifest.Export) -> None:
-    """Every data file holds as many lines as its manifest entry's ``itemCount`` (one cheap pass
-    that reads lines without parsing them), before anything is staged."""
+    """Every data file holds as many lines as its manifest entry's ``itemCount``, before anything
+    is staged. Files on local disk are counted by the driver, a thread per core
+    (``manifest.line_count``): the driver has just read each of them for its MD5, and counting
+    costs it a third of the Spark pass it replaces (1M items: 0.7 s on one thread against 1.8 s,
+    docs/performance.md). Files on S3 are counted by one Spark pass that reads lines without
+    parsing them, on the executors: the driver would otherwise inflate a large export alone."""
+    if all(isinstance(f.path, Path) for f in export.files):
+        counted = _counted_by_driver(export)
+    else:
+        counted = _counted_by_spark(spark, export)
+    for data_file in export.files:
+        found = counted.get(data_file.path.name, 0)
+        if found != data_file.item_count:
+            raise manifest.ExportError(
+                f"{data_file.path}: {found} lines, but manifest-files.json lists itemCount "
+                f"{data_file.item_count} for it: the export is incomplete or altered; nothing staged"
+            )
+
+
+def _counted_by_driver(export: manifest.Export) -> dict[str, int]:
+    def counted(data_file: manifest.DataFile) -> tuple[str, int]:
+        path = data_file.path
+        assert isinstance(path, Path)
+        try:
+            return path.name, manifest.line_count(path)
+        except (OSError, EOFError, zlib.error) as exc:  # a damaged gzip whose MD5 agrees
+            raise manifest.ExportError(
+                f"{path}: the data file cannot be read ({exc}); nothing staged"
+            ) from exc
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # zlib frees the GIL
+        return dict(pool.map(counted, export.files))
+
+
+def _counted_by_spark(spark: SparkSession, export: manifest.Export) -> dict[str, int]:
     lines = spark.read.text([str(f.path) for f in export.files])
     try:
-        counted = {
+        return {
             str(row["file"]).rsplit("/", 1)[-1]: int(row["count"])
             for row in lines.groupBy(F.input_file_name().alias("file")).count().collect()
         }  # one row per data file
@@ -194,13 +232,6 @@ def check_line_counts(spark: SparkSession, export: manifest.Export) -> None:
             f"{export.folder}: a data file cannot be read: {append.spark_reason(exc)}; "
             "nothing staged"
         ) from exc
-    for data_file in export.files:
-        found = counted.get(data_file.path.name, 0)
-        if found != data_file.item_count:
-            raise manifest.ExportError(
-                f"{data_file.path}: {found} lines, but manifest-files.json lists itemCount "
-                f"{data_file.item_count} for it: the export is incomplete or altered; nothing staged"
-            )
 
 
 def ingest_export(
@@ -257,6 +288,7 @@ def ingest_export(
         schema_changes=tuple(changes),
         chain_note=chain_note,
         unmatched=batch.unmatched,
+        batch_id=batch.batch_id,
     )
     if batch.rows != export.item_count:
         # Reached only if the data files hold other lines than the manifest counts.

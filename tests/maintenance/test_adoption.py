@@ -331,3 +331,32 @@ def test_the_drift_check_before_a_merge_skips_only_batches_seen_clean(
     assert [t.error for t in done] == [None] and done[0].changes == 1
     assert progress.clean == {"t": set()}  # seen clean, then merged: nothing left to skip
     assert final(spark)["a"]["n"] == 2.5
+
+
+def test_a_sync_does_not_read_again_for_drift_the_batches_it_staged_clean(
+    spark, table_t, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sync`` hands its merge the batches it staged with no drift, as a ``watch`` does: the
+    drift check before the merge reads only the others (each read is a Spark job over the batch:
+    a second at 1M rows)."""
+    from ingestion.maintenance import adopt
+
+    read: list[list[str]] = []
+    drift_report = adopt.staged_drift.drift_report
+
+    def counted(spark_, table, batches=None):
+        read.append(list(batches or []))
+        return drift_report(spark_, table, batches)
+
+    monkeypatch.setattr(adopt.staged_drift, "drift_report", counted)
+    a = {"id": s("a"), "n": n("1")}
+    full = sample_exports.write_items_export(tmp_path / "full", "t", [a])
+    assert main(["sync", "--table", "t", str(full)]) == 0
+    assert read == []
+    later = BASE_TIME.replace(hour=BASE_TIME.hour + 1)
+    drifted = sample_exports.write_items_export(
+        tmp_path / "again", "t", [{"id": s("a"), "n": n("1.5")}], moment=later, seed=1
+    )
+    assert main(["sync", "--table", "t", str(drifted)]) == 0
+    assert len(read) == 1 and len(read[0]) == 1  # the drifted batch, read before its merge
+    assert column_types(spark, "lake.lakehouse.t")["n"] != "bigint"  # adopted, merged

@@ -21,7 +21,7 @@ from ingestion.samples import sample_exports
 from ingestion.samples.items import BASE_TIME
 from ingestion.schema.item_json import set_descriptor
 from ingestion.sources import manifest
-from ingestion.staging import append, table_types
+from ingestion.staging import append, exports, table_types
 from ingestion.staging.exports import ingest_export
 
 pytestmark = pytest.mark.slow
@@ -219,6 +219,69 @@ def test_corrupted_gzip_whose_md5_agrees_is_refused_naming_the_file(
     message = str(failure.value)
     assert data_file.name in message and "nothing staged" in message
     assert _snapshots(spark, "books") == 0
+
+
+def test_a_gzip_cut_short_whose_md5_agrees_is_refused_naming_the_file(
+    spark, clean_lakehouse, books_export
+) -> None:
+    export = manifest.read_export(books_export, verify=False)
+    data_file = next(f.path for f in export.files if f.item_count)
+    data_file.write_bytes(data_file.read_bytes()[:-8])  # no end marker: the lines may be whole
+    _rewrite_manifest_md5(books_export, data_file)
+    with pytest.raises(manifest.ExportError) as failure:
+        ingest_export(spark, get_table("books"), str(books_export))
+    message = str(failure.value)
+    assert data_file.name in message and "cut short" in message and "nothing staged" in message
+    assert _snapshots(spark, "books") == 0
+
+
+def _gzip_members(*texts: bytes) -> bytes:
+    return b"".join(gzip.compress(t) for t in texts)
+
+
+def test_the_driver_counts_lines_as_spark_reads_them(spark, books_export, tmp_path: Path) -> None:
+    """``manifest.line_count`` (local files) and the Spark pass (files on S3) count alike:
+    Hadoop's line ends (\\n, \\r, \\r\\n), a last line without an end, gzip members in a row,
+    a line end split between two members, and more text than one read of the driver."""
+    big = b"".join(b'{"Item":{"id":{"S":"%d"}}}\n' % i for i in range(120_000))
+    files = {
+        "plain": gzip.compress(b"a\nb\nc\n"),
+        "no_end": gzip.compress(b"a\nb"),
+        "crlf": gzip.compress(b"a\r\nb\r\n\r\nc"),
+        "cr": gzip.compress(b"a\rb\r\rc\r"),
+        "empty_lines": gzip.compress(b"\n\n\n"),
+        "nothing": gzip.compress(b""),
+        "members": _gzip_members(b"a\nb", b"c\n", b"", b"d"),
+        "split_crlf": _gzip_members(b"a\r", b"\nb\r", b"c"),
+        "big": gzip.compress(big) + gzip.compress(big[:1000]),
+    }
+    paths = []
+    for name, data in files.items():
+        path = tmp_path / f"{name}.json.gz"
+        path.write_bytes(data)
+        paths.append(path)
+    export = replace(
+        manifest.read_export(books_export, verify=False),
+        files=tuple(manifest.DataFile(p, 0, "") for p in paths),
+    )
+    by_spark = exports._counted_by_spark(spark, export)
+    by_driver = exports._counted_by_driver(export)
+    assert by_driver == {p.name: by_spark.get(p.name, 0) for p in paths}
+    assert (
+        by_driver["big.json.gz"] == 120_000 + big[:1000].count(b"\n") + 1
+        and by_driver["split_crlf.json.gz"] == 3
+    )
+
+
+def test_the_spark_pass_refuses_a_damaged_gzip_naming_its_export(spark, books_export) -> None:
+    """The count of files on S3 (a Spark pass) fails as the driver's does, before staging."""
+    export = manifest.read_export(books_export, verify=False)
+    data_file = next(f.path for f in export.files if f.item_count)
+    data = bytearray(data_file.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    data_file.write_bytes(bytes(data))
+    with pytest.raises(manifest.ExportError, match="a data file cannot be read.*nothing staged"):
+        exports._counted_by_spark(spark, export)
 
 
 def test_a_new_column_is_added_without_an_error_in_the_log(
