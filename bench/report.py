@@ -539,6 +539,22 @@ def verify_cost(doc: dict) -> list[Row]:
     ]
 
 
+def migration(doc: dict) -> list[Row]:
+    """bench/migration.py: `rebuild` of a change log staged with `_image`, beside a first load."""
+    s = doc["seconds"]
+    return [
+        (
+            "migrate a change log staged with `_image` to `_rest` (`rebuild`)",
+            f"{doc['items']:,} `{doc['table']}` items, each a process, 1g driver heap",
+            f"{s['rebuild']} s = **{doc['rebuild_vs_first_load']}x** a first load's `sync` "
+            f"({s['first_load_sync']} s), {doc['rebuild_vs_floor']}x the floor ({s['floor']} s); "
+            "rows equal",
+            "none (issue 52: its cost in the docs)",
+            "-",
+        )
+    ]
+
+
 def decoder_probe(doc: dict) -> list[Row]:
     """bench/decoder_probe.py: staging's decode in Spark SQL beside a JVM decoder probe."""
     return [
@@ -573,6 +589,7 @@ SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("small_commands", small_commands),
     ("verify_cost", verify_cost),
     ("decoder_probe", decoder_probe),
+    ("migration", migration),
 ]
 
 

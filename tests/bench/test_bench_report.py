@@ -164,6 +164,13 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "target_ratio": 4.0,
         "target_met": False,  # 2.5 s is 5x the floor
     }
+    docs["migration"] = {
+        "table": "orders",
+        "items": 1_000_000,
+        "seconds": {"floor": 20.0, "first_load_sync": 40.0, "rebuild": 50.0},
+        "rebuild_vs_first_load": 1.25,
+        "rebuild_vs_floor": 2.5,
+    }
     for name, doc in docs.items():
         (tmp_path / f"{name}.json").write_text(json.dumps({**doc, "command": f"run {name}"}))
     return tmp_path
@@ -204,6 +211,8 @@ def test_table_states_each_target_and_whether_it_is_met(results: Path) -> None:
     assert "staging change log 74.2 B, final table 51.0 B" in stored and stored.endswith("| n/a |")
     (small,) = [r for r in rows if r.startswith("| small commands")]
     assert "status 1.5 s (3.0x)" in small and small.endswith("| **not met** |")
+    (migrated,) = [r for r in rows if r.startswith("| migrate a change log staged with")]
+    assert "50.0 s = **1.25x** a first load's `sync` (40.0 s), 2.5x the floor" in migrated
     assert "`run ingest_full_export`" in text
     for name in ("ingest_full_export", "incremental_apply", "buckets", "export_to_final"):
         assert (results / f"{name}.png").stat().st_size > 1000
