@@ -5,7 +5,21 @@
 -#}
 {% macro dynamodb_baseline_version(table, relation, batches=none) -%}
   {%- if not execute -%}{{ return(none) }}{%- endif -%}
+  {%- set known = dynamodb_known_full_exports(table) -%}
+  {%- if known is not none -%}
+    {{ return(known['newest'] if batches is none else known['among_batches']) }}
+  {%- endif -%}
   {{ return(run_query(dynamodb_newest_full_export_sql(relation, batches)).columns[0].values()[0]) }}
+{%- endmacro %}
+
+{#-
+  The same versions from the ledger, as `ddb-lakehouse merge` hands them over
+  (`dynamodb_full_exports: {<table>: {newest, among_batches}}`, ingestion/merge/runner.py,
+  full_export_versions): no scan of the change log's `_version`, and an export that held no item
+  (or whose rows retention pruned) still counts. None without them (a plain `dbt run`): the scan.
+-#}
+{% macro dynamodb_known_full_exports(table) -%}
+  {{ return((dynamodb_run_var('dynamodb_full_exports') or {}).get(table)) }}
 {%- endmacro %}
 
 {#-
@@ -33,7 +47,10 @@ select max(`_version`) from {{ relation }} where `_operation` = 'snapshot'
 {% macro dynamodb_leaves_a_row(table, staged) -%}
   {#- An entity's changes are some of its change log's: the newest full export is the log's. -#}
   {%- set staged = dynamodb_staging_relation(table) if dynamodb_entity(table) else staged -%}
-  {%- if dynamodb_one_full_export() -%}true{%- else -%}
+  {%- set known = dynamodb_known_full_exports(table) -%}
+  {%- if dynamodb_one_full_export() -%}true{%- elif known is not none -%}
+not {{ dynamodb_removes_the_row(table, known['newest'] or 0) }}
+  {%- else -%}
 not {{ dynamodb_removes_the_row(table, 'coalesce((' ~ dynamodb_newest_full_export_sql(staged) ~ '), 0)') }}
   {%- endif -%}
 {%- endmacro %}

@@ -7,14 +7,16 @@ import logging
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from ingestion import fault_points
-from ingestion.config import names, settings
+from ingestion.config import clock, names, settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
@@ -46,6 +48,11 @@ RUN_VARIABLE = "DYNAMODB_LAKEHOUSE_RUN"
 # test's planning and Iceberg metadata reads overlap another's scan (1M orders, the 7 tests of a
 # merge: 2.9 s against 3.7 s on 1 thread). `dbt run` keeps the profile's 1: its models commit.
 TEST_THREADS = "4"
+# `dbt run` of several final tables runs their models on as many threads, up to 4: each model
+# commits its own table (Iceberg commits per table), so they are independent, and a small
+# merge's time is mostly planning, metadata reads and commits that overlap another model's work
+# (a watch of 10 stream tables: bench/tick_profile.py). One model runs alone, as before.
+RUN_THREADS = 4
 
 
 def dbt_invoke(
@@ -155,7 +162,11 @@ def run_merge(
         for flag in (False, True):
             group = [t for t in to_run if (t.name in refresh) == flag]
             if group:
-                _dbt_run(spark, group, {t.name: batches[t.name] for t in group}, flag, artifacts)
+                run_vars = {
+                    "dynamodb_batches": {t.name: batches[t.name] for t in group},
+                    "dynamodb_full_exports": full_exports(spark, group, batches),
+                }
+                _dbt_run(spark, group, run_vars, flag, artifacts)
         fault_points.point("after-merge-commit")
     else:
         log.info("nothing new to merge for %s", ", ".join(t.name for t in tables))
@@ -163,7 +174,11 @@ def run_merge(
     if test:
         scope = {} if full_check else test_scope(spark, tables, batches, refresh, also_test or {})
         try:
-            run_vars = {"dynamodb_test_batches": scope, "dynamodb_full_check": full_check}
+            run_vars = {
+                "dynamodb_test_batches": scope,
+                "dynamodb_full_check": full_check,
+                "dynamodb_full_exports": full_exports(spark, tables, batches),
+            }
             dbt_invoke(["test", *dbt_test_args(tables)], run_vars, artifacts)
         except DbtError as exc:
             raise DbtError(
@@ -177,13 +192,14 @@ def run_merge(
     for entry in {t.staging for t in tables if t.staging and t.name in whole}:
         if all(f.name in whole for f in tables if f.staging == entry):
             entities_refreshed(spark, entry)
-    counts = [
-        replace(
-            _counted(spark, t, refreshed_from, before, after, batches),
-            batches=tuple(batches[t.name]),
-        )  # fmt: skip
-        for t in tables
-    ]
+
+    def counted(table: TableConfig) -> MergeCounts:
+        found = _counted(spark, table, refreshed_from, before, after, batches)
+        return replace(found, batches=tuple(batches[table.name]))
+
+    # Each table's counts are a few small Spark jobs: several tables' overlap (as their models do).
+    with ThreadPoolExecutor(max_workers=min(len(tables), RUN_THREADS) or 1) as pool:
+        counts = list(pool.map(counted, tables))
     return counts, time.monotonic() - started
 
 
@@ -246,21 +262,61 @@ def full_check(spark: SparkSession, tables: list[TableConfig]) -> tuple[list[str
         if current_snapshot(spark, t.name) is not None and not new_batches(spark, t.name)
     ]
     if ready:
-        dbt_invoke(["test", *dbt_test_args(ready)], {"dynamodb_full_check": True})
+        run_vars = {
+            "dynamodb_full_check": True,
+            "dynamodb_full_exports": full_exports(spark, ready),
+        }
+        dbt_invoke(["test", *dbt_test_args(ready)], run_vars)
     return [t.name for t in ready], [t.name for t in tables if t not in ready]
+
+
+def full_exports(
+    spark: SparkSession, tables: list[TableConfig], batches: dict[str, list[str]] | None = None
+) -> dict[str, dict[str, Any]]:
+    """``full_export_versions`` of each table, as `dbt run` and `dbt test` take them: the tests
+    apply the same re-baseline rule as the merge (``dynamodb_leaves_a_row``)."""
+    batches = batches or {}
+    return {t.name: full_export_versions(spark, t.name, batches.get(t.name, [])) for t in tables}
+
+
+def full_export_versions(spark: SparkSession, table: str, batches: list[str]) -> dict[str, Any]:
+    """The versions of the re-baseline rule (macros/baseline.sql) from the ledger, for a merge
+    of ``batches`` into ``table``: the newest full export staged (``newest``) and the newest
+    among the batches (``among_batches``), each an export time in microseconds or None. A full
+    export's rows are all `snapshot` at its export time, so this is what a `max(_version)` of
+    the change log's snapshot rows finds, without that scan (two a merge, growing with the
+    table): unless the export held no item, or retention pruned every row of it, where the
+    ledger still knows the export and the scan did not."""
+    newest: int | None = None
+    among: int | None = None
+    for entry in ledger.entries(spark, table):
+        if entry.kind != manifest.FULL or not entry.end:
+            continue
+        version = clock.epoch_micros(datetime.fromisoformat(entry.end))
+        newest = version if newest is None else max(newest, version)
+        if entry.batch_id in batches:
+            among = version if among is None else max(among, version)
+    return {"newest": newest, "among_batches": among}
 
 
 def _dbt_run(
     spark: SparkSession,
     tables: list[TableConfig],
-    batches: dict[str, list[str]],
+    run_vars: dict[str, Any],
     full_refresh: bool,
     artifacts: bool = True,
 ) -> None:
+    """`dbt run` of ``tables`` with ``run_vars``: ``dynamodb_batches`` (each table's batches to
+    merge) and ``dynamodb_full_exports`` (``full_export_versions`` of each)."""
     try:
         dbt_invoke(
-            ["run", *selector(tables), *(["--full-refresh"] if full_refresh else [])],
-            {"dynamodb_batches": batches},
+            [
+                "run",
+                *selector(tables),
+                *(["--full-refresh"] if full_refresh else []),
+                *["--threads", str(min(len(tables), RUN_THREADS))],
+            ],
+            run_vars,
             artifacts,
         )
     finally:

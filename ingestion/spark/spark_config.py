@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -122,22 +123,37 @@ TASK_FAILURE_LOGGERS = (
 )
 
 
+# The loggers' levels before the first of the blocks open now (a watch ingests several tables
+# on threads of one process, each in such a block): restored when the last one ends, not when the
+# first does, which would leave them off for good.
+_quiet_lock = threading.Lock()
+_quiet: dict[str, Any] = {"depth": 0, "saved": {}}
+
+
 @contextmanager
 def quiet_task_failures(spark: SparkSession) -> Iterator[None]:
     """Silence Spark's per-task failure logs for the block; the failure itself still raises
-    (and the caller turns it into a one-line error)."""
+    (and the caller turns it into a one-line error). Blocks may overlap on several threads."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     configurator = jvm.org.apache.logging.log4j.core.config.Configurator
     manager = jvm.org.apache.logging.log4j.LogManager
-    saved = {name: manager.getLogger(name).getLevel() for name in TASK_FAILURE_LOGGERS}
-    for name in TASK_FAILURE_LOGGERS:
-        configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.OFF)
+    with _quiet_lock:
+        if _quiet["depth"] == 0:
+            _quiet["saved"] = {
+                name: manager.getLogger(name).getLevel() for name in TASK_FAILURE_LOGGERS
+            }
+            for name in TASK_FAILURE_LOGGERS:
+                configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.OFF)
+        _quiet["depth"] += 1
     try:
         yield
     finally:
-        for name, level in saved.items():
-            configurator.setLevel(name, level)
+        with _quiet_lock:
+            _quiet["depth"] -= 1
+            if _quiet["depth"] == 0:
+                for name, level in _quiet["saved"].items():
+                    configurator.setLevel(name, level)
 
 
 def init_catalog() -> Path | None:

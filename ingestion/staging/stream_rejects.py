@@ -3,6 +3,8 @@ ones a run may set aside (``--max-rejects``) are kept with file, line, reason an
 
 from __future__ import annotations
 
+import hashlib
+
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -98,10 +100,12 @@ def record_rejects(spark: SparkSession, table: str, rejects: DataFrame, batch_id
         "raw string, batch_id string, rejected_at timestamp) using iceberg "
         "tblproperties ('format-version'='2', 'commit.retry.num-retries'='10')"
     )
+    # A view of its own per table: a watch stages several tables at once (ingestion.jobs.watch).
+    view = f"lakehouse_new_rejects_{hashlib.sha256(table.encode()).hexdigest()[:12]}"
     rejects.withColumn("batch_id", F.lit(batch_id)).withColumn(
         "rejected_at", F.current_timestamp()
-    ).createOrReplaceTempView("lakehouse_new_rejects")
+    ).createOrReplaceTempView(view)
     spark.sql(
-        f"merge into {name} as t using lakehouse_new_rejects as s "
+        f"merge into {name} as t using {view} as s "
         "on t.file = s.file and t.line = s.line when not matched then insert *"
     )

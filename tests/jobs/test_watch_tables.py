@@ -122,3 +122,31 @@ def test_one_failing_table_holds_no_other_back(
     captured = capsys.readouterr()
     assert "table orders: 2 ticks in a row failed; last error: " in captured.err
     assert captured.out.count("orders: FAILED") == 2
+
+
+def test_tables_staged_at_once_keep_their_rejects_apart(
+    spark, clean_lakehouse, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tick stages its tables on threads of one session: each table's damaged lines are set
+    aside in its own rejects table (a shared temporary view would mix them). The loggers each
+    staging job silences: tests/spark/test_spark_config.py."""
+    import gzip
+
+    location = tmp_path / "streams"
+    _write(location, [_book("b7", 1769000000, 1)])
+    _write(location, [_order("c7", "o7", 1769000000, 2)])
+    for table in ("books", "orders"):
+        (written,) = (location / table).glob("*.json.gz")
+        lines = gzip.decompress(written.read_bytes()) + f"damaged line of {table}\n".encode()
+        written.write_bytes(gzip.compress(lines))
+    command = ["watch", "--table", "books", "--table", "orders", "--stream", str(location)]
+    command += ["--interval", "0", "--ticks", "1", "--settle", "0", "--max-rejects", "5"]
+    assert cli.main(command) == 0
+    out = capsys.readouterr().out
+    assert "tick 1 books: 1 files, 1 changes, +1" in out
+    assert "tick 1 orders: 1 files, 1 changes, +1" in out
+    for table in ("books", "orders"):
+        rejects = spark.table(f"lake.staging.{table}_rejects").select("raw").collect()
+        assert [r["raw"] for r in rejects] == [f"damaged line of {table}"]
+    assert final_ids(spark) == ["b7"]
+    assert _order_keys(spark) == [("c7", "o7")]

@@ -70,3 +70,23 @@ def test_a_rebaseline_over_delete_files_counts_each_row_once(
     assert cli.main(watch) == 0
     assert "tick 1: 1 files, 1 changes, +0 ~1 -0," in capsys.readouterr().out
     assert final_ids(spark) == ["a"]
+
+
+def test_a_full_export_of_an_empty_table_deletes_every_older_row(
+    spark, clean_lakehouse, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The re-baseline's version comes from the ledger (ingestion/merge/runner.py,
+    full_export_versions), not from a scan of the change log's `snapshot` rows: an export of an
+    empty table stages none, and the scan found no re-baseline, leaving every row it no longer
+    holds. A row newer than the export (a stream change after it) stays."""
+    f0 = export(tmp_path, "f0", [book("a", "A"), book("b", "B")], 0)
+    assert cli.main(["sync", "--table", "books", str(f0)]) == 0
+    assert final_ids(spark) == ["a", "b"]
+    location = tmp_path / "streams"
+    modify(location, "b", "B2", 90, 1)  # after the empty export's time: kept
+    assert cli.main(["ingest", "--table", "books", str(export(tmp_path, "f1", [], 60))]) == 0
+    assert cli.main(["ingest", "--table", "books", "--stream", str(location), "--settle", "0"]) == 0
+    capsys.readouterr()
+    assert cli.main(["merge", "--table", "books"]) == 0
+    assert counts_row(capsys.readouterr().out) == ["1", "0", "1", "1"]
+    assert final_ids(spark) == ["b"]

@@ -66,3 +66,39 @@ def test_emr_and_hive_targets_are_one_setting_away(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("LAKEHOUSE_METASTORE_URI")
     with pytest.raises(spark_config.ConfigError, match="LAKEHOUSE_METASTORE_URI"):
         spark_config.spark_conf()
+
+
+@pytest.mark.integration
+def test_quiet_blocks_on_threads_restore_the_levels_when_the_last_ends(spark) -> None:
+    """Two overlapping blocks (a watch stages tables on threads), the first to begin ending
+    first: the other stays quiet until it ends, and then the levels are as they were (restoring
+    each block's own saved levels left them off for good)."""
+    import threading
+
+    jvm = spark.sparkContext._jvm
+    manager, configurator = (
+        jvm.org.apache.logging.log4j.LogManager,
+        jvm.org.apache.logging.log4j.core.config.Configurator,
+    )
+    name = spark_config.TASK_FAILURE_LOGGERS[0]
+    saved = manager.getLogger(name).getLevel()
+    configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.WARN)  # the tests' is OFF
+    second_in, first_out = threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def second() -> None:
+        with spark_config.quiet_task_failures(spark):
+            second_in.set()
+            first_out.wait(30)
+            seen.append(str(manager.getLogger(name).getLevel()))
+
+    thread = threading.Thread(target=second)
+    with spark_config.quiet_task_failures(spark):
+        thread.start()
+        second_in.wait(30)
+    first_out.set()
+    thread.join(30)
+    level = str(manager.getLogger(name).getLevel())
+    configurator.setLevel(name, saved)
+    assert seen == ["OFF"]  # still quiet after the first block ended
+    assert level == "WARN"
