@@ -13,10 +13,11 @@
 {%- endmacro %}
 
 {#-
-  The same versions from the ledger, as `ddb-lakehouse merge` hands them over
-  (`dynamodb_full_exports: {<table>: {newest, among_batches}}`, ingestion/merge/runner.py,
+  The same versions from the ledger, as `ddb-lakehouse` hands them over to `dbt run` and `dbt
+  test` (`dynamodb_full_exports: {<table>: {newest, among_batches}}`, ingestion/merge/runner.py,
   full_export_versions): no scan of the change log's `_version`, and an export that held no item
-  (or whose rows retention pruned) still counts. None without them (a plain `dbt run`): the scan.
+  still counts. None without them (a plain `dbt run`, or a ledger that cannot say): the scan,
+  which finds no export that staged no row.
 -#}
 {% macro dynamodb_known_full_exports(table) -%}
   {{ return((dynamodb_run_var('dynamodb_full_exports') or {}).get(table)) }}

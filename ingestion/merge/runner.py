@@ -46,7 +46,7 @@ class DbtError(LakehouseError):
 RUN_VARIABLE = "DYNAMODB_LAKEHOUSE_RUN"
 # `dbt test` runs its tests on 4 threads of this one SparkSession: they only read, and one
 # test's planning and Iceberg metadata reads overlap another's scan (1M orders, the 7 tests of a
-# merge: 2.9 s against 3.7 s on 1 thread). `dbt run` keeps the profile's 1: its models commit.
+# merge: 2.9 s against 3.7 s on 1 thread). `dbt run`: RUN_THREADS, below.
 TEST_THREADS = "4"
 # `dbt run` of several final tables runs their models on as many threads, up to 4: each model
 # commits its own table (Iceberg commits per table), so they are independent, and a small
@@ -276,22 +276,32 @@ def full_exports(
     """``full_export_versions`` of each table, as `dbt run` and `dbt test` take them: the tests
     apply the same re-baseline rule as the merge (``dynamodb_leaves_a_row``)."""
     batches = batches or {}
-    return {t.name: full_export_versions(spark, t.name, batches.get(t.name, [])) for t in tables}
+    found = {t.name: full_export_versions(spark, t.name, batches.get(t.name, [])) for t in tables}
+    return {name: versions for name, versions in found.items() if versions is not None}
 
 
-def full_export_versions(spark: SparkSession, table: str, batches: list[str]) -> dict[str, Any]:
+def full_export_versions(
+    spark: SparkSession, table: str, batches: list[str]
+) -> dict[str, Any] | None:
     """The versions of the re-baseline rule (macros/baseline.sql) from the ledger, for a merge
     of ``batches`` into ``table``: the newest full export staged (``newest``) and the newest
     among the batches (``among_batches``), each an export time in microseconds or None. A full
     export's rows are all `snapshot` at its export time, so this is what a `max(_version)` of
     the change log's snapshot rows finds, without that scan (two a merge, growing with the
     table): unless the export held no item, or retention pruned every row of it, where the
-    ledger still knows the export and the scan did not."""
+    ledger still knows the export and the scan did not. None when the ledger cannot say: no
+    entry at all, or a full export's entry without its time (written before the ledger kept
+    it): the macros then scan, as before."""
     newest: int | None = None
     among: int | None = None
-    for entry in ledger.entries(spark, table):
-        if entry.kind != manifest.FULL or not entry.end:
+    entries = ledger.entries(spark, table)
+    if not entries:
+        return None
+    for entry in entries:
+        if entry.kind != manifest.FULL:
             continue
+        if not entry.end:
+            return None
         version = clock.epoch_micros(datetime.fromisoformat(entry.end))
         newest = version if newest is None else max(newest, version)
         if entry.batch_id in batches:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import uuid
 from dataclasses import replace
 
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -112,7 +113,9 @@ def _sum(a: type_rules.NodeStats, b: type_rules.NodeStats) -> type_rules.NodeSta
 
 def generic_statistics(images: DataFrame) -> type_rules.Stats:
     """Detection statistics of the items in ``images`` (a column ``_attrs``: map<name, VALUE>)."""
-    observation = Observation("items")
+    observation = Observation(
+        f"items {uuid.uuid4().hex}"
+    )  # a name of its own: tables detect at once (watch)
     every_value = (
         images.select("_attrs")
         .observe(observation, F.count(F.lit(1)).alias("items"))

@@ -106,7 +106,8 @@ def test_hostile_attribute_names_become_ordinary_columns(
 
 def test_empty_and_extreme_items(spark, books_schema: Path, tmp_path: Path) -> None:
     books = get_table("books")
-    # An export with zero items: staged as an empty batch, the ledger knows it, nothing merged.
+    # An export with zero items: staged as an empty batch, the ledger knows it (its merge, a
+    # re-baseline: tests/merge/test_rebaseline_counts.py).
     empty = sample_exports.write_items_export(tmp_path / "empty", "books", [])
     done = ingest_export(spark, books, str(empty))
     assert done.rows == 0 and not done.skipped
