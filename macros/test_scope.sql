@@ -35,11 +35,19 @@ where ({{ keys | join(', ') }}) in (
 {%- endmacro %}
 
 {#- `relation`, or a subquery of it: its touched rows when the tests are scoped, `columns` only
-    when given. -#}
+    when given. The touched rows are read once for all the tests when `ddb-lakehouse merge` has
+    cached them (`dynamodb_tested_views: {<table>: {final, changes}}`, temporary views of dbt's
+    session; ingestion/merge/runner.py, tested_views): `relation` is then the final table or the
+    table's change log, and the view holds the same rows (the change log's: the keys and the
+    change-order columns only). -#}
 {% macro dynamodb_tested(table, relation, columns=none) -%}
   {%- set batches = dynamodb_test_batches(table) -%}
+  {%- set views = (dynamodb_run_var('dynamodb_tested_views') or {}).get(table) -%}
   {%- if batches is none and columns is none -%}{{ relation }}
   {%- elif batches is none -%}(select {{ columns }} from {{ relation }}) as tested
+  {%- elif views is not none -%}
+    {%- set side = 'changes' if (relation | string) == (dynamodb_change_log(table) | string) else 'final' -%}
+    (select {{ columns or '*' }} from {{ views[side] }}) as tested
   {%- else -%}({{ _dynamodb_touched_rows(table, relation, batches, columns or '*') }}) as tested
   {%- endif -%}
 {%- endmacro %}

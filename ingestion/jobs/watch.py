@@ -18,7 +18,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -35,14 +34,12 @@ from ingestion.jobs import table_lock
 from ingestion.jobs.guard import held_table
 from ingestion.maintenance import adopt, compaction
 from ingestion.merge import merge_counts, merge_log, runner
+from ingestion.spark import threads
 from ingestion.staging import append, exports, streams, table_types
 from ingestion.staging.streams import StreamResult
 
 log = logging.getLogger(__name__)
 __all__ = ["Tick", "WatchError", "WatchOptions", "watch", "watch_tables"]
-
-# The most tables a tick stages at once (threads of this process's one SparkSession).
-INGEST_THREADS = 4
 
 
 @dataclass(frozen=True)
@@ -136,8 +133,7 @@ def tick(
     # The tables' ingests run at once (each stages its own table, with its own ledger in its
     # commits): a small batch's time is mostly file listing, planning and a commit, which
     # overlap another table's (bench/tick_profile.py, 10 tables).
-    with ThreadPoolExecutor(max_workers=min(len(tables), INGEST_THREADS) or 1) as pool:
-        outcomes = list(pool.map(ingest, tables))
+    outcomes = threads.each(spark, ingest, tables)
     for table, outcome in zip(tables, outcomes, strict=True):
         if isinstance(outcome, str):
             failed[table.name] = outcome

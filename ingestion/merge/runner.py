@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from ingestion import fault_points
 from ingestion.config import clock, names, settings
@@ -31,7 +32,7 @@ from ingestion.merge.merge_counts import (
 from ingestion.merge.merge_log import ensure_merge_log, new_batches, record_merged
 from ingestion.merge.model_tests import check_model_tests
 from ingestion.sources import manifest
-from ingestion.spark import table_metadata
+from ingestion.spark import table_metadata, threads
 from ingestion.staging import ledger
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ TEST_THREADS = "4"
 # commits its own table (Iceberg commits per table), so they are independent, and a small
 # merge's time is mostly planning, metadata reads and commits that overlap another model's work
 # (a watch of 10 stream tables: bench/tick_profile.py). One model runs alone, as before.
-RUN_THREADS = 4
+RUN_THREADS = threads.MOST_AT_ONCE
 
 
 def dbt_invoke(
@@ -173,9 +174,11 @@ def run_merge(
     after = {t.name: current_snapshot(spark, t.name) for t in tables}
     if test:
         scope = {} if full_check else test_scope(spark, tables, batches, refresh, also_test or {})
+        views = tested_views(spark, tables, scope)
         try:
             run_vars = {
                 "dynamodb_test_batches": scope,
+                "dynamodb_tested_views": views,
                 "dynamodb_full_check": full_check,
                 "dynamodb_full_exports": full_exports(spark, tables, batches),
             }
@@ -185,6 +188,10 @@ def run_merge(
                 f"{exc}. The merged batches are not recorded as merged: the next merge applies "
                 "them again (a no-op) and tests again"
             ) from exc
+        finally:
+            for view in (v for pair in views.values() for v in pair.values()):
+                spark.catalog.uncacheTable(view)
+                spark.catalog.dropTempView(view)
     record_merged(spark, {t.name: batches[t.name] for t in to_run})
     # Rows moved entity (``maintenance.entity_moves``): done once every final table of the entry was
     # built whole (refreshed, or built for the first time).
@@ -198,8 +205,7 @@ def run_merge(
         return replace(found, batches=tuple(batches[table.name]))
 
     # Each table's counts are a few small Spark jobs: several tables' overlap (as their models do).
-    with ThreadPoolExecutor(max_workers=min(len(tables), RUN_THREADS) or 1) as pool:
-        counts = list(pool.map(counted, tables))
+    counts = threads.each(spark, counted, tables)
     return counts, time.monotonic() - started
 
 
@@ -247,6 +253,50 @@ def test_scope(
             continue
         scope[table.name] = tested
     return scope
+
+
+# The change log's columns the scoped change-log tests read besides the keys: those of the change
+# order (macros/change_order.sql, dynamodb_change_order_columns; tests/merge/test_data_tests.py
+# checks the two lists agree).
+CHANGE_ORDER_COLUMNS = ["_version", "_sequence", "_ingested_at", "_batch_id", "_operation"]
+
+
+def tested_views(
+    spark: SparkSession, tables: list[TableConfig], scope: dict[str, list[str]]
+) -> dict[str, dict[str, str]]:
+    """The rows a scoped `dbt test` reads, each read once, cached, as temporary views of this
+    session (dbt's session: dbt-spark's `getOrCreate` returns it): per table whose tests are
+    scoped, the final table's rows of the touched keys (``final``) and their staged changes, the
+    keys and change-order columns (``changes``). Without them each scoped test found the touched
+    rows itself: three scans of the final table's key columns and three of the change log's a
+    merge (bench/apply_cost.py). Entity tables of a single-table design are left out (their
+    change log is a filter of the entry's, written in macros/entities.sql): their tests scan."""
+    views: dict[str, dict[str, str]] = {}
+    for table in tables:
+        batches = scope.get(table.name)
+        if not batches or table.staging:
+            continue
+        keys = [k.column for k in table.keys]
+        log = spark.table(names.staging_table(table.name))
+        touched = F.broadcast(log.where(F.col("_batch_id").isin(batches)).select(*keys).distinct())
+        final = spark.table(names.final_table(table.name))
+        rows = {
+            "final": final.join(touched, on=keys, how="left_semi"),
+            "changes": log.select(*keys, *CHANGE_ORDER_COLUMNS).join(
+                touched, on=keys, how="left_semi"
+            ),
+        }
+        suffix = hashlib.sha256(table.name.encode()).hexdigest()[:12]
+        views[table.name] = {}
+        for side, frame in rows.items():
+            name = f"dynamodb_tested_{side}_{suffix}"
+            frame.createOrReplaceTempView(name)
+            spark.catalog.cacheTable(name)
+            views[table.name][side] = name
+    # Read at once: each is a scan the tests would otherwise each repeat.
+    cached = [view for pair in views.values() for view in pair.values()]
+    threads.each(spark, lambda view: spark.table(view).count(), cached)
+    return views
 
 
 def full_check(spark: SparkSession, tables: list[TableConfig]) -> tuple[list[str], list[str]]:

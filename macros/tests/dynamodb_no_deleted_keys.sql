@@ -5,9 +5,10 @@
 {#- A copy of one full export: no staged change is a delete (macros/test_scope.sql). #}
 select {{ keys | join(', ') }} from {{ model }} where false
   {%- else %}
-with expected as ({{ dynamodb_expected_latest(table) }})
+with expected as ({{ dynamodb_expected_latest(table) }}),
+final as (select * from {{ dynamodb_tested(table, model) }})
 select {% for key in keys %}final.{{ key }}{{ ", " if not loop.last }}{% endfor %}
-from {{ model }} as final
+from final
 join expected
   on {% for key in keys %}final.{{ key }} = expected.{{ key }}{{ " and " if not loop.last }}{% endfor %}
 where expected.`_operation` in {{ dynamodb_delete_operations(table) }}

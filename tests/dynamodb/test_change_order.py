@@ -93,3 +93,12 @@ def test_the_macro_order_and_the_python_order_pick_the_same_change(spark) -> Non
     latest = frame.groupBy("k").agg(F.max(F.struct(change_order.change_order(), "_operation")))
     by_python = {r[0]: r[1]["_operation"] for r in latest.collect()}
     assert by_macro == by_python == {"a": "delete", "b": "upsert", "c": "upsert", "d": "ttl_delete"}
+
+
+def test_the_merge_caches_the_change_order_columns_the_macros_read() -> None:
+    """The scoped tests read the change log's change-order columns from the rows the merge
+    cached (runner.tested_views): the two lists must agree, or a test reads a missing column."""
+    from ingestion.merge import runner
+
+    compiled = compile_inline("{{ dynamodb_change_order_columns() | join(',') }}")
+    assert compiled.split(",") == runner.CHANGE_ORDER_COLUMNS

@@ -39,6 +39,34 @@ def _test(batches: list[str]) -> None:
     )  # fmt: skip
 
 
+def _test_cached(spark, batches: list[str]) -> None:
+    """The scoped tests of ``batches`` as a merge runs them: each reads the touched rows the
+    merge cached once (runner.tested_views), never the final table or the change log."""
+    from ingestion.dynamodb.tables import get_table
+
+    views = runner.tested_views(spark, [get_table("orders")], {"orders": batches})
+    assert set(views["orders"]) == {"final", "changes"}
+    run_vars = {"dynamodb_test_batches": {"orders": batches}, "dynamodb_tested_views": views}
+    try:
+        runner.dbt_invoke(["test", "--select", "stg_dynamodb__orders+"], run_vars)
+    finally:
+        compiled = _compiled("dynamodb_no_deleted_keys_orders_orders")
+        for view in views["orders"].values():
+            spark.catalog.dropTempView(view)
+    assert views["orders"]["final"] in compiled and views["orders"]["changes"] in compiled
+    assert "lakehouse.orders" not in compiled and "staging.orders" not in compiled
+
+
+def _both(spark, batches: list[str], fails: bool) -> None:
+    """The scoped tests, reading the tables and reading the cached rows: the same outcome."""
+    for run in (lambda: _test(batches), lambda: _test_cached(spark, batches)):
+        if fails:
+            with pytest.raises(runner.DbtError):
+                run()
+        else:
+            run()
+
+
 def _test_whole() -> None:
     """A plain `dbt test`: whole tables, as after a first load."""
     runner.dbt_invoke(["test", "--select", "stg_dynamodb__orders+"])
@@ -102,20 +130,18 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     final = _keys(spark.table("lake.lakehouse.orders"))
     victim = sorted((touched & final) - later_keys)[0]
     _delete(spark, victim)
-    _test([later])  # does not look at the first batch's keys
-    with pytest.raises(runner.DbtError):
-        _test([batch])
+    _both(spark, [later], fails=False)  # does not look at the first batch's keys
+    _both(spark, [batch], fails=True)
 
     # unique: scoped too. A duplicate of a key out of scope passes, of a key in scope fails.
     # not_null: nothing is null, its SQL is a query of Iceberg's metadata (no data file read).
     assert "lakehouse.orders.files" in _compiled("dynamodb_not_null_orders__version")
     out_of_scope = sorted(final - later_keys - {victim})[0]
     _duplicate(spark, out_of_scope)
-    _test([later])
+    _both(spark, [later], fails=False)
     spark.sql("delete from lake.lakehouse.orders where `_batch_id` = 'duplicate'")
     _duplicate(spark, sorted(later_keys & final)[0])
-    with pytest.raises(runner.DbtError):
-        _test([later])
+    _both(spark, [later], fails=True)
     spark.sql("delete from lake.lakehouse.orders where `_batch_id` = 'duplicate'")
     _test([later])
     # A null (on a row out of scope): the metadata counts it, the column is scanned whole, the
