@@ -37,19 +37,36 @@ where ({{ keys | join(', ') }}) in (
 {#- `relation`, or a subquery of it: its touched rows when the tests are scoped, `columns` only
     when given. The touched rows are read once for all the tests when `ddb-lakehouse merge` has
     cached them (`dynamodb_tested_views: {<table>: {final, changes}}`, temporary views of dbt's
-    session; ingestion/merge/runner.py, tested_views): `relation` is then the final table or the
-    table's change log, and the view holds the same rows (the change log's: the keys and the
-    change-order columns only). -#}
+    session; ingestion/merge/runner.py, tested_views), for what they hold: the final table's key
+    columns (`columns` none or key columns only: a count, a key test), the change log's keys and
+    change-order columns. Any other relation or column reads the relation, as without them. -#}
 {% macro dynamodb_tested(table, relation, columns=none) -%}
   {%- set batches = dynamodb_test_batches(table) -%}
-  {%- set views = (dynamodb_run_var('dynamodb_tested_views') or {}).get(table) -%}
+  {%- set view = _dynamodb_tested_view(table, relation, columns) -%}
   {%- if batches is none and columns is none -%}{{ relation }}
   {%- elif batches is none -%}(select {{ columns }} from {{ relation }}) as tested
-  {%- elif views is not none -%}
-    {%- set side = 'changes' if (relation | string) == (dynamodb_change_log(table) | string) else 'final' -%}
-    (select {{ columns or '*' }} from {{ views[side] }}) as tested
+  {%- elif view is not none -%}(select {{ columns or '*' }} from {{ view }}) as tested
   {%- else -%}({{ _dynamodb_touched_rows(table, relation, batches, columns or '*') }}) as tested
   {%- endif -%}
+{%- endmacro %}
+
+{#- The cached view (above) that holds `columns` of the touched rows of `relation`, or none. -#}
+{% macro _dynamodb_tested_view(table, relation, columns) -%}
+  {%- set views = (dynamodb_run_var('dynamodb_tested_views') or {}).get(table) -%}
+  {%- if views is none -%}{{ return(none) }}{%- endif -%}
+  {%- set keys = dynamodb_key_columns(table) | map('lower') | list -%}
+  {%- if (relation | string) == (dynamodb_change_log(table) | string) -%}
+    {%- set held = keys + dynamodb_change_order_columns() -%}
+    {%- set side = 'changes' -%}
+  {%- elif relation.identifier is defined and relation.identifier == table
+      and relation.schema == env_var('LAKEHOUSE_FINAL_DATABASE', 'lakehouse') -%}
+    {%- set held = keys -%}
+    {%- set side = 'final' -%}
+  {%- else -%}{{ return(none) }}
+  {%- endif -%}
+  {%- if columns is none -%}{{ return(views[side] if side == 'final' else none) }}{%- endif -%}
+  {%- set wanted = columns.split(',') | map('trim') | map('replace', '`', '') | map('lower') | list -%}
+  {{ return(views[side] if wanted | reject('in', held) | list | length == 0 else none) }}
 {%- endmacro %}
 
 {#- The latest staged change of every tested key, of the columns the tests need only: the keys

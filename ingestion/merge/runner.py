@@ -174,8 +174,9 @@ def run_merge(
     after = {t.name: current_snapshot(spark, t.name) for t in tables}
     if test:
         scope = {} if full_check else test_scope(spark, tables, batches, refresh, also_test or {})
-        views = tested_views(spark, tables, scope)
+        views: dict[str, dict[str, str]] = {}
         try:
+            views = tested_views(spark, tables, scope)
             run_vars = {
                 "dynamodb_test_batches": scope,
                 "dynamodb_tested_views": views,
@@ -189,9 +190,7 @@ def run_merge(
                 "them again (a no-op) and tests again"
             ) from exc
         finally:
-            for view in (v for pair in views.values() for v in pair.values()):
-                spark.catalog.uncacheTable(view)
-                spark.catalog.dropTempView(view)
+            _drop(spark, views)
     record_merged(spark, {t.name: batches[t.name] for t in to_run})
     # Rows moved entity (``maintenance.entity_moves``): done once every final table of the entry was
     # built whole (refreshed, or built for the first time).
@@ -266,37 +265,51 @@ def tested_views(
 ) -> dict[str, dict[str, str]]:
     """The rows a scoped `dbt test` reads, each read once, cached, as temporary views of this
     session (dbt's session: dbt-spark's `getOrCreate` returns it): per table whose tests are
-    scoped, the final table's rows of the touched keys (``final``) and their staged changes, the
-    keys and change-order columns (``changes``). Without them each scoped test found the touched
-    rows itself: three scans of the final table's key columns and three of the change log's a
-    merge (bench/apply_cost.py). Entity tables of a single-table design are left out (their
-    change log is a filter of the entry's, written in macros/entities.sql): their tests scan."""
+    scoped, the key columns of the final table's rows of the touched keys (``final``) and their
+    staged changes' keys and change-order columns (``changes``). Without them each scoped test
+    found the touched rows itself: three scans of each table a merge (bench/apply_cost.py).
+    Narrow on purpose: the whole rows cost more to read than the scans they spared (a final
+    table's nested attributes). A test that needs other columns reads the table, as before
+    (macros/test_scope.sql, dynamodb_tested). Entity tables of a single-table design are left
+    out (their change log is a filter of the entry's, macros/entities.sql): their tests scan.
+    Nothing is left behind when a read fails."""
     views: dict[str, dict[str, str]] = {}
-    for table in tables:
-        batches = scope.get(table.name)
-        if not batches or table.staging:
-            continue
-        keys = [k.column for k in table.keys]
-        log = spark.table(names.staging_table(table.name))
-        touched = F.broadcast(log.where(F.col("_batch_id").isin(batches)).select(*keys).distinct())
-        final = spark.table(names.final_table(table.name))
-        rows = {
-            "final": final.join(touched, on=keys, how="left_semi"),
-            "changes": log.select(*keys, *CHANGE_ORDER_COLUMNS).join(
-                touched, on=keys, how="left_semi"
-            ),
-        }
-        suffix = hashlib.sha256(table.name.encode()).hexdigest()[:12]
-        views[table.name] = {}
-        for side, frame in rows.items():
-            name = f"dynamodb_tested_{side}_{suffix}"
-            frame.createOrReplaceTempView(name)
-            spark.catalog.cacheTable(name)
-            views[table.name][side] = name
-    # Read at once: each is a scan the tests would otherwise each repeat.
-    cached = [view for pair in views.values() for view in pair.values()]
-    threads.each(spark, lambda view: spark.table(view).count(), cached)
+    try:
+        for table in tables:
+            batches = scope.get(table.name)
+            if not batches or table.staging:
+                continue
+            keys = [k.column for k in table.keys]
+            log = spark.table(names.staging_table(table.name))
+            touched = log.where(F.col("_batch_id").isin(batches)).select(*keys).distinct()
+            final = spark.table(names.final_table(table.name)).select(*keys)
+            rows = {
+                "final": final.join(touched, on=keys, how="left_semi"),
+                "changes": log.select(*keys, *CHANGE_ORDER_COLUMNS).join(
+                    touched, on=keys, how="left_semi"
+                ),
+            }
+            suffix = hashlib.sha256(table.name.encode()).hexdigest()[:12]
+            views[table.name] = {}
+            for side, frame in rows.items():
+                name = f"dynamodb_tested_{side}_{suffix}"
+                frame.createOrReplaceTempView(name)
+                views[table.name][side] = name
+                spark.catalog.cacheTable(name)
+        # Read at once: each is a scan the tests would otherwise each repeat.
+        cached = [view for pair in views.values() for view in pair.values()]
+        threads.each(spark, lambda view: spark.table(view).count(), cached)
+    except BaseException:
+        _drop(spark, views)
+        raise
     return views
+
+
+def _drop(spark: SparkSession, views: dict[str, dict[str, str]]) -> None:
+    """The views of ``tested_views`` dropped, and so uncached (Spark uncaches a dropped view)."""
+    for pair in views.values():
+        for view in pair.values():
+            spark.catalog.dropTempView(view)
 
 
 def full_check(spark: SparkSession, tables: list[TableConfig]) -> tuple[list[str], list[str]]:

@@ -46,15 +46,25 @@ def _test_cached(spark, batches: list[str]) -> None:
 
     views = runner.tested_views(spark, [get_table("orders")], {"orders": batches})
     assert set(views["orders"]) == {"final", "changes"}
+    assert len(_tested_views_left(spark)) == 2  # registered (and so found when left behind)
     run_vars = {"dynamodb_test_batches": {"orders": batches}, "dynamodb_tested_views": views}
     try:
         runner.dbt_invoke(["test", "--select", "stg_dynamodb__orders+"], run_vars)
     finally:
         compiled = _compiled("dynamodb_no_deleted_keys_orders_orders")
-        for view in views["orders"].values():
-            spark.catalog.dropTempView(view)
+        runner._drop(spark, views)
     assert views["orders"]["final"] in compiled and views["orders"]["changes"] in compiled
     assert "lakehouse.orders" not in compiled and "staging.orders" not in compiled
+
+
+def _tested_views_left(spark) -> list[str]:
+    """The temporary views runner.tested_views registers for `orders`, where still registered."""
+    import hashlib
+
+    suffix = hashlib.sha256(b"orders").hexdigest()[:12]
+    catalog = spark._jsparkSession.sessionState().catalog()
+    views = [f"dynamodb_tested_{side}_{suffix}" for side in ("final", "changes")]
+    return [view for view in views if catalog.getTempView(view).isDefined()]
 
 
 def _both(spark, batches: list[str], fails: bool) -> None:
@@ -116,6 +126,13 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
 
     # The merge's tests look at the touched keys only: they pass, and cost what the merge costs.
     assert cli.main(["merge", "--table", "orders"]) == 0
+    assert _tested_views_left(spark) == []  # the rows it cached for them are gone
+    # A table whose rows cannot be read (no `books` here) after one that could: none left either.
+    from ingestion.dynamodb.tables import get_table
+
+    with pytest.raises(Exception, match="books"):
+        runner.tested_views(spark, [get_table("orders"), get_table("books")], {"orders": [batch], "books": ["x"]})  # fmt: skip
+    assert _tested_views_left(spark) == []
     capsys.readouterr()
     # A full check finds the damage.
     assert cli.main(["merge", "--table", "orders", "--full-check"]) == 2
