@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 from ingestion.config import names
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
+from ingestion.merge.touched_keys import TouchedKeys
 from ingestion.spark import table_metadata
 
 
@@ -51,14 +52,19 @@ def commit_counts(
     before: int | None,
     after: int | None,
     batches: list[str] | tuple[str, ...],
+    touched: TouchedKeys,
     rebaselined: bool = False,
+    after_rows: DataFrame | None = None,
 ) -> MergeCounts:
     """Inserted / updated / deleted rows of a merge, from what it applied, not a table diff.
 
-    The keys the merged batches touched are looked up in the final table before and after the
-    merge (their key and version columns only; the few touched keys are broadcast, so nothing
-    of the table is shuffled): new there = inserted, gone = deleted, a newer version =
-    updated. A full export's re-baseline also deletes keys no batch touched: its deleted rows
+    The keys the merged batches touched (``touched``, shared with the merge's tests) are looked
+    up in the final table before and after the merge (their key and version columns only; the
+    few touched keys are broadcast, so nothing of the table is shuffled): new there = inserted,
+    gone = deleted, a newer version = updated. ``after_rows``: rows of the final table at
+    ``after`` holding at least the touched keys' (with their keys, `_version` and `_sequence`),
+    already read (the rows the merge's tests read, ``runner.tested_views``): then only the
+    snapshot before is looked up. A full export's re-baseline also deletes keys no batch touched: its deleted rows
     are the rows before, plus those inserted, less the rows after. A first build or a full
     refresh inserted every row."""
     name = names.final_table(table.name)
@@ -71,18 +77,15 @@ def commit_counts(
     if before == after or not batches:
         return MergeCounts(table.name, _counted(spark, table.name, int(after)), 0, 0, 0)
     keys = [k.column for k in table.keys]
-    touched = (
-        spark.table(names.staging_table(table.name))
-        .where(F.col("_batch_id").isin(list(batches)))
-        .select(*keys)
-        .distinct()  # broadcast: each key once, however often the batches changed it
-    )
+    touched_keys = F.broadcast(touched.of(table, batches))  # each key once, however often changed
 
-    def state(snapshot: int, side: str) -> DataFrame:
-        rows = spark.sql(f"select * from {name} version as of {int(snapshot)}")
-        return versions(rows.join(F.broadcast(touched), on=keys, how="left_semi"), table, side)
+    def state(snapshot: int, side: str, rows: DataFrame | None = None) -> DataFrame:
+        if rows is None:
+            rows = spark.sql(f"select * from {name} version as of {int(snapshot)}")
+        return versions(rows.join(touched_keys, on=keys, how="left_semi"), table, side)
 
-    inserted, deleted, updated = _diff(state(int(before), "old"), state(int(after), "new"), keys)
+    old, new = state(int(before), "old"), state(int(after), "new", after_rows)
+    inserted, deleted, updated = _diff(old, new, keys)
     if rebaselined:
         # The re-baseline also deleted keys no batch touched: counted from the rows before and
         # after (a final table holds each key once), never from the commits' delete files (a

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion import fault_points
@@ -31,6 +31,7 @@ from ingestion.merge.merge_counts import (
 )
 from ingestion.merge.merge_log import ensure_merge_log, new_batches, record_merged
 from ingestion.merge.model_tests import check_model_tests
+from ingestion.merge.touched_keys import TouchedKeys
 from ingestion.sources import manifest
 from ingestion.spark import table_metadata, threads
 from ingestion.staging import ledger
@@ -172,39 +173,50 @@ def run_merge(
     else:
         log.info("nothing new to merge for %s", ", ".join(t.name for t in tables))
     after = {t.name: current_snapshot(spark, t.name) for t in tables}
-    if test:
-        scope = {} if full_check else test_scope(spark, tables, batches, refresh, also_test or {})
-        views: dict[str, dict[str, str]] = {}
-        try:
-            views = tested_views(spark, tables, scope)
-            run_vars = {
-                "dynamodb_test_batches": scope,
-                "dynamodb_tested_views": views,
-                "dynamodb_full_check": full_check,
-                "dynamodb_full_exports": full_exports(spark, tables, batches),
-            }
-            dbt_invoke(["test", *dbt_test_args(tables)], run_vars, artifacts)
-        except DbtError as exc:
-            raise DbtError(
-                f"{exc}. The merged batches are not recorded as merged: the next merge applies "
-                "them again (a no-op) and tests again"
-            ) from exc
-        finally:
-            _drop(spark, views)
-    record_merged(spark, {t.name: batches[t.name] for t in to_run})
-    # Rows moved entity (``maintenance.entity_moves``): done once every final table of the entry was
-    # built whole (refreshed, or built for the first time).
-    whole = {t.name for t in tables if t.name in refresh or before[t.name] is None}
-    for entry in {t.staging for t in tables if t.staging and t.name in whole}:
-        if all(f.name in whole for f in tables if f.staging == entry):
-            entities_refreshed(spark, entry)
+    touched = TouchedKeys(spark)
+    views: dict[str, dict[str, str]] = {}
+    try:
+        if test:
+            scope = (
+                {} if full_check else test_scope(spark, tables, batches, refresh, also_test or {})
+            )
+            try:
+                views = tested_views(spark, tables, scope, touched, after)
+                run_vars = {
+                    "dynamodb_test_batches": scope,
+                    "dynamodb_tested_views": views,
+                    "dynamodb_full_check": full_check,
+                    "dynamodb_full_exports": full_exports(spark, tables, batches),
+                }
+                dbt_invoke(["test", *dbt_test_args(tables)], run_vars, artifacts)
+            except DbtError as exc:
+                raise DbtError(
+                    f"{exc}. The merged batches are not recorded as merged: the next merge applies "
+                    "them again (a no-op) and tests again"
+                ) from exc
+        record_merged(spark, {t.name: batches[t.name] for t in to_run})
+        # Rows moved entity (``maintenance.entity_moves``): done once every final table of the
+        # entry was built whole (refreshed, or built for the first time).
+        whole = {t.name for t in tables if t.name in refresh or before[t.name] is None}
+        for entry in {t.staging for t in tables if t.staging and t.name in whole}:
+            if all(f.name in whole for f in tables if f.staging == entry):
+                entities_refreshed(spark, entry)
 
-    def counted(table: TableConfig) -> MergeCounts:
-        found = _counted(spark, table, refreshed_from, before, after, batches)
-        return replace(found, batches=tuple(batches[table.name]))
+        def counted(table: TableConfig) -> MergeCounts:
+            # The final rows the tests read, when cached: the snapshot after, already read.
+            tested = views.get(table.name, {}).get("final")
+            after_rows = spark.table(tested) if tested else None
+            found = _counted(
+                spark, table, refreshed_from, before, after, batches, touched, after_rows
+            )
+            return replace(found, batches=tuple(batches[table.name]))
 
-    # Each table's counts are a few small Spark jobs: several tables' overlap (as their models do).
-    counts = threads.each(spark, counted, tables)
+        # Each table's counts are a few small Spark jobs: several tables' overlap (as their
+        # models do).
+        counts = threads.each(spark, counted, tables)
+    finally:
+        _drop(spark, views)
+        touched.release()
     return counts, time.monotonic() - started
 
 
@@ -215,6 +227,8 @@ def _counted(
     before: dict[str, int | None],
     after: dict[str, int | None],
     batches: dict[str, list[str]],
+    touched: TouchedKeys,
+    after_rows: DataFrame | None,
 ) -> MergeCounts:
     """What a merge changed in one final table: from its refresh, or from its commits."""
     old = refreshed_from.get(table.name)
@@ -223,7 +237,14 @@ def _counted(
     kinds = {e.batch_id: e.kind for e in ledger.entries(spark, table.name)}
     rebaselined = any(kinds.get(b) == manifest.FULL for b in batches[table.name])
     return commit_counts(
-        spark, table, before[table.name], after[table.name], batches[table.name], rebaselined
+        spark,
+        table,
+        before[table.name],
+        after[table.name],
+        batches[table.name],
+        touched,
+        rebaselined,
+        after_rows,
     )
 
 
@@ -258,16 +279,25 @@ def test_scope(
 # order (macros/change_order.sql, dynamodb_change_order_columns; tests/merge/test_data_tests.py
 # checks the two lists agree).
 CHANGE_ORDER_COLUMNS = ["_version", "_sequence", "_ingested_at", "_batch_id", "_operation"]
+# The final table's columns the cached rows hold besides the keys: a row's version, which the
+# merge's counts compare (merge_counts.versions).
+FINAL_VERSION_COLUMNS = ["_version", "_sequence"]
 
 
 def tested_views(
-    spark: SparkSession, tables: list[TableConfig], scope: dict[str, list[str]]
+    spark: SparkSession,
+    tables: list[TableConfig],
+    scope: dict[str, list[str]],
+    touched: TouchedKeys,
+    snapshots: dict[str, int | None] | None = None,
 ) -> dict[str, dict[str, str]]:
     """The rows a scoped `dbt test` reads, each read once, cached, as temporary views of this
     session (dbt's session: dbt-spark's `getOrCreate` returns it): per table whose tests are
-    scoped, the key columns of the final table's rows of the touched keys (``final``) and their
-    staged changes' keys and change-order columns (``changes``). Without them each scoped test
-    found the touched rows itself: three scans of each table a merge (bench/apply_cost.py).
+    scoped, the final table's rows of the touched keys (``final``: the key columns, `_version`
+    and `_sequence`, at the table's snapshot in ``snapshots``, the merge's, when given) and
+    their staged changes' keys and change-order columns (``changes``). Without them each scoped
+    test found the touched rows itself: three scans of each table a merge (bench/apply_cost.py).
+    The merge's counts reuse ``final`` as the state after the merge, and ``touched``'s keys.
     Narrow on purpose: the whole rows cost more to read than the scans they spared (a final
     table's nested attributes). A test that needs other columns reads the table, as before
     (macros/test_scope.sql, dynamodb_tested). Entity tables of a single-table design are left
@@ -280,22 +310,30 @@ def tested_views(
             if not batches or table.staging:
                 continue
             keys = [k.column for k in table.keys]
+            keyed = F.broadcast(touched.of(table, batches))
+            name = names.final_table(table.name)
+            snapshot = (snapshots or {}).get(table.name)
+            final = (
+                spark.sql(f"select * from {name} version as of {int(snapshot)}")
+                if snapshot is not None
+                else spark.table(name)
+            )
             log = spark.table(names.staging_table(table.name))
-            touched = log.where(F.col("_batch_id").isin(batches)).select(*keys).distinct()
-            final = spark.table(names.final_table(table.name)).select(*keys)
             rows = {
-                "final": final.join(touched, on=keys, how="left_semi"),
+                "final": final.select(*keys, *FINAL_VERSION_COLUMNS).join(
+                    keyed, on=keys, how="left_semi"
+                ),
                 "changes": log.select(*keys, *CHANGE_ORDER_COLUMNS).join(
-                    touched, on=keys, how="left_semi"
+                    keyed, on=keys, how="left_semi"
                 ),
             }
             suffix = hashlib.sha256(table.name.encode()).hexdigest()[:12]
             views[table.name] = {}
             for side, frame in rows.items():
-                name = f"dynamodb_tested_{side}_{suffix}"
-                frame.createOrReplaceTempView(name)
-                views[table.name][side] = name
-                spark.catalog.cacheTable(name)
+                view = f"dynamodb_tested_{side}_{suffix}"
+                frame.createOrReplaceTempView(view)
+                views[table.name][side] = view
+                spark.catalog.cacheTable(view)
         # Read at once: each is a scan the tests would otherwise each repeat.
         cached = [view for pair in views.values() for view in pair.values()]
         threads.each(spark, lambda view: spark.table(view).count(), cached)

@@ -1,7 +1,7 @@
 """The data tests of a merge look at the keys its batches touched; `merge --full-check` and
 `maintain` test whole tables. (They read the whole final table and change log twice after every
-merge: their cost grew with the table, not with the changes.) `not_null` on a final table is
-answered by Iceberg's metadata when it proves the column has no null (macros/tests/dynamodb_not_null.sql)."""
+merge: their cost grew with the table, not with the changes.) `not_null` on a final table reads
+no data file when Iceberg's null counts prove the column has no null (macros/tests/dynamodb_not_null.sql)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import pytest
 
 from ingestion import cli
 from ingestion.config import settings
-from ingestion.merge import merge_log, runner
+from ingestion.merge import merge_counts, merge_log, runner
+from ingestion.merge.touched_keys import TouchedKeys
 from ingestion.samples import orders_chain, sample_exports
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -44,7 +45,8 @@ def _test_cached(spark, batches: list[str]) -> None:
     merge cached once (runner.tested_views), never the final table or the change log."""
     from ingestion.dynamodb.tables import get_table
 
-    views = runner.tested_views(spark, [get_table("orders")], {"orders": batches})
+    touched = TouchedKeys(spark)
+    views = runner.tested_views(spark, [get_table("orders")], {"orders": batches}, touched)
     assert set(views["orders"]) == {"final", "changes"}
     assert len(_tested_views_left(spark)) == 2  # registered (and so found when left behind)
     run_vars = {"dynamodb_test_batches": {"orders": batches}, "dynamodb_tested_views": views}
@@ -53,6 +55,7 @@ def _test_cached(spark, batches: list[str]) -> None:
     finally:
         compiled = _compiled("dynamodb_no_deleted_keys_orders_orders")
         runner._drop(spark, views)
+        touched.release()
     assert views["orders"]["final"] in compiled and views["orders"]["changes"] in compiled
     assert "lakehouse.orders" not in compiled and "staging.orders" not in compiled
 
@@ -91,6 +94,12 @@ def _compiled(test: str) -> str:
     return (project / node["compiled_path"]).read_text()
 
 
+def _files_read(spark, test: str) -> int:
+    """The data files the compiled SQL of the test named ``test`` reads (Iceberg's planned scan
+    tasks: a file whose metrics rule out every row is not planned)."""
+    return spark.sql(_compiled(test)).rdd.getNumPartitions()
+
+
 def _duplicate(spark, key: tuple[str, str], null: bool = False) -> None:
     """A second row of ``key``, told apart by its `_batch_id` ('duplicate'); with ``null``, in
     the same data file, a third with a null `_version` (a later delete of one of the two writes a
@@ -127,11 +136,28 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     # The merge's tests look at the touched keys only: they pass, and cost what the merge costs.
     assert cli.main(["merge", "--table", "orders"]) == 0
     assert _tested_views_left(spark) == []  # the rows it cached for them are gone
-    # A table whose rows cannot be read (no `books` here) after one that could: none left either.
+    assert spark.sparkContext._jsc.getPersistentRDDs().isEmpty()  # and the touched keys too
     from ingestion.dynamodb.tables import get_table
 
+    # Its counts took the rows its tests read as the state after the merge: the same counts as
+    # the snapshot's, and rows that say otherwise change them (so those rows are what is read).
+    orders = get_table("orders")
+    after = merge_counts.current_snapshot(spark, "orders")
+    (parent,) = spark.sql(f"select parent_id from lake.lakehouse.orders.snapshots where snapshot_id = {after}").first()  # fmt: skip
+    keys = TouchedKeys(spark)
+    try:
+        found = merge_counts.commit_counts(spark, orders, parent, after, [batch], keys)
+        rows = spark.sql(f"select * from lake.lakehouse.orders version as of {after}")
+        given = merge_counts.commit_counts(spark, orders, parent, after, [batch], keys, after_rows=rows)  # fmt: skip
+        none = merge_counts.commit_counts(spark, orders, parent, after, [batch], keys, after_rows=rows.where("false"))  # fmt: skip
+    finally:
+        keys.release()
+    assert found.updated > 0 and given == found
+    assert (none.inserted, none.updated) == (0, 0) and none.deleted >= found.updated
+    # A table whose rows cannot be read (no `books` here) after one that could: none left either.
+
     with pytest.raises(Exception, match="books"):
-        runner.tested_views(spark, [get_table("orders"), get_table("books")], {"orders": [batch], "books": ["x"]})  # fmt: skip
+        runner.tested_views(spark, [get_table("orders"), get_table("books")], {"orders": [batch], "books": ["x"]}, TouchedKeys(spark))  # fmt: skip
     assert _tested_views_left(spark) == []
     capsys.readouterr()
     # A full check finds the damage.
@@ -151,8 +177,8 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     _both(spark, [batch], fails=True)
 
     # unique: scoped too. A duplicate of a key out of scope passes, of a key in scope fails.
-    # not_null: nothing is null, its SQL is a query of Iceberg's metadata (no data file read).
-    assert "lakehouse.orders.files" in _compiled("dynamodb_not_null_orders__version")
+    # not_null: nothing is null, and its SQL reads no data file (Iceberg skips each by its count).
+    assert _files_read(spark, "dynamodb_not_null_orders__version") == 0
     out_of_scope = sorted(final - later_keys - {victim})[0]
     _duplicate(spark, out_of_scope)
     _both(spark, [later], fails=False)
@@ -161,9 +187,9 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     _both(spark, [later], fails=True)
     spark.sql("delete from lake.lakehouse.orders where `_batch_id` = 'duplicate'")
     _test([later])
-    # A null (on a row out of scope): the metadata counts it, the column is scanned whole, the
-    # test fails. Deleted again: the metadata still counts it (a position delete hides its
-    # row), so the column is scanned, and the test passes.
+    # A null (on a row out of scope): the metadata counts it, its file is read, the test fails.
+    # Deleted again: the metadata still counts it (a position delete hides its row), so the file
+    # is still read, and the test passes.
     _duplicate(spark, out_of_scope, null=True)
     spark.sql("delete from lake.lakehouse.orders where `_batch_id` = 'duplicate' and `_version` is not null")  # fmt: skip
     capsys.readouterr()
@@ -172,7 +198,7 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     assert "dynamodb_not_null_orders__version" in capsys.readouterr().out
     spark.sql("delete from lake.lakehouse.orders where `_version` is null")
     _test([later])
-    assert "lakehouse.orders.files" not in _compiled("dynamodb_not_null_orders__version")
+    assert _files_read(spark, "dynamodb_not_null_orders__version") == 1
 
 
 def _lines(folder: Path) -> list[dict]:
