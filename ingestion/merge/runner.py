@@ -175,45 +175,47 @@ def run_merge(
     after = {t.name: current_snapshot(spark, t.name) for t in tables}
     touched = TouchedKeys(spark)
     views: dict[str, dict[str, str]] = {}
+
+    def counted(table: TableConfig) -> MergeCounts:
+        # The final rows the tests read, when cached: the snapshot after, already read.
+        tested = views.get(table.name, {}).get("final")
+        after_rows = spark.table(tested) if tested else None
+        found = _counted(spark, table, refreshed_from, before, after, batches, touched, after_rows)
+        return replace(found, batches=tuple(batches[table.name]))
+
     try:
+        scope: dict[str, list[str]] = {}
         if test:
             scope = (
                 {} if full_check else test_scope(spark, tables, batches, refresh, also_test or {})
             )
-            try:
-                views = tested_views(spark, tables, scope, touched, after)
+            views = tested_views(spark, tables, scope, touched, after)
+        # The counts read only what the merge committed (its snapshots before and after): they
+        # run while `dbt test` does, whose time is mostly dbt's own and small queries, on threads
+        # for several tables (as their models do). Tests that fail leave them unused.
+        with threads.meanwhile(spark, lambda: threads.each(spark, counted, tables)) as counting:
+            if test:
                 run_vars = {
                     "dynamodb_test_batches": scope,
                     "dynamodb_tested_views": views,
                     "dynamodb_full_check": full_check,
                     "dynamodb_full_exports": full_exports(spark, tables, batches),
                 }
-                dbt_invoke(["test", *dbt_test_args(tables)], run_vars, artifacts)
-            except DbtError as exc:
-                raise DbtError(
-                    f"{exc}. The merged batches are not recorded as merged: the next merge applies "
-                    "them again (a no-op) and tests again"
-                ) from exc
-        record_merged(spark, {t.name: batches[t.name] for t in to_run})
-        # Rows moved entity (``maintenance.entity_moves``): done once every final table of the
-        # entry was built whole (refreshed, or built for the first time).
-        whole = {t.name for t in tables if t.name in refresh or before[t.name] is None}
-        for entry in {t.staging for t in tables if t.staging and t.name in whole}:
-            if all(f.name in whole for f in tables if f.staging == entry):
-                entities_refreshed(spark, entry)
-
-        def counted(table: TableConfig) -> MergeCounts:
-            # The final rows the tests read, when cached: the snapshot after, already read.
-            tested = views.get(table.name, {}).get("final")
-            after_rows = spark.table(tested) if tested else None
-            found = _counted(
-                spark, table, refreshed_from, before, after, batches, touched, after_rows
-            )
-            return replace(found, batches=tuple(batches[table.name]))
-
-        # Each table's counts are a few small Spark jobs: several tables' overlap (as their
-        # models do).
-        counts = threads.each(spark, counted, tables)
+                try:
+                    dbt_invoke(["test", *dbt_test_args(tables)], run_vars, artifacts)
+                except DbtError as exc:
+                    raise DbtError(
+                        f"{exc}. The merged batches are not recorded as merged: the next merge "
+                        "applies them again (a no-op) and tests again"
+                    ) from exc
+            record_merged(spark, {t.name: batches[t.name] for t in to_run})
+            # Rows moved entity (``maintenance.entity_moves``): done once every final table of
+            # the entry was built whole (refreshed, or built for the first time).
+            whole = {t.name for t in tables if t.name in refresh or before[t.name] is None}
+            for entry in {t.staging for t in tables if t.staging and t.name in whole}:
+                if all(f.name in whole for f in tables if f.staging == entry):
+                    entities_refreshed(spark, entry)
+        counts = counting.result()
     finally:
         _drop(spark, views)
         touched.release()

@@ -10,8 +10,9 @@ active one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import TypeVar
 
 from pyspark.sql import SparkSession
@@ -33,10 +34,29 @@ def each(
         return [work(item) for item in items]
 
     def on_this_session(item: T) -> R:
-        jvm = spark.sparkContext._jvm
-        assert jvm is not None
-        jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+        _make_active(spark)
         return work(item)
 
     with ThreadPoolExecutor(max_workers=min(len(items), most)) as pool:
         return list(pool.map(on_this_session, items))
+
+
+@contextmanager
+def meanwhile(spark: SparkSession, work: Callable[[], R]) -> Iterator[Future[R]]:
+    """``work()`` on a thread of its own while the block runs (a merge's counts while its tests
+    run): the block gets its future, and the block's end, however it ends, waits for the work.
+    An exception of the work is raised by the future's ``result``, an exception of the block as
+    it is."""
+
+    def on_this_session() -> R:
+        _make_active(spark)
+        return work()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        yield pool.submit(on_this_session)
+
+
+def _make_active(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)

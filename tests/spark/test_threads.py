@@ -33,3 +33,42 @@ def test_the_first_failure_is_raised(spark) -> None:
 
     with pytest.raises(ValueError, match="table 2 failed"):
         threads.each(spark, work, [1, 2, 3])
+
+
+def test_work_meanwhile_runs_on_the_session_and_is_waited_for(spark) -> None:
+    """``meanwhile``: the work runs beside the block, with the session active on its thread, and
+    the block's end waits for it, also when the block fails (a merge's counts beside its tests:
+    the tests' rows are dropped only after the counts read them)."""
+    import threading
+    import time
+
+    jvm = spark.sparkContext._jvm
+    release, done = threading.Event(), []
+
+    def work() -> bool:
+        release.wait(30)
+        time.sleep(0.3)  # still running when the block ends: only a wait sees it done
+        found = jvm.org.apache.spark.sql.SparkSession.getActiveSession()
+        done.append(True)
+        return bool(found.isDefined() and found.get().equals(spark._jsparkSession))
+
+    with threads.meanwhile(spark, work) as running:
+        assert not running.done()  # beside the block, not before it
+        release.set()
+    assert done == [True] and running.result() is True
+
+    release.clear()
+    done.clear()
+    with pytest.raises(ValueError, match="the tests failed"):
+        with threads.meanwhile(spark, work) as running:
+            release.set()
+            raise ValueError("the tests failed")
+    assert done == [True]  # waited for, though the block failed
+
+    def failing() -> None:
+        raise RuntimeError("the counts failed")
+
+    with threads.meanwhile(spark, failing) as running:
+        pass
+    with pytest.raises(RuntimeError, match="the counts failed"):
+        running.result()
