@@ -24,16 +24,27 @@ def key_types(table: TableConfig, current: Schema | None) -> dict[str, ColumnTyp
     return {n: typed_keys[n].type if n in typed_keys else t for n, t in declared.items()}
 
 
-def reject_reason(table: TableConfig, current: Schema | None) -> F.Column:
-    """Why a change-file line (``value``) cannot be staged, or null when it can: a key that its
-    column cannot hold (a number beyond a bigint key column an older schema file set) included,
-    so ``--max-rejects`` can set such a line aside instead of the whole batch failing."""
-    line = (
-        "from_json(value, 'eventName string, Keys string, NewImage string, "
-        "ApproximateCreationDateTime string, SequenceNumber string')"
-    )
-    keys = f"from_json({line}.Keys, 'map<string, map<string, string>>')"
-    item_keys = parse_item(f"{line}.Keys")
+# The columns ``with_reject_reason`` parses each line into once, dropped again after the check.
+_LINE, _KEYS, _ITEM_KEYS = "_check_line", "_check_keys", "_check_item_keys"
+
+
+def with_reject_reason(lines: DataFrame, table: TableConfig, current: Schema | None) -> DataFrame:
+    """``lines`` (``value``) with ``_reject``: why a change-file line cannot be staged, or null
+    when it can: a key that its column cannot hold (a number beyond a bigint key column an older
+    schema file set) included, so ``--max-rejects`` can set such a line aside instead of the whole
+    batch failing.
+
+    Each line is parsed once, into columns of their own, and the reasons read those: written as
+    one expression, the line was parsed again in every reason (one plan too large for Spark to
+    compile, so each row was interpreted), which made the check cost three times the staging of
+    its changes (10,000 stream changes: bench/apply_cost.py's hot case, docs/performance.md)."""
+    line, keys, item_keys = (f"`{c}`" for c in (_LINE, _KEYS, _ITEM_KEYS))
+    # A key column of strings holds any `S` key: only other types can refuse a key's value.
+    typed_keys = {
+        name: column
+        for name, column in key_types(table, current).items()
+        if not (column.sql() == "string" and _descriptor(table, name) == "S")
+    }
     checks = [
         (
             "get_json_object(value, '$') is null or ltrim(value) not like '{%'",
@@ -52,7 +63,7 @@ def reject_reason(table: TableConfig, current: Schema | None) -> F.Column:
                 f"{typed(f'{item_keys}[{sql_string(name)}]', column)} is null",
                 f"Keys' {name!r} is not a value its {column.sql()} column holds",
             )
-            for name, column in key_types(table, current).items()
+            for name, column in typed_keys.items()
         ],
         (
             f"coalesce({line}.eventName, '') not in ('INSERT', 'MODIFY', 'REMOVE')",
@@ -72,7 +83,21 @@ def reject_reason(table: TableConfig, current: Schema | None) -> F.Column:
         ),
     ]
     cases = " ".join(f"when {test} then {sql_string(reason)}" for test, reason in checks)
-    return F.expr(f"case {cases} end")
+    parsed = lines.withColumn(
+        _LINE,
+        F.expr(
+            "from_json(value, 'eventName string, Keys string, NewImage string, "
+            "ApproximateCreationDateTime string, SequenceNumber string')"
+        ),
+    ).withColumn(_KEYS, F.expr(f"from_json({line}.Keys, 'map<string, map<string, string>>')"))
+    if typed_keys:
+        parsed = parsed.withColumn(_ITEM_KEYS, F.expr(parse_item(f"{line}.Keys")))
+    checked = parsed.withColumn("_reject", F.expr(f"case {cases} end"))
+    return checked.drop(_LINE, _KEYS, _ITEM_KEYS)
+
+
+def _descriptor(table: TableConfig, name: str) -> str | None:
+    return next((k.descriptor for k in table.keys if k.name == name), None)
 
 
 def rejected_lines(classified: DataFrame) -> DataFrame:

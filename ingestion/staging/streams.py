@@ -45,7 +45,7 @@ from ingestion.sources.stream_files import (
 from ingestion.spark import spark_config
 from ingestion.staging import append, exports, ledger, table_types
 from ingestion.staging.drift import Drift
-from ingestion.staging.stream_rejects import record_rejects, reject_reason, rejected_lines
+from ingestion.staging.stream_rejects import record_rejects, rejected_lines, with_reject_reason
 
 log = logging.getLogger(__name__)
 
@@ -225,10 +225,12 @@ DAMAGED = "dynamodb-lakehouse: a damaged change-file line"
 def _checked(spark: SparkSession, table: TableConfig, paths: list[str]) -> DataFrame:
     """The lines (``value``), each checked where it is read: a damaged one fails the job that
     reads it with ``DAMAGED`` (the reasons of ``_classified``, evaluated before any decode)."""
-    reason = reject_reason(table, table_types.current_schema(spark, table))
-    return spark.read.text(paths).where(
-        F.when(reason.isNull(), F.lit(True)).otherwise(F.raise_error(F.lit(DAMAGED)))
-    )
+    current = table_types.current_schema(spark, table)
+    lines = with_reject_reason(spark.read.text(paths), table, current)
+    # The check in the line's own column, not a filter: Spark pushes a filter down into the scan
+    # with the parsed columns written out again in each reason (``with_reject_reason``).
+    checked = F.when(F.col("_reject").isNull(), F.col("value"))
+    return lines.select(checked.otherwise(F.raise_error(F.lit(DAMAGED))).alias("value"))
 
 
 def _classified(
@@ -236,9 +238,9 @@ def _classified(
 ) -> tuple[DataFrame, DataFrame | None, int]:
     """The good lines, the rejected ones with their line numbers (None when none), and how many
     were rejected; more than ``max_rejects`` fails the run before anything is staged."""
+    current = table_types.current_schema(spark, table)
     classified = (
-        spark.read.text(paths)
-        .withColumn("_reject", reject_reason(table, table_types.current_schema(spark, table)))
+        with_reject_reason(spark.read.text(paths), table, current)
         .withColumn("_file", F.input_file_name())
         .withColumn("_id", F.monotonically_increasing_id())
     )
