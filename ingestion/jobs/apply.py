@@ -17,7 +17,7 @@ from ingestion.maintenance.adopt import adopt_before_merge
 from ingestion.maintenance.rebuild import rebuild_staging
 from ingestion.merge import merge_log
 from ingestion.merge.merge_counts import MergeCounts
-from ingestion.merge.runner import dbt_log_file, on_screen, run_merge
+from ingestion.merge.runner import dbt_log_file, load_dbt_meanwhile, on_screen, run_merge
 from ingestion.spark import progress, spark_config
 from ingestion.spark.table_metadata import Metadata
 from ingestion.staging import table_types
@@ -37,6 +37,7 @@ def merge_tables(
     batches this process staged and saw no drift in (``adopt_before_merge``)."""
     if not full_check and nothing_to_merge(tables, reporter):
         return []
+    load_dbt_meanwhile()  # while Spark starts
     spark = spark_config.build_spark("merge")
     staged = [t for t in tables if spark.catalog.tableExists(names.staging_table(t.name))]
     for table in tables:

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from dataclasses import replace
 from datetime import datetime
@@ -55,6 +56,33 @@ TEST_THREADS = "4"
 # merge's time is mostly planning, metadata reads and commits that overlap another model's work
 # (a watch of 10 stream tables: bench/tick_profile.py). One model runs alone, as before.
 RUN_THREADS = threads.MOST_AT_ONCE
+
+
+def load_dbt_meanwhile() -> threading.Thread | None:
+    """dbt's modules imported on a thread of their own while the caller goes on (stages, starts
+    Spark): about 1.7 s of Python before a process's first dbt command (a `sync` of 10,000
+    changes: bench/apply_cost.py --processes). That command then finds them loaded, or waits
+    for the import under way (Python's import lock); an import that fails there is logged and
+    made again by the command, which reports its error. The thread is no daemon: a process that
+    ends first waits for it rather than stop it halfway through an import. None when dbt is
+    loaded (or being loaded) already."""
+    global _loading
+    if "dbt.cli.main" in sys.modules or _loading is not None:
+        return None
+    settings.export_environment()  # before dbt reads any of it, as dbt_invoke does
+    _loading = threading.Thread(target=_import_dbt, name="dbt import")
+    _loading.start()
+    return _loading
+
+
+_loading: threading.Thread | None = None  # load_dbt_meanwhile's thread, once a process
+
+
+def _import_dbt() -> None:
+    try:
+        import dbt.cli.main  # noqa: F401
+    except Exception:  # noqa: BLE001 (dbt_invoke imports it again and reports what fails)
+        log.debug("dbt's modules could not be imported ahead", exc_info=True)
 
 
 def dbt_invoke(
