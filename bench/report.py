@@ -251,6 +251,7 @@ def daily(doc: dict) -> list[Row]:
     _save(fig, "daily_sync")
     before, after = doc["data_and_delete_files_before_maintain"], doc["data_and_delete_files_after_maintain"]  # fmt: skip
     incrementals = [s for s in steps if s["step"] != "full export"]
+    target = doc.get("target_seconds_each", 30)  # written before issue 53: its issue's 30 s
     return [
         (
             "daily sync (orders)",
@@ -266,8 +267,8 @@ def daily(doc: dict) -> list[Row]:
             "ingest + merge + tests "
             + ", ".join(f"{s['ingest_seconds'] + s['merge_seconds']:.0f}" for s in incrementals)
             + " s",
-            "≤ 30 s each",
-            _met(all(s["ingest_seconds"] + s["merge_seconds"] <= 30 for s in incrementals)),
+            f"≤ {target} s each",
+            _met(all(s["ingest_seconds"] + s["merge_seconds"] <= target for s in incrementals)),
         ),
     ]
 
