@@ -38,8 +38,9 @@ where ({{ keys | join(', ') }}) in (
     when given. The touched rows are read once for all the tests when `ddb-lakehouse merge` has
     cached them (`dynamodb_tested_views: {<table>: {final, changes}}`, temporary views of dbt's
     session; ingestion/merge/runner.py, tested_views), for what they hold: the final table's key
-    columns (`columns` none or key columns only: a count, a key test), the change log's keys and
-    change-order columns. Any other relation or column reads the relation, as without them. -#}
+    columns (`columns` none or key columns only: a count, a key test; the view also holds
+    `_version` and `_sequence`, for the merge's counts, not offered here), the change log's keys
+    and change-order columns. Any other relation or column reads the relation, as without them. -#}
 {% macro dynamodb_tested(table, relation, columns=none) -%}
   {%- set batches = dynamodb_test_batches(table) -%}
   {%- set view = _dynamodb_tested_view(table, relation, columns) -%}

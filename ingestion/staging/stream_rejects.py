@@ -39,12 +39,9 @@ def with_reject_reason(lines: DataFrame, table: TableConfig, current: Schema | N
     compile, so each row was interpreted), which made the check cost three times the staging of
     its changes (10,000 stream changes: bench/apply_cost.py's hot case, docs/performance.md)."""
     line, keys, item_keys = (f"`{c}`" for c in (_LINE, _KEYS, _ITEM_KEYS))
-    # A key column of strings holds any `S` key: only other types can refuse a key's value.
-    typed_keys = {
-        name: column
-        for name, column in key_types(table, current).items()
-        if not (column.sql() == "string" and _descriptor(table, name) == "S")
-    }
+    # Every key, a string one too: its check also refuses `Keys` that the item's own parse
+    # (``parse_item``) cannot read though the plain map of "no Keys" can (`{"S": "a", "BOOL": 1}`).
+    typed_keys = key_types(table, current)
     checks = [
         (
             "get_json_object(value, '$') is null or ltrim(value) not like '{%'",
@@ -94,10 +91,6 @@ def with_reject_reason(lines: DataFrame, table: TableConfig, current: Schema | N
         parsed = parsed.withColumn(_ITEM_KEYS, F.expr(parse_item(f"{line}.Keys")))
     checked = parsed.withColumn("_reject", F.expr(f"case {cases} end"))
     return checked.drop(_LINE, _KEYS, _ITEM_KEYS)
-
-
-def _descriptor(table: TableConfig, name: str) -> str | None:
-    return next((k.descriptor for k in table.keys if k.name == name), None)
 
 
 def rejected_lines(classified: DataFrame) -> DataFrame:

@@ -228,7 +228,9 @@ def _checked(spark: SparkSession, table: TableConfig, paths: list[str]) -> DataF
     current = table_types.current_schema(spark, table)
     lines = with_reject_reason(spark.read.text(paths), table, current)
     # The check in the line's own column, not a filter: Spark pushes a filter down into the scan
-    # with the parsed columns written out again in each reason (``with_reject_reason``).
+    # with the parsed columns written out again in each reason (``with_reject_reason``). So it
+    # runs where `value` is read: staging reads every line's `value` (a query of this frame
+    # that reads no column, a bare count, would not check).
     checked = F.when(F.col("_reject").isNull(), F.col("value"))
     return lines.select(checked.otherwise(F.raise_error(F.lit(DAMAGED))).alias("value"))
 

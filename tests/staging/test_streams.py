@@ -606,6 +606,12 @@ def test_a_failed_data_test_leaves_the_batch_unmerged_and_blocks_the_next_merge(
         with pytest.raises(DbtError, match="not recorded as merged: the next merge applies"):
             runner.run_merge(spark, [books])
         assert merge_log.new_batches(spark, "books") == [staged.batch_id]
+        # and leaves nothing cached: the tests' rows, the touched keys
+        assert spark.sparkContext._jsc.getPersistentRDDs().isEmpty()
+        views = [
+            t.name for t in spark.catalog.listTables() if t.name.startswith("dynamodb_tested_")
+        ]
+        assert views == []
     spark.sql(
         "delete from lake.lakehouse.books where id in "
         "(select id from lake.lakehouse.books group by id having count(*) > 1)"
