@@ -92,6 +92,8 @@ def dbt_invoke(
     ``run_vars`` in ``DYNAMODB_LAKEHOUSE_RUN`` for the command's duration only. Without
     ``artifacts``, dbt writes no ``target/manifest.json`` nor ``run_results.json`` (``watch``'s
     ticks, docs/performance.md says what that saves; a ``merge`` keeps them)."""
+    if _loading is not None:
+        _loading.join()  # its import done, not a second one beside it (Python's import locks)
     from dbt.cli.main import dbtRunner
 
     settings.export_environment()
