@@ -40,7 +40,9 @@ where ({{ keys | join(', ') }}) in (
     session; ingestion/merge/runner.py, tested_views), for what they hold: the final table's key
     columns (`columns` none or key columns only: a count, a key test; the view also holds
     `_version` and `_sequence`, for the merge's counts, not offered here), the change log's keys
-    and change-order columns. Any other relation or column reads the relation, as without them. -#}
+    and change-order columns of the changes as new as the batches' oldest or newer (each touched
+    key's latest is among them: enough for dynamodb_expected_latest, its one reader here; not a
+    count of a key's changes). Any other relation or column reads the relation, as without them. -#}
 {% macro dynamodb_tested(table, relation, columns=none) -%}
   {%- set batches = dynamodb_test_batches(table) -%}
   {%- set view = _dynamodb_tested_view(table, relation, columns) -%}

@@ -327,7 +327,8 @@ def tested_views(
     session (dbt's session: dbt-spark's `getOrCreate` returns it): per table whose tests are
     scoped, the final table's rows of the touched keys (``final``: the key columns, `_version`
     and `_sequence`, at the table's snapshot in ``snapshots``, the merge's, when given) and
-    their staged changes' keys and change-order columns (``changes``). Without them each scoped
+    their staged changes' keys and change-order columns (``changes``: those as new as the
+    batches' oldest change or newer, which hold each touched key's latest). Without them each scoped
     test found the touched rows itself: three scans of each table a merge (bench/apply_cost.py).
     The merge's counts reuse ``final`` as the state after the merge, and ``touched``'s keys.
     Narrow on purpose: the whole rows cost more to read than the scans they spared (a final
@@ -351,6 +352,13 @@ def tested_views(
                 else spark.table(name)
             )
             log = spark.table(names.staging_table(table.name))
+            # Only the changes as new as the batches' oldest, or newer: every touched key's
+            # latest change is among them (TouchedKeys.oldest_version), and Iceberg skips the
+            # change log's older files (a full export's, earlier batches'): the read follows
+            # the batches, not the log's length. A change without a version is kept, as before.
+            oldest = touched.oldest_version(table, batches)
+            if oldest is not None:
+                log = log.where((F.col("_version") >= F.lit(oldest)) | F.col("_version").isNull())
             rows = {
                 "final": final.select(*keys, *FINAL_VERSION_COLUMNS).join(
                     keyed, on=keys, how="left_semi"

@@ -17,32 +17,45 @@ from ingestion.dynamodb.tables import TableConfig
 class TouchedKeys:
     """Each table's touched keys per set of batches, read at the first ask and cached in this
     session until ``release``: the key columns of the table's staged changes of those batches,
-    each key once."""
+    each key once, with the oldest `_version` of its changes there."""
 
     def __init__(self, spark: SparkSession) -> None:
         self._spark = spark
-        self._found: dict[tuple[str, tuple[str, ...]], DataFrame] = {}
+        self._found: dict[tuple[str, tuple[str, ...]], tuple[DataFrame, int | None]] = {}
 
     def of(self, table: TableConfig, batches: Iterable[str]) -> DataFrame:
+        """The touched keys: the key columns, each key once."""
+        return self._read(table, batches)[0].select(*[k.column for k in table.keys])
+
+    def oldest_version(self, table: TableConfig, batches: Iterable[str]) -> int | None:
+        """The lowest `_version` of the batches' changes (None: no change, or none with a
+        version). A touched key's latest change is at least as new (the change order compares
+        `_version` first, macros/change_order.sql), so a read of its changes may skip older
+        ones: Iceberg then skips every data file whose `_version` bounds are all older."""
+        return self._read(table, batches)[1]
+
+    def _read(self, table: TableConfig, batches: Iterable[str]) -> tuple[DataFrame, int | None]:
         wanted = (table.name, tuple(sorted(set(batches))))
         found = self._found.get(wanted)
         if found is None:
             keys = [k.column for k in table.keys]
-            found = (
+            frame = (
                 self._spark.table(names.staging_table(table.name))
                 .where(F.col("_batch_id").isin(list(wanted[1])))
-                .select(*keys)
-                .distinct()
+                .groupBy(*keys)
+                .agg(F.min("_version").alias("_oldest"))
                 .cache()
             )
-            # Read now, once: the reads that use it next may run at once, on threads, and each
-            # would read it again while the cache is not filled yet.
-            found.count()
+            # Read now, once (every partition, so the cache is filled): the reads that use it
+            # next may run at once, on threads, and each would read it again while the cache
+            # is not filled yet.
+            oldest = frame.agg(F.min("_oldest")).first()
+            found = (frame, None if oldest is None or oldest[0] is None else int(oldest[0]))
             self._found[wanted] = found
         return found
 
     def release(self) -> None:
         """Every cached set of keys dropped from the session's cache."""
-        for found in self._found.values():
-            found.unpersist()
+        for frame, _ in self._found.values():
+            frame.unpersist()
         self._found.clear()

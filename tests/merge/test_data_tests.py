@@ -185,6 +185,19 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     assert cli.main(["ingest", "--table", "orders", str(second)]) == 0
     (later,) = merge_log.new_batches(spark, "orders")
     assert cli.main(["merge", "--table", "orders"]) == 0  # the earlier damage is out of scope
+    # The changes cached for a scope are its batches' and newer ones: each touched key's latest
+    # is among them, and the change log's older rows (the full export's) are not read.
+    keys, views = TouchedKeys(spark), {}
+    try:
+        views = runner.tested_views(spark, [orders], {"orders": [later]}, keys)
+        oldest = keys.oldest_version(orders, [later])
+        cached = spark.table(views["orders"]["changes"])
+        logged = spark.table("lake.staging.orders").join(keys.of(orders, [later]), list(KEYS), "left_semi")  # fmt: skip
+        assert oldest is not None and cached.where(f"_version < {oldest}").count() == 0
+        assert 0 < cached.count() < logged.count()  # the touched keys' full-export rows left out
+    finally:
+        runner._drop(spark, views)
+        keys.release()
     later_keys = _keys(spark.table("lake.staging.orders").where(f"_batch_id = '{later}'"))
     final = _keys(spark.table("lake.lakehouse.orders"))
     victim = sorted((touched & final) - later_keys)[0]
