@@ -355,10 +355,11 @@ def tested_views(
             # Only the changes as new as the batches' oldest, or newer: every touched key's
             # latest change is among them (TouchedKeys.oldest_version), and Iceberg skips the
             # change log's older files (a full export's, earlier batches'): the read follows
-            # the batches, not the log's length. A change without a version is kept, as before.
+            # the batches, not the log's length (given Iceberg's `_version` metrics: a table's
+            # first 100 columns keep them by default).
             oldest = touched.oldest_version(table, batches)
             if oldest is not None:
-                log = log.where((F.col("_version") >= F.lit(oldest)) | F.col("_version").isNull())
+                log = log.where(F.col("_version") >= F.lit(oldest))
             rows = {
                 "final": final.select(*keys, *FINAL_VERSION_COLUMNS).join(
                     keyed, on=keys, how="left_semi"

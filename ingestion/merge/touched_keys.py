@@ -14,6 +14,10 @@ from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
 
 
+# A change without a `_version`, in ``_oldest``: below every version (the least bigint).
+_NO_VERSION = -(2**63)
+
+
 class TouchedKeys:
     """Each table's touched keys per set of batches, read at the first ask and cached in this
     session until ``release``: the key columns of the table's staged changes of those batches,
@@ -28,10 +32,12 @@ class TouchedKeys:
         return self._read(table, batches)[0].select(*[k.column for k in table.keys])
 
     def oldest_version(self, table: TableConfig, batches: Iterable[str]) -> int | None:
-        """The lowest `_version` of the batches' changes (None: no change, or none with a
-        version). A touched key's latest change is at least as new (the change order compares
-        `_version` first, macros/change_order.sql), so a read of its changes may skip older
-        ones: Iceberg then skips every data file whose `_version` bounds are all older."""
+        """The lowest `_version` of the batches' changes. A touched key's latest change is at
+        least as new (the change order compares `_version` first, macros/change_order.sql), so
+        a read of its changes may skip older ones: Iceberg then skips every data file whose
+        `_version` bounds are all older. None when the batches hold no change, or a change
+        without a version (ingest never stages one; the change order puts it first, so no
+        bound holds): nothing may be skipped."""
         return self._read(table, batches)[1]
 
     def _read(self, table: TableConfig, batches: Iterable[str]) -> tuple[DataFrame, int | None]:
@@ -43,15 +49,16 @@ class TouchedKeys:
                 self._spark.table(names.staging_table(table.name))
                 .where(F.col("_batch_id").isin(list(wanted[1])))
                 .groupBy(*keys)
-                .agg(F.min("_version").alias("_oldest"))
+                .agg(F.min(F.coalesce("_version", F.lit(_NO_VERSION))).alias("_oldest"))
                 .cache()
             )
+            self._found[wanted] = (frame, None)  # released by ``release`` if the read fails
             # Read now, once (every partition, so the cache is filled): the reads that use it
             # next may run at once, on threads, and each would read it again while the cache
             # is not filled yet.
             oldest = frame.agg(F.min("_oldest")).first()
-            found = (frame, None if oldest is None or oldest[0] is None else int(oldest[0]))
-            self._found[wanted] = found
+            bound = None if oldest is None or oldest[0] in (None, _NO_VERSION) else int(oldest[0])
+            found = self._found[wanted] = (frame, bound)
         return found
 
     def release(self) -> None:

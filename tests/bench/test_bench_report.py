@@ -74,6 +74,7 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             },  # fmt: skip
             {
                 "table_rows": 10_000_000,
+                "first_apply": {"random": {"apply_seconds": 31.0, "floor_merge_seconds": 12.4, "ratio_to_floor": 2.5}},  # fmt: skip
                 "cases": [
                     {
                         **case,
@@ -188,6 +189,8 @@ def test_table_states_each_target_and_whether_it_is_met(results: Path) -> None:
     assert "2.70x per 10x" in apply[1] and apply[1].endswith("| **not met** |")
     cost = [r for r in rows if r.startswith("| apply vs plain MERGE (random)")]
     assert "**1.9x**" in cost[0] and cost[0].endswith("| met |")
+    assert "first" not in cost[0]  # a run without its process's first apply recorded
+    assert "the process's first: 31.0 s vs 12.4 s = 2.5x" in cost[1]
     assert "**2.5x**" in cost[1] and cost[1].endswith("| **not met** |")
     (process,) = [r for r in rows if r.startswith("| apply as processes")]
     assert "10,000 changes (8,000 updates, 1,000 inserts, 1,000 deletes) into 1M rows" in process

@@ -60,6 +60,16 @@ def _test_cached(spark, batches: list[str]) -> None:
     assert "lakehouse.orders" not in compiled and "staging.orders" not in compiled
 
 
+def _latest(changes) -> dict[tuple[str, str], str]:
+    """Each key's latest change in ``changes`` (ingestion.dynamodb.change_order), by its batch."""
+    from pyspark.sql import functions as F
+
+    from ingestion.dynamodb import change_order
+
+    latest = changes.groupBy(*KEYS).agg(F.max_by("_batch_id", change_order.change_order()))
+    return {(r[0], r[1]): r[2] for r in latest.collect()}
+
+
 def _tested_views_left(spark) -> list[str]:
     """The temporary views runner.tested_views registers for `orders`, where still registered."""
     import hashlib
@@ -185,19 +195,24 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     assert cli.main(["ingest", "--table", "orders", str(second)]) == 0
     (later,) = merge_log.new_batches(spark, "orders")
     assert cli.main(["merge", "--table", "orders"]) == 0  # the earlier damage is out of scope
-    # The changes cached for a scope are its batches' and newer ones: each touched key's latest
-    # is among them, and the change log's older rows (the full export's) are not read.
-    keys, views = TouchedKeys(spark), {}
-    try:
-        views = runner.tested_views(spark, [orders], {"orders": [later]}, keys)
-        oldest = keys.oldest_version(orders, [later])
-        cached = spark.table(views["orders"]["changes"])
-        logged = spark.table("lake.staging.orders").join(keys.of(orders, [later]), list(KEYS), "left_semi")  # fmt: skip
-        assert oldest is not None and cached.where(f"_version < {oldest}").count() == 0
-        assert 0 < cached.count() < logged.count()  # the touched keys' full-export rows left out
-    finally:
-        runner._drop(spark, views)
-        keys.release()
+    # The changes cached for a scope are its batches' and newer ones: the change log's older
+    # rows (the full export's) are not read, and each touched key's latest change is the same
+    # as in the whole log, also for the earlier batch, whose keys the later one changed again.
+    for scope in ([later], [batch]):
+        keys, views = TouchedKeys(spark), {}
+        try:
+            views = runner.tested_views(spark, [orders], {"orders": scope}, keys)
+            oldest = keys.oldest_version(orders, scope)
+            cached = spark.table(views["orders"]["changes"])
+            logged = spark.table("lake.staging.orders").join(keys.of(orders, scope), list(KEYS), "left_semi")  # fmt: skip
+            assert oldest is not None and cached.where(f"_version < {oldest}").count() == 0
+            assert 0 < cached.count() < logged.count()  # the keys' full-export rows left out
+            assert _latest(cached) == _latest(logged)
+            if scope == [batch]:  # a key whose latest change is the later batch's
+                assert any(b == later for b in _latest(cached).values())
+        finally:
+            runner._drop(spark, views)
+            keys.release()
     later_keys = _keys(spark.table("lake.staging.orders").where(f"_batch_id = '{later}'"))
     final = _keys(spark.table("lake.lakehouse.orders"))
     victim = sorted((touched & final) - later_keys)[0]
