@@ -13,7 +13,6 @@ from pyspark.sql import functions as F
 from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
 
-
 # A change without a `_version`, in ``_oldest``: below every version (the least bigint).
 _NO_VERSION = -(2**63)
 

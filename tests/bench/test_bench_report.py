@@ -74,7 +74,13 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             },  # fmt: skip
             {
                 "table_rows": 10_000_000,
-                "first_apply": {"random": {"apply_seconds": 31.0, "floor_merge_seconds": 12.4, "ratio_to_floor": 2.5}},  # fmt: skip
+                "first_apply": {
+                    "random": {
+                        "apply_seconds": 31.0,
+                        "floor_merge_seconds": 12.4,
+                        "ratio_to_floor": 2.5,
+                    }
+                },  # fmt: skip
                 "cases": [
                     {
                         **case,
