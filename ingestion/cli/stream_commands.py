@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from datetime import timedelta
 
 from ingestion.cli import output
 from ingestion.cli.arguments import add_stream_arguments, options_from
@@ -44,6 +45,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "`maintain` (retention, expiry) on such a tick when an hour has passed since the last",
     )
     p.add_argument(
+        "--check-every",
+        type=_hours,
+        default=_hours("24"),
+        metavar="HOURS",
+        help="test each table whole every HOURS (default 24, the first that long after the "
+        "start; 0 = never): a tick's tests look only at the rows its merges wrote",
+    )
+    p.add_argument(
         "--max-failures",
         type=int,
         default=5,
@@ -56,6 +65,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         "keeps one watch running: its runs then never fail, nor get retried, for that)",
     )
     p.set_defaults(run=run_watch)
+
+
+def _hours(text: str) -> timedelta | None:
+    """``--check-every``: hours as a period, None for 0 (never)."""
+    try:
+        hours = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of hours: {text!r}") from None
+    if hours < 0:
+        raise argparse.ArgumentTypeError(f"a negative period: {text!r}")
+    return timedelta(hours=hours) if hours else None
 
 
 def run_watch(args: argparse.Namespace) -> int:

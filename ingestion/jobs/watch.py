@@ -95,6 +95,12 @@ class WatchOptions:
     expiry_every: timedelta = compaction.EXPIRY_EVERY  # the rest of maintain, when due
     dbt_artifacts: bool = False  # dbt's target/*.json written every tick (runner.dbt_invoke)
     max_failures: int = 5
+    # The whole-table data tests of each table (runner.full_check, as `maintain` ends): a tick's
+    # tests look only at the rows its merges wrote (docs/exports-and-the-ledger.md, "Each
+    # guarantee, and where it runs"), and the rendered deployment runs no `maintain` for a
+    # stream table. The first that long after the watch started (not at its start: a restart
+    # would delay its first tick by a whole-table scan), then as often. None: never.
+    check_every: timedelta | None = timedelta(days=1)
 
 
 @dataclass
@@ -107,6 +113,8 @@ class Progress:
     # Per table, the batches this watch staged and saw no drift in, until they are merged: the
     # drift check before the merge leaves them out (ingestion.maintenance.adopt.adopt_before_merge).
     clean: dict[str, set[str]] = field(default_factory=dict)
+    # Per table, when its whole-table check is next due (time.monotonic()): ``_check``.
+    check_due: dict[str, float] = field(default_factory=dict)
 
 
 def tick(
@@ -150,6 +158,9 @@ def tick(
             done.append(Tick(number, 0, 0, 0, 0, 0, None, 0.0, 0.0, 0.0, 0, None, 0, named, failed[table.name]))  # fmt: skip
             continue
         maintain_seconds, maintain_error = _maintain(spark, table, options, number + i)
+        check_seconds, check_error = _check(spark, table, options, progress)
+        maintain_seconds += check_seconds
+        maintain_error = "; ".join(e for e in (maintain_error, check_error) if e) or None
         staged, merged = ingested[table.name], counts.get(table.name)
         lag = (
             datetime.now(UTC).timestamp() - staged.newest_change.timestamp()
@@ -230,6 +241,29 @@ def _maintain(
     except Exception as exc:
         error = append.spark_reason(exc)
     return time.monotonic() - started, error
+
+
+def _check(
+    spark: SparkSession, table: TableConfig, options: WatchOptions, progress: Progress
+) -> tuple[float, str | None]:
+    """The whole-table data tests of ``table`` when due (``WatchOptions.check_every``): its
+    seconds, and what failed (reported on the tick's line, as a failed compaction is: the data
+    keeps flowing, and the check runs again on the next tick until it passes). A table with
+    batches staged and not merged yet is left for a later tick."""
+    if options.check_every is None:
+        return 0.0, None
+    started = time.monotonic()
+    due = progress.check_due.setdefault(table.name, started + options.check_every.total_seconds())
+    if started < due:
+        return 0.0, None
+    try:
+        checked, _ = runner.full_check(spark, [table])
+    except Exception as exc:
+        return time.monotonic() - started, f"whole-table check: {append.spark_reason(exc)}"
+    if checked:
+        progress.check_due[table.name] = time.monotonic() + options.check_every.total_seconds()
+        log.info("whole-table check of %s passed", table.name)
+    return time.monotonic() - started, None
 
 
 def _merge(

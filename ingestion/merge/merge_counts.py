@@ -58,13 +58,15 @@ def commit_counts(
 ) -> MergeCounts:
     """Inserted / updated / deleted rows of a merge, from what it applied, not a table diff.
 
-    The keys the merged batches touched (``touched``, shared with the merge's tests) are looked
+    From the merge's commit alone when it can tell (``from_commit``: the rows it wrote and its
+    summary). Else the keys the merged batches touched (``touched``, shared with the merge's tests) are looked
     up in the final table before and after the merge (their key and version columns only; the
     few touched keys are broadcast, so nothing of the table is shuffled): new there = inserted,
     gone = deleted, a newer version = updated. ``after_rows``: rows of the final table at
     ``after`` holding at least the touched keys' (with their keys, `_version` and `_sequence`),
-    already read (the rows the merge's tests read, ``runner.tested_views``): then only the
-    snapshot before is looked up. A full export's re-baseline also deletes keys no batch touched: its deleted rows
+    already read (the rows the merge's tests read, ``runner.tested_views``: only those as new as
+    the batches' oldest change, which every touched key's row is after a correct merge): then
+    only the snapshot before is looked up. A full export's re-baseline also deletes keys no batch touched: its deleted rows
     are the rows before, plus those inserted, less the rows after. A first build or a full
     refresh inserted every row."""
     name = names.final_table(table.name)
@@ -76,6 +78,17 @@ def commit_counts(
         return MergeCounts(table.name, rows, rows, 0, 0)
     if before == after or not batches:
         return MergeCounts(table.name, _counted(spark, table.name, int(after)), 0, 0, 0)
+    committed = (
+        None if rebaselined else from_commit(spark, table, before, after, batches, after_rows)
+    )
+    if committed is not None:
+        inserted, updated, deleted = committed
+        known = _known_rows(spark, table.name, int(before), int(after))
+        if known is None:
+            rows = _counted(spark, table.name, int(after))
+        else:
+            rows = _remember(table.name, int(after), known + inserted - deleted)
+        return MergeCounts(table.name, rows, inserted, updated, deleted)
     keys = [k.column for k in table.keys]
     touched_keys = F.broadcast(touched.of(table, batches))  # each key once, however often changed
 
@@ -100,6 +113,70 @@ def commit_counts(
     else:  # exact: the counts are of keys, and a final table holds each key once
         rows = _remember(table.name, int(after), known + inserted - deleted)
     return MergeCounts(table.name, rows, inserted, updated, deleted)
+
+
+# The final table's column naming the batch whose change inserted the row; an update keeps it
+# (macros/strategies/merge_with_delete.sql, dynamodb_inserted_batch_column; decision 0014).
+INSERTED_BATCH = "_inserted_batch_id"
+
+
+def from_commit(
+    spark: SparkSession,
+    table: TableConfig,
+    before: int,
+    after: int,
+    batches: list[str] | tuple[str, ...],
+    after_rows: DataFrame | None = None,
+) -> tuple[int, int, int] | None:
+    """Inserted, updated and deleted rows of the merge's commit ``after`` (child of ``before``),
+    from the rows it wrote and its snapshot summaries, with no read of the table as it was
+    before. A merge-on-read MERGE writes a new row for each insert and update (its
+    `added-records`), and a position delete for each update and delete (the live position
+    deletes grow by as many: a data file's earlier deletes that its new delete file carries
+    over leave with the file they were in). Those are two numbers of three; the rows it wrote
+    give the third: an insert wrote its own batch into `_inserted_batch_id`, an update kept the
+    row's (``INSERTED_BATCH``). The rows it wrote are the live rows of the merged ``batches``
+    (found by their `_batch_id`, whose bounds let Iceberg skip every older data file), in
+    ``after_rows`` when given (the merge's tests' rows: runner.tested_views).
+
+    None, and the caller looks the touched keys up in both snapshots, whenever that argument
+    does not hold: the commit is not this session's one child of ``before``, the table has no
+    such column yet (its first merge adds it), it has equality deletes, or more live rows carry
+    the batches than the commit wrote (an earlier attempt of the same batches committed them:
+    a merge whose tests failed, applied again)."""
+    name = names.final_table(table.name)
+    metadata = table_metadata.read(spark, name)
+    if metadata is None or INSERTED_BATCH not in metadata.columns:
+        return None
+    by_id = {s.snapshot_id: s for s in metadata.snapshots}
+    old, new = by_id.get(int(before)), by_id.get(int(after))
+    if old is None or new is None or new.parent_id != int(before):
+        return None
+    if new.summary.get("spark.app.id") != spark.sparkContext.applicationId:
+        return None
+    try:
+        written = int(new.summary.get("added-records", "0"))
+        position_deletes = int(new.summary["total-position-deletes"]) - int(
+            old.summary["total-position-deletes"]
+        )
+        equality_deletes = int(new.summary.get("total-equality-deletes", "0"))
+    except (KeyError, ValueError):
+        return None
+    if equality_deletes:
+        return None
+    if after_rows is None or INSERTED_BATCH not in after_rows.columns:
+        after_rows = spark.sql(f"select * from {name} version as of {int(after)}")
+    mine = after_rows.where(F.col("_batch_id").isin(list(batches)))
+    found = mine.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.count_if(F.col(INSERTED_BATCH) == F.col("_batch_id")).alias("inserted"),
+    ).first()
+    if found is None or int(found["rows"]) != written:
+        return None
+    inserted = int(found["inserted"])
+    updated = written - inserted
+    deleted = position_deletes - updated
+    return (inserted, updated, deleted) if deleted >= 0 else None
 
 
 def _rows_at(spark: SparkSession, table: str, snapshot: int) -> int:

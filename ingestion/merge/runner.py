@@ -24,6 +24,7 @@ from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge.full_refresh import entities_refreshed, needs_full_refresh
 from ingestion.merge.merge_counts import (
+    INSERTED_BATCH,
     MergeCounts,
     before_refresh,
     commit_counts,
@@ -314,6 +315,7 @@ CHANGE_ORDER_COLUMNS = ["_version", "_sequence", "_ingested_at", "_batch_id", "_
 # The final table's columns the cached rows hold besides the keys: a row's version, which the
 # merge's counts compare (merge_counts.versions).
 FINAL_VERSION_COLUMNS = ["_version", "_sequence"]
+FINAL_BATCH_COLUMNS = ["_batch_id", INSERTED_BATCH]
 
 
 def tested_views(
@@ -327,10 +329,11 @@ def tested_views(
     session (dbt's session: dbt-spark's `getOrCreate` returns it): per table whose tests are
     scoped, the final table's rows of the touched keys (``final``: the key columns, `_version`
     and `_sequence`, at the table's snapshot in ``snapshots``, the merge's, when given) and
-    their staged changes' keys and change-order columns (``changes``: those as new as the
-    batches' oldest change or newer, which hold each touched key's latest). Without them each scoped
+    their staged changes' keys and change-order columns (``changes``), each side only the rows
+    as new as the batches' oldest change or newer (below). Without them each scoped
     test found the touched rows itself: three scans of each table a merge (bench/apply_cost.py).
-    The merge's counts reuse ``final`` as the state after the merge, and ``touched``'s keys.
+    The merge's counts reuse ``final`` as the state after the merge (no touched key's row
+    after a correct merge is older), and ``touched``'s keys.
     Narrow on purpose: the whole rows cost more to read than the scans they spared (a final
     table's nested attributes). A test that needs other columns reads the table, as before
     (macros/test_scope.sql, dynamodb_tested). Entity tables of a single-table design are left
@@ -352,16 +355,26 @@ def tested_views(
                 else spark.table(name)
             )
             log = spark.table(names.staging_table(table.name))
-            # Only the changes as new as the batches' oldest, or newer: every touched key's
-            # latest change is among them (TouchedKeys.oldest_version), and Iceberg skips the
-            # change log's older files (a full export's, earlier batches'): the read follows
-            # the batches, not the log's length (given Iceberg's `_version` metrics: a table's
-            # first 100 columns keep them by default).
+            # Only the rows as new as the batches' oldest change, or newer, on both sides: Iceberg
+            # skips every older file (given `_version`'s metrics: by default a table's first 100
+            # columns keep them), so the reads follow the batches, not the tables' sizes.
+            # The changes: every touched key's latest change is among them
+            # (TouchedKeys.oldest_version). The final rows: a touched key's row after a correct
+            # merge is its latest change, or a row newer than it that the version guard kept, so
+            # at least that new: the rows the merge's commit wrote, and those it left because
+            # they were newer. A row the merge should have replaced or deleted and did not keeps
+            # its older version and is not read here: that one guarantee (the MERGE statement
+            # matched every row of its keys) moves to the whole-table tests of `merge
+            # --full-check` and `maintain` (docs/exports-and-the-ledger.md, "What the tests read").
             oldest = touched.oldest_version(table, batches)
             if oldest is not None:
                 log = log.where(F.col("_version") >= F.lit(oldest))
+                final = final.where(F.col("_version") >= F.lit(oldest))
+            # The batch columns too, when the table has them: the counts tell the commit's
+            # inserts from its updates by them (merge_counts.from_commit).
+            counted = [c for c in FINAL_BATCH_COLUMNS if c in final.columns]
             rows = {
-                "final": final.select(*keys, *FINAL_VERSION_COLUMNS).join(
+                "final": final.select(*keys, *FINAL_VERSION_COLUMNS, *counted).join(
                     keyed, on=keys, how="left_semi"
                 ),
                 "changes": log.select(*keys, *CHANGE_ORDER_COLUMNS).join(

@@ -22,6 +22,14 @@
       first (`cache table`, eager), so the list and the MERGE compute them once: on 5M rows
       that pass was a third of `dbt run`. `ddb-lakehouse merge` clears the cache after `dbt run`.
 
+    - `_inserted_batch_id` (decision 0014): an insert writes the change's `_batch_id` there, an
+      update keeps the row's. So the rows a merge's commit wrote tell its inserts from its
+      updates, and its counts need no read of the table as it was before
+      (ingestion/merge/merge_counts.py). A final table built before this column existed gets it
+      at its next merge (an `alter table`: metadata only), and the column is null for every row
+      present since the table's last full build (a first build, a full refresh): the model's
+      own SQL never has it.
+
   dbt-spark's built-in `merge` has no DELETE clause, and dbt-spark validates strategies against a
   fixed list, so its two dispatch points are overridden below to add this one.
 -#}
@@ -38,6 +46,12 @@
   {%- for required in ['_operation', '_version'] if required not in columns -%}
     {{ exceptions.raise_compiler_error(target ~ " has no " ~ required ~ " column: is it a DynamoDB final table?") }}
   {%- endfor -%}
+  {%- set inserted_batch = dynamodb_inserted_batch_column() -%}
+  {%- if inserted_batch not in columns -%}
+    {%- do run_query('alter table ' ~ target ~ ' add columns (' ~ dynamodb_quote(inserted_batch) ~ ' string)') -%}
+    {%- set columns = columns + [inserted_batch] -%}
+  {%- endif -%}
+  {%- set updated = dynamodb_quote_list(columns | reject('equalto', inserted_batch) | list) -%}
   {%- set quoted = dynamodb_quote_list(columns) -%}
   {%- set table = target.identifier -%}
   {%- set batches = dynamodb_new_batches(table) if dynamodb_entry(table) is not none else [] -%}
@@ -55,15 +69,20 @@ on {% for key in dynamodb_quote_list(keys) -%}
 {%- for predicate in predicates %} and {{ predicate }}{% endfor %}
 when matched and {{ removes }} and {{ dynamodb_is_newer('change', 'target', or_equal=true) }} then delete
 when matched and not {{ removes }} and {{ dynamodb_is_newer('change', 'target') }} then update set
-  {% for column in quoted -%}
+  {% for column in updated -%}
   target.{{ column }} = change.{{ column }}{{ "," if not loop.last }}
   {% endfor -%}
 when not matched and not {{ removes }} then insert ({{ quoted | join(', ') }})
-  values ({% for column in quoted %}change.{{ column }}{{ ", " if not loop.last }}{% endfor %})
+  values ({% for column in columns %}change.{{ dynamodb_quote('_batch_id' if column == inserted_batch else column) }}{{ ", " if not loop.last }}{% endfor %})
 {%- if baseline is not none %}
 when not matched by source and target.`_version` < {{ baseline }} and not {{ dynamodb_is_kept_expiry(table, 'target') }} then delete
 {%- endif %}
 {% endmacro %}
+
+{#- The final table's column that names the batch whose change inserted the row (above). -#}
+{% macro dynamodb_inserted_batch_column() -%}
+  {{ return('_inserted_batch_id') }}
+{%- endmacro %}
 
 {#- The bucket filter of a merge into a bucketed table (see above): a list of 0 or 1 predicates. -#}
 {% macro _dynamodb_bucket_predicates(table, source, key) -%}

@@ -38,6 +38,23 @@ def test_ingest_needs_exports_or_a_stream_not_both(capsys: pytest.CaptureFixture
     assert "not both" in capsys.readouterr().err
 
 
+def test_watch_check_every_is_hours_or_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from datetime import timedelta
+
+    from ingestion.cli import app
+
+    def parsed(*given: str):
+        return app.parser().parse_args(["watch", "--table", "books", "--stream", "/s", *given])
+
+    assert parsed().check_every == timedelta(hours=24)
+    assert parsed("--check-every", "1.5").check_every == timedelta(hours=1.5)
+    assert parsed("--check-every", "0").check_every is None  # never
+    for bad, said in (("-1", "a negative period"), ("daily", "not a number of hours")):
+        with pytest.raises(SystemExit) as stopped:
+            parsed("--check-every", bad)
+        assert stopped.value.code == 2 and said in capsys.readouterr().err
+
+
 def test_a_stream_location_is_a_folder_or_s3(capsys: pytest.CaptureFixture[str]) -> None:
     from ingestion.sources import stream_files
 

@@ -244,6 +244,37 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     _test([later])
     assert _files_read(spark, "dynamodb_not_null_orders__version") == 1
 
+    # A touched key's row older than the tested batches (a row the MERGE should have replaced
+    # and did not): the rows a merge caches are those as new as the batches' oldest change, so
+    # its scoped tests do not see it; the tests that read the tables, and the whole-table check
+    # of `merge --full-check` and `maintain`, do (the guarantee moved there).
+    stale = sorted(later_keys & final)[0]
+    keys = TouchedKeys(spark)
+    oldest = keys.oldest_version(orders, [later])
+    keys.release()
+    assert oldest is not None
+    _duplicate(spark, stale)
+    spark.sql(f"update lake.lakehouse.orders set `_version` = {oldest - 1} where `_batch_id` = 'duplicate'")  # fmt: skip
+    keys, views = TouchedKeys(spark), {}
+    try:
+        views = runner.tested_views(spark, [orders], {"orders": [later]}, keys)
+        cached = spark.table(views["orders"]["final"])
+        assert cached.where(f"_version < {oldest}").count() == 0
+        assert cached.count() == len(later_keys & final)  # each touched key's row, once
+    finally:
+        runner._drop(spark, views)
+        keys.release()
+    _test_cached(spark, [later])
+    with pytest.raises(runner.DbtError):
+        _test([later])
+    capsys.readouterr()
+    unique = "dynamodb_unique_combination_of_columns_orders"
+    assert cli.main(["merge", "--table", "orders", "--full-check"]) == 2  # damage above, too
+    assert unique in capsys.readouterr().out
+    spark.sql("delete from lake.lakehouse.orders where `_batch_id` = 'duplicate'")
+    assert cli.main(["merge", "--table", "orders", "--full-check"]) == 2
+    assert unique not in capsys.readouterr().out
+
 
 def _lines(folder: Path) -> list[dict]:
     return [

@@ -161,7 +161,7 @@ def test_delete_only_export_then_rerun(spark, clean_lakehouse, chain, tmp_path: 
     assert_final_equals(spark, [*chain, deletes])
     # The data tests catch a deleted key present in the final table.
     spark.sql(
-        "insert into lake.lakehouse.orders select * from lake.staging.orders "
+        "insert into lake.lakehouse.orders select *, null from lake.staging.orders "
         f"where customer_id = '{victims[0][0]}' and order_id = '{victims[0][1]}' and _operation != 'delete' limit 1"
     )
     with pytest.raises(runner.DbtError, match="dbt test"):

@@ -145,9 +145,67 @@ def test_merge_applies_upserts_deletes_and_the_version_guard(spark, clean_lakeho
     assert first_snapshot in history
     assert pyiceberg_rows(spark, "books") == 60  # an independent reader sees the deletes
 
+    # `_inserted_batch_id` (decision 0014): added by the first incremental merge, the batch of
+    # the insert for a row it inserted, null for a row of the first build (an update keeps it).
+    assert final[new]["_inserted_batch_id"] == final[new]["_batch_id"]
+    assert final[updated]["_inserted_batch_id"] is None
+    assert _counts_both_ways(spark, books, counts[0].batches) == (1, 1, 1)
+
+    # Again: the row that merge inserted updated (it keeps its insert's batch), one inserted,
+    # one deleted, and a delete of a key no longer there (no row to count).
+    stage_changes(
+        spark,
+        "books",
+        "id",
+        [
+            {
+                "like": updated,
+                "key": new,
+                "operation": "update",
+                "version_delta": 2,
+                "set": {"title": "Newer"},
+            },  # fmt: skip
+            {"like": updated, "key": "book-new-0002", "operation": "insert", "version_delta": 2},
+            {"like": ids[3], "operation": "delete", "version_delta": 1},
+            {"like": updated, "key": deleted, "operation": "delete", "version_delta": 2},
+        ],
+    )
+    first_insert = final[new]["_batch_id"]
+    counts, _ = runner.run_merge(spark, [books])
+    assert (counts[0].inserted, counts[0].updated, counts[0].deleted) == (1, 1, 1)
+    assert _counts_both_ways(spark, books, counts[0].batches) == (1, 1, 1)
+    final = {r["id"]: r for r in spark.table("lake.lakehouse.books").collect()}
+    assert final[new]["title"] == "Newer" and final[new]["_inserted_batch_id"] == first_insert
+    assert final[new]["_batch_id"] != first_insert
+
     counts, _ = runner.run_merge(spark, [books], test=False)  # nothing new: nothing changes
     assert (counts[0].inserted, counts[0].updated, counts[0].deleted) == (0, 0, 0)
     assert spark.table("lake.lakehouse.books").count() == 60
+
+
+def _counts_both_ways(spark, table, batches) -> tuple[int, int, int]:
+    """The last merge's inserted, updated and deleted rows from its commit (the rows it wrote,
+    its summary: merge_counts.from_commit), checked equal to those from the touched keys looked
+    up in both snapshots; and a row of its batches it did not write (an earlier attempt's)
+    sends from_commit back to the snapshots."""
+    from ingestion.merge.touched_keys import TouchedKeys
+
+    after = merge_counts.current_snapshot(spark, table.name)
+    (parent,) = spark.sql(f"select parent_id from lake.lakehouse.{table.name}.snapshots where snapshot_id = {after}").first()  # fmt: skip
+    found = merge_counts.from_commit(spark, table, parent, after, batches)
+    assert found is not None
+    touched = TouchedKeys(spark)
+    try:
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(merge_counts, "from_commit", lambda *args, **kwargs: None)
+            looked_up = merge_counts.commit_counts(spark, table, parent, after, batches, touched)
+    finally:
+        touched.release()
+    assert (looked_up.inserted, looked_up.updated, looked_up.deleted) == found
+    written = spark.sql(f"select * from lake.lakehouse.{table.name} version as of {after}")
+    extra = written.where(F.col("_batch_id").isin(list(batches))).limit(1)
+    assert merge_counts.from_commit(spark, table, parent, after, batches, written.unionByName(extra)) is None  # fmt: skip
+    return found
 
 
 def test_a_delete_merged_earlier_keeps_late_older_changes_out(spark, clean_lakehouse, samples):

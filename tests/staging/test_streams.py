@@ -7,6 +7,7 @@ Python from the same files before they are ingested (ingestion.samples.expected_
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -541,6 +543,19 @@ def test_watch_merges_a_batch_staged_but_never_merged_without_new_files(
     runner.run_merge(spark, [books], test=False, full_refresh=True)
     assert all(now is not None and now != then for now, then in zip(written(), before, strict=True))
 
+    # The whole-table check (WatchOptions.check_every, a day by default): a tick's tests see
+    # only the rows its merges wrote, so a row deleted by hand, of a key no batch touched, is
+    # found by it alone. Reported on the tick's line; the watch goes on, and checks again.
+    damaged = sorted(set(final_ids(spark)) - {"late"})[0]
+    spark.sql(f"delete from lake.lakehouse.books where id = '{damaged}'")
+    ticks = watch(spark, [books], options, report=lines.append)  # not due in this watch's day
+    assert ticks[0].maintain_error is None and ticks[0].error is None
+    due = dataclasses.replace(options, ticks=2, check_every=timedelta(0))
+    ticks = watch(spark, [books], due, report=lines.append)
+    assert all((t.maintain_error or "").startswith("whole-table check: `dbt test") for t in ticks)
+    assert "dynamodb_rows_match_latest_changes_books_books" in capsys.readouterr().out
+    assert "maintenance FAILED: whole-table check" in ticks[1].line() and ticks[1].error is None
+
 
 def _merged_column(status: str) -> dict[str, str]:
     """kind -> the ledger table's "merged" cell, from `status` output."""
@@ -554,7 +569,6 @@ def test_a_late_change_older_than_the_newest_full_export_never_resurrects_an_ite
     """F0 holds a and b, F1 (an hour later) only a: b is gone. A stream file arriving late with
     `MODIFY b` from between the two used to insert b again in the incremental merge (the full
     build would not), and `dbt test` then failed after the batch was recorded as merged."""
-    from datetime import timedelta
 
     from ingestion.samples.items import BASE_TIME
 
