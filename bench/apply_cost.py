@@ -34,8 +34,9 @@ For each size N (default 1M, 5M and 10M `orders` items) one process, in a fresh 
        merge and its dbt tests are the product's design: (c) / (a) above 2.0 says the target
        cannot be met on this design, whatever the code.
 
-Ratios are (b) / (a) per case and size; growth is (b) at 10x the rows over (b). Targets (issue:
-apply cost follows the changes): (b) <= 2.0x (a), growth <= 1.2x per 10x rows.
+Ratios are (b) / (a) per case and size; growth is (b) at 10x the rows over (b). Targets (issue
+53): (b) <= 2.0x (a); (b)'s growth per 10x rows <= 1.2x (a)'s own growth over the same sizes
+(``target_growth_per_10x``: that factor; bench/report.py compares).
 
 The final table (and the floor's copy) is laid out as the docs advise for its size: not bucketed
 below a few GB (bench/buckets.py measured bucketing slower at 1M rows); ``--buckets N`` sets it.

@@ -248,22 +248,28 @@ def _check(
 ) -> tuple[float, str | None]:
     """The whole-table data tests of ``table`` when due (``WatchOptions.check_every``): its
     seconds, and what failed (reported on the tick's line, as a failed compaction is: the data
-    keeps flowing, and the check runs again on the next tick until it passes). A table with
-    batches staged and not merged yet is left for a later tick."""
+    keeps flowing). A failed check runs again an hour later (or after ``check_every``, if
+    shorter), not on every tick: each is a scan of both tables. A table with batches staged and
+    not merged yet is left for a later tick."""
     if options.check_every is None:
         return 0.0, None
+    period = options.check_every.total_seconds()
     started = time.monotonic()
-    due = progress.check_due.setdefault(table.name, started + options.check_every.total_seconds())
+    due = progress.check_due.setdefault(table.name, started + period)
     if started < due:
         return 0.0, None
     try:
-        checked, _ = runner.full_check(spark, [table])
+        checked, _ = runner.full_check(spark, [table], artifacts=options.dbt_artifacts)
     except Exception as exc:
+        progress.check_due[table.name] = time.monotonic() + min(period, CHECK_AGAIN_AFTER_FAILURE)
         return time.monotonic() - started, f"whole-table check: {append.spark_reason(exc)}"
     if checked:
-        progress.check_due[table.name] = time.monotonic() + options.check_every.total_seconds()
+        progress.check_due[table.name] = time.monotonic() + period
         log.info("whole-table check of %s passed", table.name)
     return time.monotonic() - started, None
+
+
+CHECK_AGAIN_AFTER_FAILURE = 3600.0  # seconds: ``_check``
 
 
 def _merge(

@@ -11,6 +11,7 @@ from ingestion.config import names
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge.touched_keys import TouchedKeys
+from ingestion.schema.types import INSERTED_BATCH
 from ingestion.spark import table_metadata
 
 
@@ -115,11 +116,6 @@ def commit_counts(
     return MergeCounts(table.name, rows, inserted, updated, deleted)
 
 
-# The final table's column naming the batch whose change inserted the row; an update keeps it
-# (macros/strategies/merge_with_delete.sql, dynamodb_inserted_batch_column; decision 0014).
-INSERTED_BATCH = "_inserted_batch_id"
-
-
 def from_commit(
     spark: SparkSession,
     table: TableConfig,
@@ -139,11 +135,13 @@ def from_commit(
     (found by their `_batch_id`, whose bounds let Iceberg skip every older data file), in
     ``after_rows`` when given (the merge's tests' rows: runner.tested_views).
 
-    None, and the caller looks the touched keys up in both snapshots, whenever that argument
-    does not hold: the commit is not this session's one child of ``before``, the table has no
-    such column yet (its first merge adds it), it has equality deletes, or more live rows carry
-    the batches than the commit wrote (an earlier attempt of the same batches committed them:
-    a merge whose tests failed, applied again)."""
+    A table's first merge after the column existed adds it before it merges (rows of its last
+    full build hold null there: updates). None, and the caller looks the touched keys up in
+    both snapshots, whenever the argument does not hold: the commit is not this session's one
+    child of ``before``, the table has no such column, the commit removed data files or has
+    equality deletes (a table switched to copy-on-write rewrites files: its added records are
+    not its writes), or more live rows carry the batches than the commit wrote (an earlier
+    attempt of the same batches committed them: a merge whose tests failed, applied again)."""
     name = names.final_table(table.name)
     metadata = table_metadata.read(spark, name)
     if metadata is None or INSERTED_BATCH not in metadata.columns:
@@ -160,9 +158,10 @@ def from_commit(
             old.summary["total-position-deletes"]
         )
         equality_deletes = int(new.summary.get("total-equality-deletes", "0"))
+        removed_files = int(new.summary.get("deleted-data-files", "0"))
     except (KeyError, ValueError):
         return None
-    if equality_deletes:
+    if equality_deletes or removed_files:
         return None
     if after_rows is None or INSERTED_BATCH not in after_rows.columns:
         after_rows = spark.sql(f"select * from {name} version as of {int(after)}")

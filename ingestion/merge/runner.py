@@ -24,7 +24,6 @@ from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge.full_refresh import entities_refreshed, needs_full_refresh
 from ingestion.merge.merge_counts import (
-    INSERTED_BATCH,
     MergeCounts,
     before_refresh,
     commit_counts,
@@ -34,6 +33,7 @@ from ingestion.merge.merge_counts import (
 from ingestion.merge.merge_log import ensure_merge_log, new_batches, record_merged
 from ingestion.merge.model_tests import check_model_tests
 from ingestion.merge.touched_keys import TouchedKeys
+from ingestion.schema.types import INSERTED_BATCH
 from ingestion.sources import manifest
 from ingestion.spark import table_metadata, threads
 from ingestion.staging import ledger
@@ -404,10 +404,13 @@ def _drop(spark: SparkSession, views: dict[str, dict[str, str]]) -> None:
             spark.catalog.dropTempView(view)
 
 
-def full_check(spark: SparkSession, tables: list[TableConfig]) -> tuple[list[str], list[str]]:
-    """`dbt test` of whole tables (``maintain``): (tables tested, tables left out). A table with
-    no final table, or with batches staged and not merged yet (a watch between its ingest and
-    its merge), is left out: its final table cannot match its change log yet."""
+def full_check(
+    spark: SparkSession, tables: list[TableConfig], artifacts: bool = True
+) -> tuple[list[str], list[str]]:
+    """`dbt test` of whole tables (``maintain``; a ``watch``, without dbt's JSON ``artifacts``):
+    (tables tested, tables left out). A table with no final table, or with batches staged and
+    not merged yet (a watch between its ingest and its merge), is left out: its final table
+    cannot match its change log yet."""
     tables = [final for table in tables for final in final_tables(table)]
     check_model_tests(tables)
     ensure_merge_log(spark)
@@ -421,7 +424,7 @@ def full_check(spark: SparkSession, tables: list[TableConfig]) -> tuple[list[str
             "dynamodb_full_check": True,
             "dynamodb_full_exports": full_exports(spark, ready),
         }
-        dbt_invoke(["test", *dbt_test_args(ready)], run_vars)
+        dbt_invoke(["test", *dbt_test_args(ready)], run_vars, artifacts)
     return [t.name for t in ready], [t.name for t in tables if t not in ready]
 
 

@@ -46,9 +46,12 @@ METADATA_COLUMNS = (
     "_rest",
     "_drift",
 )
+# The final table's own metadata column (decision 0014): the batch whose change inserted the row,
+# which the merge writes (macros/strategies/merge_with_delete.sql, dynamodb_inserted_batch_column).
+INSERTED_BATCH = "_inserted_batch_id"
 # No attribute's column takes a metadata column's name, nor ``_image``: the whole item, which a
 # table staged before decision 0012 keeps in place of ``_rest``.
-RESERVED_COLUMNS = frozenset((*METADATA_COLUMNS, "_image"))
+RESERVED_COLUMNS = frozenset((*METADATA_COLUMNS, "_image", INSERTED_BATCH))
 SCALARS = ("string", "boolean", "binary", "bigint")
 MAX_TYPED_DEPTH = 6  # deeper nesting is kept as JSON text (a column type stays readable)
 MAX_FIELDS = 500  # a map with more distinct keys is a dictionary: kept as JSON text

@@ -203,6 +203,12 @@ def test_table_states_each_target_and_whether_it_is_met(results: Path) -> None:
     assert "64.0 s vs 28.0 s = **2.29x**" in process and process.endswith("| **not met** |")
     growth = [r for r in rows if r.startswith("| apply growth (random)")]
     assert "1.32x per 10x" in growth[0] and growth[0].endswith("| **not met** |")
+    assert "MERGE INTO 10.0 s → 10.0 s = 1.00x per 10x" in growth[0] and "(1.20x)" in growth[0]
+    # The growth target is relative to the MERGE INTO's own: a MERGE that grows 1.5x allows 1.8x.
+    grown = json.loads((results / "apply_cost.json").read_text())
+    grown["runs"][1]["cases"][0]["floor_merge_seconds"] = 15.0
+    (again,) = [r for r in report.apply_cost(grown) if r[0] == "apply growth (random)"]
+    assert "1.32x per 10x" in again[2] and "(1.80x)" in again[3] and again[4] == "met"
     layouts = [r for r in rows if r.startswith("| buckets (")]
     assert len(layouts) == 4 and all(r.endswith("| n/a |") for r in layouts)
     assert "no buckets" in layouts[0] and "**1.0x** unbucketed" in layouts[0]

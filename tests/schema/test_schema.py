@@ -152,6 +152,9 @@ def test_nested_collisions_and_metadata_names_fail() -> None:
         detect({("m",): {"M": one()}, ("m", "A"): {"S": one()}, ("m", "a"): {"S": one()}})
     with pytest.raises(SchemaError, match="metadata column"):
         detect({("_Version",): {"N": N()}})
+    # The final table's own (decision 0014): the merge would write over the attribute's value.
+    with pytest.raises(SchemaError, match="'_inserted_batch_id', a metadata column"):
+        detect({("_Inserted Batch Id",): {"S": one()}})
 
 
 def test_keys_take_their_declared_type() -> None:
