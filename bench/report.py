@@ -216,6 +216,21 @@ def apply_cost(doc: dict) -> list[Row]:
                     _met(per_10x <= allowed),
                 )
             )
+    # The same apply with no `dbt test` (a bound: no design of the tests takes the apply below it).
+    for run in doc["runs"]:
+        for c in run.get("cases_without_tests", []):
+            rows.append(
+                (
+                    f"apply without its tests vs plain MERGE ({c['case'].split()[1]})",
+                    f"{c['changes']:,} changes of {c['keys']:,} keys into {_label(run['table_rows'])} rows",
+                    f"{c['apply_seconds']} s vs {c['floor_merge_seconds']} s = "
+                    f"**{c['ratio_to_floor']}x** (ingest {c['ingest_seconds']} s, dbt "
+                    + ", ".join(f"{k} {v} s" for k, v in c["dbt_seconds"].items())
+                    + ")",
+                    "a bound, not a target: the tested apply cannot cost less",
+                    _met(None),
+                )
+            )
     ax.set_xscale("log")
     ax.set_xlabel("final table rows")
     ax.set_ylabel("seconds")

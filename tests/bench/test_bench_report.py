@@ -90,6 +90,15 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                         "ratio_to_floor": 2.5,
                     }
                 ],
+                "cases_without_tests": [
+                    {
+                        **case,
+                        "case": "untested hot",
+                        "apply_seconds": 22.0,
+                        "floor_merge_seconds": 10.0,
+                        "ratio_to_floor": 2.2,
+                    }
+                ],
             },  # fmt: skip
         ],
     }
@@ -198,6 +207,11 @@ def test_table_states_each_target_and_whether_it_is_met(results: Path) -> None:
     assert "first" not in cost[0]  # a run without its process's first apply recorded
     assert "the process's first: 31.0 s vs 12.4 s = 2.5x" in cost[1]
     assert "**2.5x**" in cost[1] and cost[1].endswith("| **not met** |")
+    # The apply without its tests: a bound beside the target, never met or not met itself.
+    (untested,) = [r for r in rows if r.startswith("| apply without its tests vs plain MERGE")]
+    assert untested.startswith("| apply without its tests vs plain MERGE (hot) |")
+    assert "into 10M rows" in untested and "22.0 s vs 10.0 s = **2.2x**" in untested
+    assert untested.endswith("| n/a |")
     (process,) = [r for r in rows if r.startswith("| apply as processes")]
     assert "10,000 changes (8,000 updates, 1,000 inserts, 1,000 deletes) into 1M rows" in process
     assert "64.0 s vs 28.0 s = **2.29x**" in process and process.endswith("| **not met** |")
