@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from ingestion.aws import glue
 from ingestion.cli.arguments import add_entity_rule_arguments
@@ -59,6 +60,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="daily",
         help="how the rendered deployment keeps it fresh: daily (an incremental export a day; "
         "the default) or stream (its DynamoDB stream, read by the one long-running watch)",
+    )
+    p.add_argument(
+        "--history",
+        action="store_true",
+        help="also keep every version of every item in lakehouse.<name>__history, queryable "
+        "as of any instant (docs/history.md: what it costs)",
     )
     _entity_arguments(p)
     p.set_defaults(run=run_add_table)
@@ -121,6 +128,7 @@ def run_add_table(args: argparse.Namespace) -> int:
         lakehouse=name,
         cadence=args.cadence,
         entities=onboarding.entity_block(args.entity_key, args.entity_attribute, args.entity),
+        history=args.history,
     )
     shown = f"DynamoDB table {dynamodb_name} -> lakehouse table {names.FINAL}.{name}"
     rule = get_table(name).entities
@@ -149,7 +157,9 @@ def run_remove_table(args: argparse.Namespace) -> int:
         return 1
     for item in remove.drop_table_data(table):
         print(f"dropped {item}")
-    for final in final_tables(table) if args.glue_database else []:  # each entity's table
+    finals = final_tables(table) if args.glue_database else []  # each entity's table
+    histories = [replace(f, name=names.history_table(f.name)) for f in finals]  # docs/history.md
+    for final in finals + histories:
         if glue.deregister(final, args.glue_database, args.glue_endpoint):
             print(f"deleted Glue table {args.glue_database}.{final.name}")
     for path in removal.apply_removal(planned) if planned else []:

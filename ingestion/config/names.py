@@ -119,3 +119,8 @@ def verify_log_table() -> str:
 def staging_model(table: str) -> str:
     """The dbt staging model over a change log."""
     return f"stg_{SOURCE}__{table}"
+
+
+def history_table(table: str) -> str:
+    """A final table's history (``history: true``, docs/history.md): its model and table name."""
+    return f"{table}__history"

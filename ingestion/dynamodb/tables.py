@@ -78,6 +78,7 @@ class TableConfig:
     verify: str = "weekly"  # how often a deployment verifies it (VerifySchedule)
     entities: EntityRule | None = None  # a single-table design's rule (ingestion.dynamodb.entities)
     staging: str = ""  # an entity's final table: the entry whose change log it reads
+    history: bool = False  # lakehouse.<final>__history: every version (docs/history.md)
 
     @property
     def dynamodb_name(self) -> str:
@@ -175,6 +176,12 @@ class TableEntry(BaseModel):
         True,
         strict=True,
         description="`true` or `false`: adopt a value that does not fit its column",
+    )
+    history: bool = Field(
+        False,
+        strict=True,
+        description="`true` or `false`: keep every version of every item in "
+        "`lakehouse.<table>__history`, queryable as of any instant ([History](history.md))",
     )
     heal: bool = Field(
         False,
@@ -358,6 +365,7 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         valid.heal,
         valid.verify,
         parse_rule(name, valid.entities, {k.name: k.descriptor for k in keys}),
+        history=valid.history,
     )
 
 
@@ -385,6 +393,14 @@ def check_distinct(tables: Any) -> None:
                 f"table {table.name} is DynamoDB table {table.dynamodb_name!r}, which is also "
                 "another entry's lakehouse name: --table would be ambiguous; rename one"
             )
+    finals = {f for t in tables for f in (t.entities.finals if t.entities else (t.name,))}
+    for table in tables:
+        for final in (table.entities.finals if table.entities else (table.name,)) if table.history else ():  # fmt: skip
+            if names.history_table(final) in finals:
+                raise TableConfigError(
+                    f"table {table.name}: its history {names.history_table(final)!r} (history: "
+                    "true) is also a final table's name: rename that table or its entity"
+                )
     seen: dict[str, str] = {}
     for table in tables:
         other = seen.setdefault(table.dynamodb_name, table.name)

@@ -21,11 +21,13 @@ from ingestion.merge import merge_log
 
 def owned(table: TableConfig) -> list[str]:
     """The catalog tables a lakehouse table owns (quoted names): its change log, its rejects,
-    and its final tables (``finals``)."""
+    its final tables (``finals``) and their histories (``history: true``, docs/history.md; also
+    one left from before the key was turned off)."""
     return [
         names.staging_table(table.name),
         names.rejects_table(table.name),
         *(names.final_table(final.name) for final in finals(table)),
+        *(names.final_table(names.history_table(final.name)) for final in finals(table)),
     ]
 
 

@@ -76,6 +76,7 @@ def add_table(
     lakehouse: str | None = None,
     cadence: str = "daily",
     entities: dict[str, Any] | None = None,
+    history: bool = False,
 ) -> list[Path]:
     """Register DynamoDB table ``dynamodb_name`` as lakehouse table ``lakehouse`` (derived from
     it by default); the files written."""
@@ -109,6 +110,8 @@ def add_table(
         entry["cadence"] = cadence
     if entities:
         entry["entities"] = entities
+    if history:
+        entry["history"] = True
     table = table_from_entry(name, entry)  # validates names and keys
     check_distinct([*configured.values(), table])  # entity tables named as no other table
 
@@ -142,6 +145,8 @@ def _entry_text(name: str, entry: dict[str, Any]) -> str:
     for key in ("buckets", "cadence"):
         if key in entry:
             text += f"      {key}: {entry[key]}\n"
+    if entry.get("history"):
+        text += "      history: true\n"
     if "entities" in entry:  # YAML quotes a value it would read as no string (`ON`, `01`)
         block = yaml.safe_dump({"entities": entry["entities"]}, sort_keys=False, default_style=None)
         text += "".join(f"      {line}\n" for line in block.splitlines())

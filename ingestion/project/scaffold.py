@@ -62,6 +62,12 @@ def files_for(table: TableConfig, root: Path) -> dict[Path, str]:
             root / "models/marts" / f"{final.name}.sql": render("final.sql.j2", final),
             root / "models/marts" / f"{final.name}.yml": render("final.yml.j2", final),
         }
+        if final.history:  # docs/history.md
+            history = names.history_table(final.name)
+            files |= {
+                root / "models/marts" / f"{history}.sql": render("history.sql.j2", final),
+                root / "models/marts" / f"{history}.yml": render("history.yml.j2", final),
+            }
     return files
 
 

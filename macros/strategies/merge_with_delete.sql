@@ -95,23 +95,26 @@ when not matched by source and target.`_version` < {{ baseline }} and not {{ dyn
   {{ return([dynamodb_bucket_function(buckets, 'target.' ~ dynamodb_quote(key)) ~ ' in (' ~ (hit | map('int') | sort | join(', ')) ~ ')']) }}
 {%- endmacro %}
 
-{#- dbt-spark's validation, with merge_with_delete accepted for Iceberg tables. -#}
+{#- dbt-spark's validation, with merge_with_delete and dynamodb_history (macros/history.sql) accepted for Iceberg tables. -#}
 {% macro dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) %}
-  {% if raw_strategy == 'merge_with_delete' %}
+  {% if raw_strategy in ('merge_with_delete', 'dynamodb_history') %}
     {% if file_format != 'iceberg' %}
-      {% do exceptions.raise_compiler_error("merge_with_delete needs file_format 'iceberg', got " ~ file_format) %}
+      {% do exceptions.raise_compiler_error(raw_strategy ~ " needs file_format 'iceberg', got " ~ file_format) %}
     {% endif %}
     {% do return(raw_strategy) %}
   {% endif %}
   {% do return(dbt.dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format)) %}
 {% endmacro %}
 
-{#- dbt-spark's strategy switch, with merge_with_delete routed to the macro above. -#}
+{#- dbt-spark's strategy switch, with merge_with_delete routed to the macro above, dynamodb_history to macros/history.sql. -#}
 {% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) %}
   {% if strategy == 'merge_with_delete' %}
     {{ get_incremental_merge_with_delete_sql({
         'target_relation': target, 'temp_relation': source, 'unique_key': unique_key,
         'incremental_predicates': incremental_predicates}) }}
+  {% elif strategy == 'dynamodb_history' %}
+    {{ get_incremental_dynamodb_history_sql({
+        'target_relation': target, 'temp_relation': source, 'unique_key': unique_key}) }}
   {% else %}
     {{ dbt.dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) }}
   {% endif %}

@@ -10,6 +10,7 @@ from support import ROOT
 
 from ingestion.dynamodb.tables import (
     TableConfigError,
+    check_distinct,
     entry_keys_table,
     get_table,
     load_tables,
@@ -151,3 +152,14 @@ def test_add_table_refuses_duplicates_and_bad_keys_without_writing(project_copy:
         onboarding.add_table("T" * 200, "id:S", None)
     assert (project_copy / "dbt_project.yml").read_text() == before
     assert not (project_copy / "models/marts/t2.sql").exists()
+
+
+def test_a_history_is_a_strict_boolean_and_no_other_final_table_may_take_its_name() -> None:
+    shelf = table_from_entry("shelf", {"partition_key": "id:S", "history": True})
+    assert shelf.history and not table_from_entry("other", {"partition_key": "id:S"}).history
+    with pytest.raises(TableConfigError, match="history is .yes.; expected true or false"):
+        table_from_entry("shelf", {"partition_key": "id:S", "history": "yes"})
+    clash = table_from_entry("shelf__history", {"partition_key": "id:S"})
+    with pytest.raises(TableConfigError, match="its history 'shelf__history'"):
+        check_distinct([shelf, clash])
+    check_distinct([table_from_entry("shelf", {"partition_key": "id:S"}), clash])  # fmt: skip

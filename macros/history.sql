@@ -1,0 +1,258 @@
+{#-
+  A table's history (`history: true`, docs/history.md, decision 0015): `lakehouse.<table>__history`,
+  one row per version of each item, with `valid_from` (the change's `_version`, as a timestamp)
+  and `valid_to` (the next version's `valid_from`; null while it is current). Intervals are
+  half-open, so the rows valid at instant t are those with valid_from <= t < valid_to. A delete
+  (or TTL expiry) is a row of its own: the item is gone from its `valid_from` on.
+
+  Built in the same `dbt run` as the final table, from the same new batches. A merge recomputes
+  only what its changes can move, per key it touches: its new changes, and the key's history rows
+  still valid at or after its oldest new change (the rows a late change lands between). Within a
+  key, versions follow dynamodb_change_order(), so two changes of one instant are ordered by
+  `_sequence` (the first gets an empty interval: valid_to = valid_from).
+
+    - a change already in the history (the same key, `_version` and `_sequence`: a replayed or
+      re-merged batch) adds nothing;
+    - a full export (`snapshot` lines) that restates an item's values unchanged adds no row (a
+      weekly verify export or a heal must not double the history);
+    - a full export closes, at its instant, every item it does not hold that was live then (the
+      final table's baseline rule): a row `_operation = 'delete'` at the export's `_version`,
+      its `_source` and `_batch_id` the export's, its values null. A kept TTL expiry
+      (`ttl_deletes: keep`) is not closed, as in the final table.
+
+  The model is never rebuilt (`full_refresh=false`): the change log it reads is pruned by
+  `maintain`, so a rebuild would lose versions.
+-#}
+{% macro dynamodb_history(table, relation) -%}
+  {%- set keys = dynamodb_quote_list(dynamodb_key_columns(table)) -%}
+  {%- set staged = adapter.get_relation(database=none, schema=dynamodb_staging_schema(), identifier=dynamodb_staging_name(table)) if execute else none -%}
+  {%- set columns = adapter.get_columns_in_relation(staged) | map(attribute='name') | list if staged else [] -%}
+  {%- set value_columns = columns | reject('in', dynamodb_history_metadata_columns() + dynamodb_key_columns(table)) | list -%}
+  {%- set quoted = dynamodb_quote_list(columns) -%}
+  {%- set incremental = is_incremental() -%}
+  {%- set batches = dynamodb_new_batches(table) if incremental else none -%}
+  {%- set order = dynamodb_change_order() -%}
+  {%- set same_version = keys + ['`_version`', "coalesce(`_sequence`, '')"] -%}
+  {%- if incremental -%}
+    {%- set present = adapter.get_columns_in_relation(this) | map(attribute='name') | list -%}
+  {%- endif %}
+with
+
+new_changes as (
+
+    select {{ quoted | join(', ') }}
+    from {{ relation }}
+    {%- if incremental %}
+    where `_batch_id` in ({{ dynamodb_quoted_list(batches) if batches else "''" }})
+    {%- endif %}
+
+),
+
+{%- if incremental %}
+
+touched as (
+
+    select {{ keys | join(', ') }}, min(`_version`) as `_oldest`
+    from new_changes
+    group by {{ keys | join(', ') }}
+
+),
+
+{#- The key's rows a new change can move: valid at or after its oldest new change. -#}
+kept as (
+
+    select
+        {% for column in columns -%}
+        {{ ('history.' ~ dynamodb_quote(column)) if column in present else 'null' }} as {{ dynamodb_quote(column) }},
+        {% endfor -%}
+        history.`valid_to` as `_old_valid_to`,
+        false as `_new`
+    from {{ this }} as history
+    inner join touched
+        on {% for key in keys %}history.{{ key }} = touched.{{ key }}{{ " and " if not loop.last }}{% endfor %}
+    where history.`valid_to` is null or history.`valid_to` >= timestamp_micros(touched.`_oldest`)
+
+),
+
+{%- endif %}
+
+exports as (
+
+    select `_batch_id`, max(`_version`) as `_export_version`, max(`_source`) as `_export_source`,
+        max(`_ingested_at`) as `_export_ingested_at`
+    from new_changes
+    where `_operation` = 'snapshot'
+    group by `_batch_id`
+
+),
+
+candidates as (
+
+    select {{ quoted | join(', ') }}, cast(null as timestamp) as `_old_valid_to`, true as `_new`
+    from new_changes
+    {%- if incremental %}
+    union all
+    select * from kept
+    {%- endif %}
+
+),
+
+{#- One row per version: a row already in the history wins, else the first staged. -#}
+versions as (
+
+    select {{ quoted | join(', ') }}, `_old_valid_to`, `_new`
+    from (
+        select *, row_number() over (
+            partition by {{ same_version | join(', ') }}
+            order by `_new`, `_ingested_at`, `_batch_id`) as `_copy`
+        from candidates
+    )
+    where `_copy` = 1
+
+),
+
+{#-
+  A full export's close rows: per export among the changes, every key whose state just before the
+  export was a live row and that the export does not hold. The keys looked at are those this
+  merge recomputes and, for a merge of a full export, every item live in the history.
+-#}
+{%- if incremental %}
+live_elsewhere as (
+
+    select
+        {% for column in columns -%}
+        {{ ('history.' ~ dynamodb_quote(column)) if column in present else 'null' }} as {{ dynamodb_quote(column) }},
+        {% endfor -%}
+        history.`valid_to` as `_old_valid_to`,
+        false as `_new`
+    from {{ this }} as history
+    left anti join touched
+        on {% for key in keys %}history.{{ key }} = touched.{{ key }}{{ " and " if not loop.last }}{% endfor %}
+    where history.`valid_to` is null and exists (select 1 from exports)
+
+),
+{%- endif %}
+
+timeline as (
+
+    select * from versions
+    {%- if incremental %}
+    union all
+    select * from live_elsewhere
+    {%- endif %}
+
+),
+
+before_export as (
+
+    select
+        {% for key in keys %}timeline.{{ key }}, {% endfor -%}
+        exports.`_batch_id` as `_export_batch`,
+        exports.`_export_version`, exports.`_export_source`, exports.`_export_ingested_at`,
+        max_by(struct(timeline.`_operation`, {{ dynamodb_is_kept_expiry(table, 'timeline') }} as `_kept`),
+            {{ dynamodb_change_order('timeline') }}) as `_state`
+    from timeline
+    cross join exports
+    where timeline.`_version` < exports.`_export_version`
+    group by {% for key in keys %}timeline.{{ key }}, {% endfor %}exports.`_batch_id`,
+        exports.`_export_version`, exports.`_export_source`, exports.`_export_ingested_at`
+
+),
+
+closes as (
+
+    select
+        {% for column in columns -%}
+        {%- if column in dynamodb_key_columns(table) -%}
+        before_export.{{ dynamodb_quote(column) }}
+        {%- elif column == '_operation' -%}'delete'
+        {%- elif column == '_version' -%}before_export.`_export_version`
+        {%- elif column == '_source' -%}before_export.`_export_source`
+        {%- elif column == '_batch_id' -%}before_export.`_export_batch`
+        {%- elif column == '_ingested_at' -%}before_export.`_export_ingested_at`
+        {%- else -%}null
+        {%- endif %} as {{ dynamodb_quote(column) }},
+        {% endfor -%}
+        cast(null as timestamp) as `_old_valid_to`,
+        true as `_new`
+    from before_export
+    left anti join new_changes as held
+        on {% for key in keys %}held.{{ key }} = before_export.{{ key }} and {% endfor -%}
+        held.`_batch_id` = before_export.`_export_batch`
+    where not (before_export.`_state`.`_operation` in {{ dynamodb_all_delete_operations() }})
+      and not before_export.`_state`.`_kept`
+
+),
+
+{#- Every version, the closes among them; a close already in the history adds nothing. -#}
+all_versions as (
+
+    select * from versions
+    {%- if incremental %}
+    union all
+    {# the row a close ends, of a key this merge's changes did not touch #}
+    select live_elsewhere.* from live_elsewhere
+    left semi join closes
+        on {% for key in keys %}closes.{{ key }} = live_elsewhere.{{ key }}{{ " and " if not loop.last }}{% endfor %}
+    {%- endif %}
+    union all
+    select closes.* from closes
+    {%- if incremental %}
+    left anti join {{ this }} as history
+        on {% for key in keys %}history.{{ key }} = closes.{{ key }} and {% endfor -%}
+        history.`_version` = closes.`_version` and history.`_sequence` is null
+    {%- endif %}
+
+),
+
+{#- A full export's line that restates the version before it unchanged adds no row. -#}
+restated as (
+
+    select *,
+        coalesce(`_new` and `_operation` = 'snapshot'
+            and lag(`_operation`) over by_key not in {{ dynamodb_all_delete_operations() }}
+            and lag(`_values`) over by_key = `_values`, false) as `_restated`
+    from (select *, to_json(struct({{ dynamodb_quote_list(value_columns) | join(', ') or 'null' }})) as `_values` from all_versions)
+    window by_key as (partition by {{ keys | join(', ') }} order by {{ order }})
+
+),
+
+dated as (
+
+    select *,
+        timestamp_micros(`_version`) as `valid_from`,
+        lead(timestamp_micros(`_version`)) over by_key as `valid_to`
+    from restated
+    where not `_restated`
+    window by_key as (partition by {{ keys | join(', ') }} order by {{ order }})
+
+)
+
+select {{ quoted | join(', ') }}, `valid_from`, `valid_to`
+from dated
+where `_new` or not (`valid_to` <=> `_old_valid_to`)
+{%- endmacro %}
+
+{#- The change log's columns that are no item value: what a restatement's comparison leaves out. -#}
+{% macro dynamodb_history_metadata_columns() -%}
+  {{ return(['_operation', '_version', '_sequence', '_source', '_source_file', '_batch_id', '_ingested_at', '_drift']) }}
+{%- endmacro %}
+
+{#-
+  The history's merge (incremental strategy `dynamodb_history`): a version already there (the same
+  key, `_version` and `_sequence`) gets its new `valid_to`; any other is inserted.
+-#}
+{% macro get_incremental_dynamodb_history_sql(arg_dict) %}
+  {%- set target = arg_dict['target_relation'] -%}
+  {%- set source = arg_dict['temp_relation'] -%}
+  {%- set unique_key = arg_dict['unique_key'] -%}
+  {%- set keys = dynamodb_quote_list([unique_key] if unique_key is string else unique_key) -%}
+  {%- set columns = dynamodb_quote_list(adapter.get_columns_in_relation(source) | map(attribute='name') | list) %}
+merge into {{ target }} as target
+using {{ source }} as version
+on {% for key in keys %}target.{{ key }} = version.{{ key }} and {% endfor -%}
+  target.`_version` = version.`_version` and target.`_sequence` <=> version.`_sequence`
+when matched then update set target.`valid_to` = version.`valid_to`
+when not matched then insert ({{ columns | join(', ') }})
+  values ({% for column in columns %}version.{{ column }}{{ ", " if not loop.last }}{% endfor %})
+{% endmacro %}

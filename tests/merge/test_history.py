@@ -1,0 +1,185 @@
+"""`history: true` (docs/history.md): `lakehouse.<table>__history` holds every version the lakehouse
+staged, as of any instant. Through the CLI: a full export, stream changes (a key deleted and
+created again, two changes of one second ordered by sequence), an incremental export applied
+after newer stream changes, a second full export that restates two items unchanged and lacks
+one; each batch merged on its own, then all at once in a fresh lakehouse. The expected states are
+written out by hand below, instant by instant."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from conftest import reset_lakehouse
+from support import book
+
+from ingestion.cli import main
+from ingestion.config.settings import project_dir
+from ingestion.samples import sample_exports
+from ingestion.samples import stream as sample_stream
+from ingestion.samples.items import BASE_TIME
+from ingestion.sources.change_file_writer import write_batch
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+HISTORY = "lake.lakehouse.shelf__history"
+
+
+def at(minutes: int) -> int:
+    return int((BASE_TIME + timedelta(minutes=minutes)).timestamp())
+
+
+def instant(minutes: float) -> datetime:
+    return (BASE_TIME + timedelta(minutes=minutes)).replace(tzinfo=None)
+
+
+def as_of(spark, minutes: float) -> dict[str, str]:
+    """The live items of the history at an instant: id -> title."""
+    spark.sql(f"refresh table {HISTORY}")
+    t = instant(minutes).isoformat(sep=" ")
+    rows = spark.sql(
+        f"select id, title from {HISTORY} where valid_from <= timestamp'{t}' "
+        f"and (valid_to is null or valid_to > timestamp'{t}') "
+        "and _operation not in ('delete', 'ttl_delete')"
+    ).collect()
+    return {r["id"]: r["title"] for r in rows}
+
+
+def versions(spark) -> list[tuple]:
+    spark.sql(f"refresh table {HISTORY}")
+    rows = spark.table(HISTORY).select("id", "title", "_operation", "valid_from", "valid_to")
+    return sorted(
+        (tuple(r) for r in rows.collect()),
+        key=lambda r: (r[0], r[3], r[4] is None, r[4] or r[3], r[1] or ""),
+    )
+
+
+def final(spark) -> dict[str, str]:
+    spark.sql("refresh table lake.lakehouse.shelf")
+    return {r["id"]: r["title"] for r in spark.table("lake.lakehouse.shelf").collect()}
+
+
+def add_shelf() -> None:
+    """A table ``shelf`` (``books``' items) registered with its history, as a user does."""
+    assert main(["add-table", "shelf", "--partition-key", "id:S", "--history"]) == 0
+    assert "      history: true\n" in (project_dir() / "dbt_project.yml").read_text()
+    assert (project_dir() / "models/marts/shelf__history.sql").exists()
+
+
+def modify(old: dict, new: dict, minutes: int, sequence: int, event: str = "MODIFY") -> dict:
+    return sample_stream.stream_record("shelf", event, {"id": new["id"]}, old, new, at(minutes), sequence)  # fmt: skip
+
+
+def sources(tmp_path: Path) -> list[tuple[str, Path, list[dict] | None]]:
+    """In arrival order: (kind, where, stream records to write there first)."""
+    k1, k2, k3 = book("k1", "one"), book("k2", "two"), book("k3", "three")
+    k1b, k2b = book("k1", "one again"), book("k2", "two b")
+    k3b, k3c = book("k3", "three b"), book("k3", "three c")
+    k2d, k2i = book("k2", "two d"), book("k2", "two inc")
+    f0 = sample_exports.write_items_export(
+        tmp_path / "f0", "shelf", [k1, k2, k3], instant(0), seed=1
+    )
+    s1 = [
+        modify(k2, k2b, 10, 1),
+        sample_stream.stream_record("shelf", "REMOVE", {"id": k1["id"]}, k1, None, at(11), 2),
+        modify(None, k1b, 12, 3, "INSERT"),
+        modify(k3, k3b, 13, 4),
+        modify(k3b, k3c, 13, 5),  # the same second: the sequence orders them
+    ]
+    s2 = [modify(k2b, k2d, 40, 6)]
+    line = {
+        "Metadata": {"WriteTimestampMicros": {"N": str(at(20) * 1_000_000)}},
+        "Keys": {"id": k2["id"]},
+        "OldImage": k2b,
+        "NewImage": k2i,
+    }
+    window = (instant(0), instant(30))
+    inc = sample_exports.write_incremental_export(tmp_path / "inc", "shelf", [line], window, seed=2)
+    # k1 and k2 restated unchanged, k4 new, k3 missing: closed at the export's instant
+    f1 = sample_exports.write_items_export(tmp_path / "f1", "shelf", [k1b, k2d, book("k4", "four")], instant(60), seed=3)  # fmt: skip
+    s3 = [modify(None, book("k3", "three again"), 70, 7, "INSERT")]
+    streams = tmp_path / "streams"
+    return [
+        ("export", f0, None),
+        ("stream", streams, s1),
+        ("stream", streams, s2),
+        ("export", inc, None),  # after s2's newer change of k2
+        ("export", f1, None),
+        ("stream", streams, s3),
+    ]
+
+
+def ingest(kind: str, where: Path, records: list[dict] | None, command: str) -> None:
+    if records:
+        written, failed = write_batch(records, str(where))
+        assert failed is None and written
+    args = [command, "--table", "shelf"]
+    args += ["--stream", str(where), "--settle", "0"] if kind == "stream" else [str(where)]
+    assert main(args) == 0
+
+
+# The history's live items after each source, at the instants that matter (minutes).
+EXPECTED = [
+    {0: {"k1": "one", "k2": "two", "k3": "three"}},
+    {
+        10.5: {"k1": "one", "k2": "two b", "k3": "three"},
+        11.5: {"k2": "two b", "k3": "three"},
+        14: {"k1": "one again", "k2": "two b", "k3": "three c"},
+    },
+    {41: {"k1": "one again", "k2": "two d", "k3": "three c"}},
+    {
+        35: {"k1": "one again", "k2": "two inc", "k3": "three c"},
+        29: {"k1": "one again", "k2": "two b", "k3": "three c"},
+    },
+    {
+        60: {"k1": "one again", "k2": "two d", "k4": "four"},
+        59: {"k1": "one again", "k2": "two d", "k3": "three c"},
+    },
+    {71: {"k1": "one again", "k2": "two d", "k3": "three again", "k4": "four"}},
+]
+
+
+def test_the_history_holds_every_version_as_of_any_instant_whatever_the_batches(
+    spark, clean_lakehouse, project_copy: Path, tmp_path: Path
+) -> None:
+    add_shelf()
+    arrivals = sources(tmp_path / "one")
+    for (kind, where, records), expected in zip(arrivals, EXPECTED, strict=True):
+        ingest(kind, where, records, "sync")
+        for minutes, items in expected.items():
+            assert as_of(spark, minutes) == items, (where.name, minutes)
+    # Every instant still holds after the later sources (the late export moved only its own).
+    for expected in EXPECTED:
+        for minutes, items in expected.items():
+            assert as_of(spark, minutes) == items, minutes
+    # The current versions are the final table's rows.
+    assert as_of(spark, 10_000) == final(spark)
+    rows = versions(spark)
+    titles = [(r[0], r[1], r[2]) for r in rows]
+    # f1 restated k1 and k2 unchanged: no row; k3 closed at f1's instant, then created again.
+    assert [t for t in titles if t[0] == "k2"] == [
+        ("k2", "two", "snapshot"), ("k2", "two b", "update"), ("k2", "two inc", "update"), ("k2", "two d", "update"),
+    ]  # fmt: skip
+    k3 = [r for r in rows if r[0] == "k3"]
+    (close,) = [r for r in k3 if r[2] == "delete"]
+    (again,) = [r for r in k3 if r[1] == "three again"]
+    assert close[1] is None and close[3] == instant(60) and close[4] == again[3]
+    same_second = [r for r in k3 if r[1] == "three b"]
+    assert same_second and same_second[0][3] == same_second[0][4]  # valid for no time at all
+    assert len(rows) == 13
+
+    # Replayed: merging again and syncing the second full export again add nothing.
+    assert main(["merge", "--table", "shelf"]) == 0
+    assert versions(spark) == rows
+
+    # All at once in a fresh lakehouse: the same history.
+    reset_lakehouse(spark)
+    for kind, where, records in sources(tmp_path / "all"):
+        ingest(kind, where, records, "ingest")
+    assert main(["merge", "--table", "shelf"]) == 0
+    assert versions(spark) == rows
+
+    # remove-table drops the history with the rest.
+    assert main(["remove-table", "shelf", "--yes"]) == 0
+    assert not spark.catalog.tableExists(HISTORY)
