@@ -17,7 +17,7 @@ from ingestion.cli.arguments import (
 )
 from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfigError, get_table
-from ingestion.jobs import sync
+from ingestion.jobs import as_of, sync
 from ingestion.jobs.inspection import (
     ENGINES,
     METRICS_NAMESPACE,
@@ -61,6 +61,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="table (default), csv or json (one object per line)",
     )
     p.add_argument("--limit", type=int, default=1000, help="rows printed as a table (default 1000)")
+    p.add_argument(
+        "--as-of",
+        metavar="INSTANT",
+        help="read each lakehouse.<t> the SQL names as of this instant (ISO 8601, e.g. "
+        "2026-01-01T00:00:00Z; no zone: UTC), from lakehouse.<t>__history (history: true, "
+        "docs/history.md)",
+    )
     p.set_defaults(run=run_query)
 
     p = sub.add_parser(
@@ -227,6 +234,7 @@ def print_verify(report: verifying.VerifyReport) -> None:
 
 
 def run_query(args: argparse.Namespace) -> int:
-    result = query(args.sql, args.limit if args.format == "table" else None, args.engine)
+    moment = as_of.instant(args.as_of) if args.as_of else None
+    result = query(args.sql, args.limit if args.format == "table" else None, args.engine, moment)
     output.write_rows(result.columns, result.rows, args.format)
     return 0

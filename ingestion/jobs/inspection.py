@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.jobs import sync
+from ingestion.jobs import as_of, sync
 from ingestion.jobs.reporter import Reporter
 from ingestion.maintenance import verify as verifying
 from ingestion.maintenance.status import TableStatus, status_without_spark, table_status
@@ -77,24 +78,27 @@ class QueryResult:
 ENGINES = ("spark", "duckdb")
 
 
-def query(sql: str, limit: int | None, engine: str = "spark") -> QueryResult:
+def query(
+    sql: str, limit: int | None, engine: str = "spark", moment: datetime | None = None
+) -> QueryResult:
     """Run ``sql``; its rows (the first ``limit`` of them, or all of them streamed to the
     driver one partition at a time when ``limit`` is None). ``engine="duckdb"``: DuckDB's SQL
-    over the tables' current state, no JVM (``without_spark``; reads only)."""
+    over the tables' current state, no JVM (``without_spark``; reads only). ``moment``: the
+    final tables it names as of that instant (UTC), from their histories (``as_of``)."""
     if engine == "duckdb":
-        return _duckdb_query(sql, limit)
+        return _duckdb_query(sql, limit, moment)
     from pyspark.errors import AnalysisException, ParseException
 
     spark = spark_config.build_spark("query")
     try:
-        df = spark.sql(sql)
+        df = spark.sql(as_of.spark_sql(spark, sql, moment) if moment else sql)
     except (AnalysisException, ParseException) as exc:
         raise QueryError(_first_line(exc)) from None
     rows = df.limit(limit).collect() if limit is not None else df.toLocalIterator()
     return QueryResult(df.columns, (tuple(r) for r in rows))
 
 
-def _duckdb_query(sql: str, limit: int | None) -> QueryResult:
+def _duckdb_query(sql: str, limit: int | None, moment: datetime | None) -> QueryResult:
     if not iceberg_metadata.available():
         raise QueryError(
             "--engine duckdb reads the local and rehearsal targets' catalogs with the light extra "
@@ -103,7 +107,10 @@ def _duckdb_query(sql: str, limit: int | None) -> QueryResult:
     import duckdb
 
     try:
-        result = duckdb_engine.with_views((names.STAGING, names.FINAL)).execute(sql)
+        con = duckdb_engine.with_views((names.STAGING, names.FINAL))
+        if moment:
+            as_of.duckdb_views(con, sql, moment)
+        result = con.execute(sql)
     except duckdb.Error as exc:
         raise QueryError(_first_line(exc)) from None
     columns = [d[0] for d in result.description or []]

@@ -7,6 +7,7 @@ written out by hand below, instant by instant."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -140,8 +141,21 @@ EXPECTED = [
 ]
 
 
+def queried_as_of(
+    capsys: pytest.CaptureFixture[str], minutes: float, engine: str
+) -> dict[str, str]:
+    """``query --as-of`` of the final table, through the CLI: id -> title."""
+    moment = (BASE_TIME + timedelta(minutes=minutes)).isoformat()
+    capsys.readouterr()
+    sql = "select id, title from lakehouse.shelf"
+    args = ["query", "--as-of", moment, "--engine", engine, "--format", "json", sql]
+    assert main(args) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    return {r["id"]: r["title"] for r in rows}
+
+
 def test_the_history_holds_every_version_as_of_any_instant_whatever_the_batches(
-    spark, clean_lakehouse, project_copy: Path, tmp_path: Path
+    spark, clean_lakehouse, project_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     add_shelf()
     arrivals = sources(tmp_path / "one")
@@ -153,6 +167,15 @@ def test_the_history_holds_every_version_as_of_any_instant_whatever_the_batches(
     for expected in EXPECTED:
         for minutes, items in expected.items():
             assert as_of(spark, minutes) == items, minutes
+    # query --as-of reads the final table as of an instant, on both engines; a table without a
+    # history and an instant that is none are refused.
+    for engine in ("spark", "duckdb"):
+        assert queried_as_of(capsys, 35, engine) == EXPECTED[3][35], engine
+        assert queried_as_of(capsys, 60, engine) == EXPECTED[4][60], engine
+    assert main(["query", "--as-of", "2026-01-01", "select * from lakehouse.books"]) == 2
+    assert "lakehouse.books has no history" in capsys.readouterr().err
+    assert main(["query", "--as-of", "yesterday", "select 1"]) == 2
+    assert "is no instant" in capsys.readouterr().err
     # The current versions are the final table's rows.
     assert as_of(spark, 10_000) == final(spark)
     rows = versions(spark)
