@@ -35,7 +35,10 @@
   {%- set same_version = keys + ['`_version`', "coalesce(`_sequence`, '')"] -%}
   {%- if incremental -%}
     {%- set present = adapter.get_columns_in_relation(this) | map(attribute='name') | list -%}
-  {%- endif %}
+  {%- endif -%}
+  {#- The newest full export's version, as the final table's merge has it (the baseline rule). -#}
+  {%- set known = dynamodb_known_full_exports(table) if incremental else none -%}
+  {%- set floor = (known or {}).get('newest') -%}
 with
 
 new_changes as (
@@ -184,6 +187,43 @@ closes as (
 
 ),
 
+{%- if incremental and floor is not none %}
+{#-
+  A late change: a key whose latest version is older than the newest full export, which the
+  change log shows did not hold it (no change of the key as new as the export), is closed at the
+  export's instant, as the final table's baseline rule removes its row.
+-#}
+late_closes as (
+
+    select
+        {% for column in columns -%}
+        {%- if column in dynamodb_key_columns(table) -%}
+        latest.{{ dynamodb_quote(column) }}
+        {%- elif column == '_operation' -%}'delete'
+        {%- elif column == '_version' -%}cast({{ floor }} as bigint)
+        {%- elif column == '_ingested_at' -%}current_timestamp()
+        {%- else -%}null
+        {%- endif %} as {{ dynamodb_quote(column) }},
+        {% endfor -%}
+        cast(null as timestamp) as `_old_valid_to`,
+        true as `_new`
+    from (
+        select {{ keys | join(', ') }},
+            max_by(struct(`_operation`, `_version`, {{ dynamodb_is_kept_expiry(table) }} as `_kept`), {{ order }}) as `_last`
+        from versions
+        group by {{ keys | join(', ') }}
+    ) as latest
+    left anti join (
+        select {{ keys | join(', ') }} from {{ relation }} where `_version` >= {{ floor }}
+    ) as held
+        on {% for key in keys %}held.{{ key }} = latest.{{ key }}{{ " and " if not loop.last }}{% endfor %}
+    where latest.`_last`.`_version` < {{ floor }}
+      and not (latest.`_last`.`_operation` in {{ dynamodb_all_delete_operations() }})
+      and not latest.`_last`.`_kept`
+
+),
+{%- endif %}
+
 {#- Every version, the closes among them; a close already in the history adds nothing. -#}
 all_versions as (
 
@@ -202,6 +242,13 @@ all_versions as (
         on {% for key in keys %}history.{{ key }} = closes.{{ key }} and {% endfor -%}
         history.`_version` = closes.`_version` and history.`_sequence` is null
     {%- endif %}
+    {%- if incremental and floor is not none %}
+    union all
+    select late_closes.* from late_closes
+    left anti join {{ this }} as history
+        on {% for key in keys %}history.{{ key }} = late_closes.{{ key }} and {% endfor -%}
+        history.`_version` = late_closes.`_version` and history.`_sequence` is null
+    {%- endif %}
 
 ),
 
@@ -211,7 +258,11 @@ restated as (
     select *,
         coalesce(`_new` and `_operation` = 'snapshot'
             and lag(`_operation`) over by_key not in {{ dynamodb_all_delete_operations() }}
-            and lag(`_values`) over by_key = `_values`, false) as `_restated`
+            and lag(`_values`) over by_key = `_values`, false)
+        {#- a close (no sequence, no file) of an item already gone: two exports that lack it, or
+            an export's delete line at the export's instant -#}
+        or coalesce(`_new` and `_operation` = 'delete' and `_sequence` is null and `_source_file` is null
+            and lag(`_operation`) over by_key in {{ dynamodb_all_delete_operations() }}, false) as `_restated`
     from (select *, to_json(struct({{ dynamodb_quote_list(value_columns) | join(', ') or 'null' }})) as `_values` from all_versions)
     window by_key as (partition by {{ keys | join(', ') }} order by {{ order }})
 
@@ -247,6 +298,7 @@ where `_new` or not (`valid_to` <=> `_old_valid_to`)
   {%- set source = arg_dict['temp_relation'] -%}
   {%- set unique_key = arg_dict['unique_key'] -%}
   {%- set keys = dynamodb_quote_list([unique_key] if unique_key is string else unique_key) -%}
+  {%- do _dynamodb_history_retyped(target, source) -%}
   {%- set columns = dynamodb_quote_list(adapter.get_columns_in_relation(source) | map(attribute='name') | list) %}
 merge into {{ target }} as target
 using {{ source }} as version
@@ -255,4 +307,40 @@ on {% for key in keys %}target.{{ key }} = version.{{ key }} and {% endfor -%}
 when matched then update set target.`valid_to` = version.`valid_to`
 when not matched then insert ({{ columns | join(', ') }})
   values ({% for column in columns %}version.{{ column }}{{ ", " if not loop.last }}{% endfor %})
+{% endmacro %}
+
+{#-
+  Drift adopted since the history's last merge widened a column of the change log (and the final
+  table, which is rebuilt): the history takes the new type too. Its rows are rewritten into the
+  new types in one atomic replace of the table (its properties kept), from itself: never from the
+  pruned change log. Iceberg's own type promotions (int to bigint, a wider decimal) do not cover a
+  bigint becoming a decimal, which drift adoption does.
+-#}
+{% macro _dynamodb_history_retyped(target, source) %}
+  {%- set wanted = {} -%}
+  {%- for column in adapter.get_columns_in_relation(source) -%}
+    {%- do wanted.update({column.name: column.data_type}) -%}
+  {%- endfor -%}
+  {%- set present = adapter.get_columns_in_relation(target) -%}
+  {%- set changed = present | selectattr('name', 'in', wanted) | rejectattr('name', 'in', ['valid_from', 'valid_to']) | list -%}
+  {%- set changed = changed | selectattr('data_type', 'ne', none) | list -%}
+  {%- set retype = [] -%}
+  {%- for column in changed if column.data_type != wanted[column.name] -%}
+    {%- do retype.append(column.name) -%}
+  {%- endfor -%}
+  {%- if retype -%}
+    {%- set properties = run_query('show tblproperties ' ~ target) -%}
+    {%- set kept = [] -%}
+    {%- for row in properties.rows if row[0].startswith(('write.', 'format-version', 'commit.')) -%}
+      {%- do kept.append("'" ~ row[0] ~ "'='" ~ row[1] ~ "'") -%}
+    {%- endfor -%}
+    {%- set select -%}
+      {%- for column in present -%}
+        {%- if column.name in retype -%}cast({{ dynamodb_quote(column.name) }} as {{ wanted[column.name] }}) as {{ dynamodb_quote(column.name) }}
+        {%- else -%}{{ dynamodb_quote(column.name) }}{%- endif -%}{{ ", " if not loop.last }}
+      {%- endfor -%}
+    {%- endset -%}
+    {%- do run_query('create or replace table ' ~ target ~ ' using iceberg tblproperties (' ~ (kept | join(', ')) ~ ') as select ' ~ select ~ ' from ' ~ target) -%}
+    {%- do log('history ' ~ target ~ ': ' ~ (retype | join(', ')) ~ ' retyped as its change log', info=true) -%}
+  {%- endif -%}
 {% endmacro %}

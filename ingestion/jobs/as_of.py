@@ -23,8 +23,15 @@ class AsOfError(LakehouseError):
     """An instant that cannot be read, or a table named as of an instant without a history."""
 
 
-# lakehouse.<t>, optionally in the `lake` catalog and backquoted: the names the docs give.
-_NAMED = re.compile(r"(?<![\w.`])(?:`?lake`?\.)?`?lakehouse`?\.`?(\w+)`?(?![\w`])", re.IGNORECASE)
+def _named() -> re.Pattern[str]:
+    """``<final database>.<t>`` (``lakehouse`` by default), optionally in the catalog and quoted
+    with backquotes or double quotes (DuckDB): the names the docs give. A name inside a string
+    literal is matched too: give the query no such literal."""
+    catalog, final = re.escape(names.CATALOG), re.escape(names.FINAL)
+    q = r'[`"]?'
+    return re.compile(
+        rf'(?<![\w.`"])(?:{q}{catalog}{q}\.)?{q}{final}{q}\.{q}(\w+){q}(?![\w`"])', re.IGNORECASE
+    )
 
 
 def instant(text: str) -> datetime:
@@ -42,8 +49,13 @@ def instant(text: str) -> datetime:
 
 def named_tables(sql: str) -> list[str]:
     """The final tables ``sql`` names (``lakehouse.<t>``), histories left out, in order."""
-    found = [m.group(1) for m in _NAMED.finditer(sql)]
-    return list(dict.fromkeys(t for t in found if not t.endswith(names.history_table(""))))
+    found = [m.group(1) for m in _named().finditer(sql)]
+    tables = list(dict.fromkeys(t for t in found if not t.endswith(names.history_table(""))))
+    if not tables:
+        raise AsOfError(
+            f"--as-of reads {names.FINAL}.<table> as of an instant, and the query names none"
+        )
+    return tables
 
 
 def _delete_operations(table: str) -> tuple[str, ...]:
@@ -78,7 +90,9 @@ def spark_sql(spark: Any, sql: str, moment: datetime) -> str:
         at = f"timestamp '{moment.isoformat(sep=' ')}'"  # the session's zone is UTC (profiles.yml)
         state = state_sql(table, at, history, [f"`{c}`" for c in columns])
         spark.sql(f"create or replace temporary view `{table}` as {state}")
-    return _NAMED.sub(lambda m: m.group(0) if m.group(1) not in tables else f"`{m.group(1)}`", sql)
+    return _named().sub(
+        lambda m: m.group(0) if m.group(1) not in tables else f"`{m.group(1)}`", sql
+    )
 
 
 def duckdb_views(con: Any, sql: str, moment: datetime) -> None:

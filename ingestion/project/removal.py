@@ -8,7 +8,7 @@ configuration without that one table before anything is written.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -38,9 +38,12 @@ def _cut_block(text: str, first_line: str) -> str:
 
 
 def table_files(table: TableConfig, root: Path | None = None) -> list[Path]:
-    """The files a table owns that exist: its dbt models and its schema file."""
+    """The files a table owns that exist: its dbt models (its history's too, also one left from
+    before `history: true` was taken out: it would name a staging model no longer there) and its
+    schema file."""
     root = root or settings.project_dir()
-    owned = [*scaffold.files_for(table, root), schema_file.schema_path(table.name)]
+    models = scaffold.files_for(replace(table, history=True), root)
+    owned = [*models, schema_file.schema_path(table.name)]
     return [p for p in owned if p.exists()]
 
 

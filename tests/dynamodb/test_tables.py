@@ -163,3 +163,7 @@ def test_a_history_is_a_strict_boolean_and_no_other_final_table_may_take_its_nam
     with pytest.raises(TableConfigError, match="its history 'shelf__history'"):
         check_distinct([shelf, clash])
     check_distinct([table_from_entry("shelf", {"partition_key": "id:S"}), clash])  # fmt: skip
+    entities = {"partition_key": "pk:S", "sort_key": "sk:S", "entities": {"key": "sk", "values": {"A": None}}}  # fmt: skip
+    table_from_entry("app", entities)
+    with pytest.raises(TableConfigError, match="not built for single-table designs yet"):
+        table_from_entry("app", {**entities, "history": True})

@@ -17,6 +17,7 @@ from support import book
 
 from ingestion.cli import main
 from ingestion.config.settings import project_dir
+from ingestion.merge.merge_log import MERGE_LOG
 from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
@@ -100,6 +101,9 @@ def sources(tmp_path: Path) -> list[tuple[str, Path, list[dict] | None]]:
     # k1 and k2 restated unchanged, k4 new, k3 missing: closed at the export's instant
     f1 = sample_exports.write_items_export(tmp_path / "f1", "shelf", [k1b, k2d, book("k4", "four")], instant(60), seed=3)  # fmt: skip
     s3 = [modify(None, book("k3", "three again"), 70, 7, "INSERT")]
+    # a change older than f1, of an item f1 does not hold, staged after it: the final table's
+    # baseline rule removes it at once; the history has it until f1's instant
+    s4 = [modify(None, book("k9", "nine"), 50, 8, "INSERT")]
     streams = tmp_path / "streams"
     return [
         ("export", f0, None),
@@ -108,6 +112,7 @@ def sources(tmp_path: Path) -> list[tuple[str, Path, list[dict] | None]]:
         ("export", inc, None),  # after s2's newer change of k2
         ("export", f1, None),
         ("stream", streams, s3),
+        ("stream", streams, s4),
     ]
 
 
@@ -138,6 +143,10 @@ EXPECTED = [
         59: {"k1": "one again", "k2": "two d", "k3": "three c"},
     },
     {71: {"k1": "one again", "k2": "two d", "k3": "three again", "k4": "four"}},
+    {
+        55: {"k1": "one again", "k2": "two d", "k3": "three c", "k9": "nine"},
+        60: {"k1": "one again", "k2": "two d", "k4": "four"},
+    },
 ]
 
 
@@ -166,7 +175,8 @@ def test_the_history_holds_every_version_as_of_any_instant_whatever_the_batches(
     # Every instant still holds after the later sources (the late export moved only its own).
     for expected in EXPECTED:
         for minutes, items in expected.items():
-            assert as_of(spark, minutes) == items, minutes
+            late = {"k9": "nine"} if 50 < minutes < 60 else {}  # s4, staged after the fact
+            assert as_of(spark, minutes) == {**items, **late}, minutes
     # query --as-of reads the final table as of an instant, on both engines; a table without a
     # history and an instant that is none are refused.
     for engine in ("spark", "duckdb"):
@@ -190,9 +200,12 @@ def test_the_history_holds_every_version_as_of_any_instant_whatever_the_batches(
     assert close[1] is None and close[3] == instant(60) and close[4] == again[3]
     same_second = [r for r in k3 if r[1] == "three b"]
     assert same_second and same_second[0][3] == same_second[0][4]  # valid for no time at all
-    assert len(rows) == 13
+    assert [r[2] for r in rows if r[0] == "k9"] == ["insert", "delete"]  # closed at f1's instant
+    assert len(rows) == 15
 
-    # Replayed: merging again and syncing the second full export again add nothing.
+    # Replayed: every batch merged again (the merge log forgotten, as after a failed test)
+    # adds nothing and moves nothing.
+    spark.sql(f"delete from {MERGE_LOG} where table_name = 'shelf'")
     assert main(["merge", "--table", "shelf"]) == 0
     assert versions(spark) == rows
 
@@ -202,6 +215,20 @@ def test_the_history_holds_every_version_as_of_any_instant_whatever_the_batches(
         ingest(kind, where, records, "ingest")
     assert main(["merge", "--table", "shelf"]) == 0
     assert versions(spark) == rows
+
+    # A drift adoption rebuilds the final table; the history keeps its rows and takes the
+    # widened type (`pages`: bigint, then given 1.5).
+    drift = tmp_path / "drift"
+    k2d, k2e, k2f = book("k2", "two d"), {**book("k2", "two e"), "pages": {"N": "1"}}, {**book("k2", "two f"), "pages": {"N": "1.5"}}  # fmt: skip
+    ingest("stream", drift, [modify(k2d, k2e, 80, 8)], "sync")
+    ingest("stream", drift, [modify(k2e, k2f, 81, 9)], "sync")
+    spark.sql(f"refresh table {HISTORY}")
+    assert dict(spark.table(HISTORY).dtypes)["pages"] == "decimal(38,1)"
+    assert len(versions(spark)) == len(rows) + 2
+    assert as_of(spark, 60) == EXPECTED[4][60]
+    assert as_of(spark, 10_000) == final(spark)
+    pages = spark.sql(f"select pages from {HISTORY} where title = 'two f'").first()
+    assert str(pages["pages"]) == "1.5"
 
     # remove-table drops the history with the rest.
     assert main(["remove-table", "shelf", "--yes"]) == 0
