@@ -564,6 +564,23 @@ def apply_process(doc: dict) -> list[Row]:
     ]
 
 
+def history_cost(doc: dict) -> list[Row]:
+    """bench/history_cost.py: a merge with the table's history on, against the same without."""
+    without, with_ = doc["without_history"], doc["with_history"]
+    return [
+        (
+            "merge with the table's history (`history: true`) vs without",
+            f"{doc['changes']:,} changes (an incremental export) into {_label(doc['items'])} "
+            f"`{doc['table']}` rows, median of {doc['rounds']}, with tests",
+            f"{with_['merge_median_seconds']} s vs {without['merge_median_seconds']} s = "
+            f"**{doc['ratio']}x**; first build {with_['first_build_seconds']} s vs "
+            f"{without['first_build_seconds']} s",
+            f"≤ {doc['target_ratio']}x the merge without",
+            _met(doc["ratio"] <= doc["target_ratio"]),
+        )
+    ]
+
+
 def verify_cost(doc: dict) -> list[Row]:
     return [
         (
@@ -626,6 +643,7 @@ SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("first_load_profile", first_load_profile),
     ("small_commands", small_commands),
     ("verify_cost", verify_cost),
+    ("history_cost", history_cost),
     ("decoder_probe", decoder_probe),
     ("migration", migration),
 ]

@@ -64,12 +64,7 @@ touched as (
 {#- The key's rows a new change can move: valid at or after its oldest new change. -#}
 kept as (
 
-    select
-        {% for column in columns -%}
-        {{ ('history.' ~ dynamodb_quote(column)) if column in present else 'null' }} as {{ dynamodb_quote(column) }},
-        {% endfor -%}
-        history.`valid_to` as `_old_valid_to`,
-        false as `_new`
+    select {{ _dynamodb_history_rows(columns, present) }}
     from {{ this }} as history
     inner join touched
         on {% for key in keys %}history.{{ key }} = touched.{{ key }}{{ " and " if not loop.last }}{% endfor %}
@@ -122,12 +117,7 @@ versions as (
 {%- if incremental %}
 live_elsewhere as (
 
-    select
-        {% for column in columns -%}
-        {{ ('history.' ~ dynamodb_quote(column)) if column in present else 'null' }} as {{ dynamodb_quote(column) }},
-        {% endfor -%}
-        history.`valid_to` as `_old_valid_to`,
-        false as `_new`
+    select {{ _dynamodb_history_rows(columns, present) }}
     from {{ this }} as history
     left anti join touched
         on {% for key in keys %}history.{{ key }} = touched.{{ key }}{{ " and " if not loop.last }}{% endfor %}
@@ -164,20 +154,9 @@ before_export as (
 
 closes as (
 
-    select
-        {% for column in columns -%}
-        {%- if column in dynamodb_key_columns(table) -%}
-        before_export.{{ dynamodb_quote(column) }}
-        {%- elif column == '_operation' -%}'delete'
-        {%- elif column == '_version' -%}before_export.`_export_version`
-        {%- elif column == '_source' -%}before_export.`_export_source`
-        {%- elif column == '_batch_id' -%}before_export.`_export_batch`
-        {%- elif column == '_ingested_at' -%}before_export.`_export_ingested_at`
-        {%- else -%}null
-        {%- endif %} as {{ dynamodb_quote(column) }},
-        {% endfor -%}
-        cast(null as timestamp) as `_old_valid_to`,
-        true as `_new`
+    select {{ _dynamodb_history_close(columns, dynamodb_key_columns(table), 'before_export', {
+        '_version': 'before_export.`_export_version`', '_source': 'before_export.`_export_source`',
+        '_batch_id': 'before_export.`_export_batch`', '_ingested_at': 'before_export.`_export_ingested_at`'}) }}
     from before_export
     left anti join new_changes as held
         on {% for key in keys %}held.{{ key }} = before_export.{{ key }} and {% endfor -%}
@@ -195,18 +174,8 @@ closes as (
 -#}
 late_closes as (
 
-    select
-        {% for column in columns -%}
-        {%- if column in dynamodb_key_columns(table) -%}
-        latest.{{ dynamodb_quote(column) }}
-        {%- elif column == '_operation' -%}'delete'
-        {%- elif column == '_version' -%}cast({{ floor }} as bigint)
-        {%- elif column == '_ingested_at' -%}current_timestamp()
-        {%- else -%}null
-        {%- endif %} as {{ dynamodb_quote(column) }},
-        {% endfor -%}
-        cast(null as timestamp) as `_old_valid_to`,
-        true as `_new`
+    select {{ _dynamodb_history_close(columns, dynamodb_key_columns(table), 'latest', {
+        '_version': 'cast(' ~ floor ~ ' as bigint)', '_ingested_at': 'current_timestamp()'}) }}
     from (
         select {{ keys | join(', ') }},
             max_by(struct(`_operation`, `_version`, {{ dynamodb_is_kept_expiry(table) }} as `_kept`), {{ order }}) as `_last`
@@ -282,6 +251,27 @@ dated as (
 select {{ quoted | join(', ') }}, `valid_from`, `valid_to`
 from dated
 where `_new` or not (`valid_to` <=> `_old_valid_to`)
+{%- endmacro %}
+
+{#- The select list of rows already in the history (`history`): the change log's `columns` (null
+    where the history has none yet: a column drift added), its `valid_to` kept aside, not new. -#}
+{% macro _dynamodb_history_rows(columns, present) -%}
+  {%- for column in columns -%}
+    {{ ('history.' ~ dynamodb_quote(column)) if column in present else 'null' }} as {{ dynamodb_quote(column) }},
+  {% endfor -%}
+  history.`valid_to` as `_old_valid_to`, false as `_new`
+{%- endmacro %}
+
+{#- The select list of a close row: the keys from `alias`, `_operation` 'delete', the metadata
+    columns in `given` (SQL expressions), every other column null; new. -#}
+{% macro _dynamodb_history_close(columns, keys, alias, given) -%}
+  {%- for column in columns -%}
+    {%- if column in keys -%}{{ alias }}.{{ dynamodb_quote(column) }}
+    {%- elif column == '_operation' -%}'delete'
+    {%- else -%}{{ given.get(column, 'null') }}
+    {%- endif %} as {{ dynamodb_quote(column) }},
+  {% endfor -%}
+  cast(null as timestamp) as `_old_valid_to`, true as `_new`
 {%- endmacro %}
 
 {#- The change log's columns that are no item value: what a restatement's comparison leaves out. -#}

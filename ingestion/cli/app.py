@@ -64,9 +64,12 @@ MERGING = ("sync", "merge", "watch", "rebuild", "ingest")
 def entity_models() -> None:
     """The dbt models of each single-table design's entity tables that do not exist yet
     written (its rule changed in ``dbt_project.yml`` and the table reset:
-    docs/single-table-design.md), each said; a person's edits to existing ones are kept."""
+    docs/single-table-design.md), and of each history a ``history: true`` set by hand asks for
+    (docs/history.md), each said; a person's edits to existing ones are kept."""
     root = settings.project_dir()
     for table in load_tables().values():
+        for path in scaffold.write_missing_history(table, root):
+            print(f"{table.name}: wrote {path.relative_to(root)} (its history's dbt model)")
         if table.entities is None or not scaffold.rule_in_force(table):
             continue  # no rule, or a changed one the command refuses, naming the reset
         for path in scaffold.write_missing(table, root):

@@ -173,18 +173,24 @@ def maintain(
     now: datetime | None = None,
     expiry_every: timedelta | None = None,
 ) -> Report:
-    """Compact the final table, carry the staging ledger forward, expire snapshots older than
-    ``retention`` (keeping ``keep_snapshots``) and remove old orphan files, for the final table,
-    the staging change log and the merge log. With ``expiry_every`` (``watch``), only compact
+    """Compact the final table (and its history), carry the staging ledger forward, expire
+    snapshots older than ``retention`` (keeping ``keep_snapshots``) and remove old orphan files,
+    for the final table, its history, the staging change log and the merge log. With ``expiry_every`` (``watch``), only compact
     when the last maintenance is more recent than that."""
     started = time.monotonic()
     now = clock.utc(now) if now else clock.utc_now()  # a naive ``now`` is UTC
     finals = [f.name for f in final_tables(table)]  # a single-table design's: one per entity
-    compactions = [compact(spark, final) for final in finals]
+    # and their histories (``history: true``, docs/history.md): compacted and expired alike
+    kept = finals + [
+        names.history_table(f)
+        for f in finals
+        if spark.catalog.tableExists(names.final_table(names.history_table(f)))
+    ]
+    compactions = [compact(spark, final) for final in kept]
     compaction = compactions[0] if len(compactions) == 1 else summed(table.name, compactions)
     manifests = sum(
         rewrite_manifests(spark, final)
-        for final in finals
+        for final in kept
         if spark.catalog.tableExists(names.final_table(final))
     )
     due = expiry_due(spark, table.name, expiry_every) if expiry_every else None
@@ -223,7 +229,7 @@ def maintain(
         expired.append(
             expiry.expire(spark, names.STAGING, names.MERGE_LOG, cutoff, keep_snapshots, orphans)
         )
-    for final in finals:
+    for final in kept:
         if spark.catalog.tableExists(names.final_table(final)):
             expired.append(
                 expiry.expire(spark, names.FINAL, final, cutoff, keep_snapshots, orphans)

@@ -83,6 +83,21 @@ def write_missing(table: TableConfig, root: Path) -> list[Path]:
     return list(missing)
 
 
+def write_missing_history(table: TableConfig, root: Path) -> list[Path]:
+    """The history models of a table with ``history: true`` that do not exist yet, written (the
+    key set in ``dbt_project.yml`` after ``add-table``: docs/history.md); the files written."""
+    if not table.history or table.entities is not None:
+        return []
+    missing = {
+        path: text
+        for path, text in files_for(table, root).items()
+        if names.history_table(table.name) in path.name and not path.exists()
+    }
+    for path, text in missing.items():
+        path.write_text(text)
+    return list(missing)
+
+
 def replaced_models(table: TableConfig, root: Path) -> tuple[list[Path], list[Path]]:
     """A table with a rule set after it was added: its own (unsplit) dbt files, which the rule's
     entity models replace. Those still as rendered are deleted; those a person edited are left

@@ -102,6 +102,17 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             },  # fmt: skip
         ],
     }
+    history_side = {"merge_median_seconds": 6.0, "first_build_seconds": 40.0}
+    docs["history_cost"] = {
+        "table": "orders",
+        "items": 1_000_000,
+        "changes": 10_000,
+        "rounds": 3,
+        "target_ratio": 1.3,
+        "without_history": {**history_side, "merge_median_seconds": 4.0},
+        "with_history": history_side,
+        "ratio": 1.5,
+    }
     docs["apply_process"] = {
         "target_ratio_to_floor": 1.5,
         "runs": [
@@ -207,6 +218,9 @@ def test_table_states_each_target_and_whether_it_is_met(results: Path) -> None:
     assert "first" not in cost[0]  # a run without its process's first apply recorded
     assert "the process's first: 31.0 s vs 12.4 s = 2.5x" in cost[1]
     assert "**2.5x**" in cost[1] and cost[1].endswith("| **not met** |")
+    (history,) = [r for r in rows if r.startswith("| merge with the table's history")]
+    assert "6.0 s vs 4.0 s = **1.5x**" in history and "into 1M `orders` rows" in history
+    assert history.endswith("| **not met** |")
     # The apply without its tests: a bound beside the target, never met or not met itself.
     (untested,) = [r for r in rows if r.startswith("| apply without its tests vs plain MERGE")]
     assert untested.startswith("| apply without its tests vs plain MERGE (hot) |")
