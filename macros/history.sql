@@ -39,6 +39,16 @@
   {#- The newest full export's version, as the final table's merge has it (the baseline rule). -#}
   {%- set known = dynamodb_known_full_exports(table) if incremental else none -%}
   {%- set floor = (known or {}).get('newest') -%}
+  {#- What the new batches hold decides which steps can move anything (_dynamodb_history_probe). -#}
+  {%- set probe = _dynamodb_history_probe(staged, this, batches) if incremental and execute else {} -%}
+  {%- set oldest = probe.get('oldest') -%}
+  {%- set snapshots = probe.get('snapshots', true) -%}
+  {%- set late = floor is not none and (oldest is none or oldest < floor) -%}
+  {%- set in_order = incremental and oldest is not none and probe.get('newest') is not none
+      and oldest > probe.get('newest') and not snapshots and not late -%}
+  {%- if in_order -%}
+    {{ _dynamodb_history_in_order(table, columns, relation, batches) }}
+  {%- else -%}
 with
 
 new_changes as (
@@ -74,6 +84,8 @@ kept as (
 
 {%- endif %}
 
+{%- if snapshots %}
+
 exports as (
 
     select `_batch_id`, max(`_version`) as `_export_version`, max(`_source`) as `_export_source`,
@@ -83,6 +95,8 @@ exports as (
     group by `_batch_id`
 
 ),
+
+{%- endif %}
 
 candidates as (
 
@@ -114,6 +128,7 @@ versions as (
   export was a live row and that the export does not hold. The keys looked at are those this
   merge recomputes and, for a merge of a full export, every item live in the history.
 -#}
+{%- if snapshots %}
 {%- if incremental %}
 live_elsewhere as (
 
@@ -165,8 +180,9 @@ closes as (
       and not before_export.`_state`.`_kept`
 
 ),
+{%- endif %}
 
-{%- if incremental and floor is not none %}
+{%- if incremental and late %}
 {#-
   A late change: a key whose latest version is older than the newest full export, which the
   change log shows did not hold it (no change of the key as new as the export), is closed at the
@@ -197,13 +213,14 @@ late_closes as (
 all_versions as (
 
     select * from versions
-    {%- if incremental %}
+    {%- if incremental and snapshots %}
     union all
     {# the row a close ends, of a key this merge's changes did not touch #}
     select live_elsewhere.* from live_elsewhere
     left semi join closes
         on {% for key in keys %}closes.{{ key }} = live_elsewhere.{{ key }}{{ " and " if not loop.last }}{% endfor %}
     {%- endif %}
+    {%- if snapshots %}
     union all
     select closes.* from closes
     {%- if incremental %}
@@ -211,7 +228,8 @@ all_versions as (
         on {% for key in keys %}history.{{ key }} = closes.{{ key }} and {% endfor -%}
         history.`_version` = closes.`_version` and history.`_sequence` is null
     {%- endif %}
-    {%- if incremental and floor is not none %}
+    {%- endif %}
+    {%- if incremental and late %}
     union all
     select late_closes.* from late_closes
     left anti join {{ this }} as history
@@ -223,6 +241,10 @@ all_versions as (
 
 {#- A full export's line that restates the version before it unchanged adds no row. -#}
 restated as (
+    {%- if not (snapshots or late) %}
+
+    select *, false as `_restated` from all_versions
+    {%- else %}
 
     select *,
         coalesce(`_new` and `_operation` = 'snapshot'
@@ -234,6 +256,7 @@ restated as (
             and lag(`_operation`) over by_key in {{ dynamodb_all_delete_operations() }}, false) as `_restated`
     from (select *, to_json(struct({{ dynamodb_quote_list(value_columns) | join(', ') or 'null' }})) as `_values` from all_versions)
     window by_key as (partition by {{ keys | join(', ') }} order by {{ order }})
+    {%- endif %}
 
 ),
 
@@ -251,6 +274,74 @@ dated as (
 select {{ quoted | join(', ') }}, `valid_from`, `valid_to`
 from dated
 where `_new` or not (`valid_to` <=> `_old_valid_to`)
+  {%- endif %}
+{%- endmacro %}
+
+{#-
+  What a merge's new batches hold, from the change log (`staged`) and the history's file metrics
+  (no scan of the history): `oldest`, their oldest change's `_version`; `snapshots`, whether a
+  full export is among them; `newest`, the newest `_version` the history holds (an upper bound:
+  a file's metrics; none without them).
+-#}
+{% macro _dynamodb_history_probe(staged, history, batches) -%}
+  {%- set sql -%}
+select changes.`_oldest`, changes.`_snapshots`,
+    (select max(readable_metrics.`_version`.upper_bound) from {{ history }}.files where content = 0) as `_newest`
+from (
+    select min(`_version`) as `_oldest`, coalesce(bool_or(`_operation` = 'snapshot'), false) as `_snapshots`
+    from {{ staged }}
+    where `_batch_id` in ({{ dynamodb_quoted_list(batches) if batches else "''" }})
+) as changes
+  {%- endset -%}
+  {%- set row = run_query(sql).rows[0] -%}
+  {{ return({'oldest': row[0], 'snapshots': row[1], 'newest': row[2]}) }}
+{%- endmacro %}
+
+{#-
+  The history's rows of new batches that all come after every version it holds, none a full
+  export's and none older than the newest full export (the common merge: a stream batch, a daily
+  incremental export): their versions, dated among themselves, and one close per key they touch
+  (`_version` null, `valid_to` its first new version), which the history's merge applies to the
+  key's current row. No read of the history's rows: nothing older can move.
+-#}
+{% macro _dynamodb_history_in_order(table, columns, relation, batches) -%}
+  {%- set keys = dynamodb_quote_list(dynamodb_key_columns(table)) -%}
+  {%- set quoted = dynamodb_quote_list(columns) -%}
+  {%- set same_version = keys + ['`_version`', "coalesce(`_sequence`, '')"] -%}
+with
+
+versions as (
+
+    select {{ quoted | join(', ') }}
+    from (
+        select *, row_number() over (
+            partition by {{ same_version | join(', ') }} order by `_ingested_at`, `_batch_id`) as `_copy`
+        from {{ relation }}
+        where `_batch_id` in ({{ dynamodb_quoted_list(batches) if batches else "''" }})
+    )
+    where `_copy` = 1
+
+),
+
+dated as (
+
+    select {{ quoted | join(', ') }},
+        timestamp_micros(`_version`) as `valid_from`,
+        lead(timestamp_micros(`_version`)) over (
+            partition by {{ keys | join(', ') }} order by {{ dynamodb_change_order() }}) as `valid_to`
+    from versions
+
+)
+
+select * from dated
+union all
+select
+  {%- for column in columns %}
+    {{ dynamodb_quote(column) if dynamodb_quote(column) in keys else 'null' }} as {{ dynamodb_quote(column) }},
+  {%- endfor %}
+    null as `valid_from`, min(`valid_from`) as `valid_to`
+from dated
+group by {{ keys | join(', ') }}
 {%- endmacro %}
 
 {#- The select list of rows already in the history (`history`): the change log's `columns` (null
@@ -281,7 +372,9 @@ where `_new` or not (`valid_to` <=> `_old_valid_to`)
 
 {#-
   The history's merge (incremental strategy `dynamodb_history`): a version already there (the same
-  key, `_version` and `_sequence`) gets its new `valid_to`; any other is inserted.
+  key, `_version` and `_sequence`) gets its new `valid_to`; any other is inserted. A close (no
+  `_version`: _dynamodb_history_in_order) sets the `valid_to` of its key's current row, and is
+  itself no row.
 -#}
 {% macro get_incremental_dynamodb_history_sql(arg_dict) %}
   {%- set target = arg_dict['target_relation'] -%}
@@ -293,9 +386,10 @@ where `_new` or not (`valid_to` <=> `_old_valid_to`)
 merge into {{ target }} as target
 using {{ source }} as version
 on {% for key in keys %}target.{{ key }} = version.{{ key }} and {% endfor -%}
-  target.`_version` = version.`_version` and target.`_sequence` <=> version.`_sequence`
+  ((target.`_version` = version.`_version` and target.`_sequence` <=> version.`_sequence`)
+    or (version.`_version` is null and target.`valid_to` is null))
 when matched then update set target.`valid_to` = version.`valid_to`
-when not matched then insert ({{ columns | join(', ') }})
+when not matched and version.`_version` is not null then insert ({{ columns | join(', ') }})
   values ({% for column in columns %}version.{{ column }}{{ ", " if not loop.last }}{% endfor %})
 {% endmacro %}
 
