@@ -96,6 +96,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "win), merge, and verify again; says which keys it changed",
     )
     p.add_argument(
+        "--as-of",
+        action="store_true",
+        help="compare the table's history (history: true) as of the export's instant, instead "
+        "of its final table (docs/history.md); not recorded as the table's last verify",
+    )
+    p.add_argument(
         "--metrics",
         action="store_true",
         help=f"publish the counts as CloudWatch metrics (namespace {METRICS_NAMESPACE}, "
@@ -181,13 +187,18 @@ def print_table_lines(status: TableStatus) -> None:
 def run_verify(args: argparse.Namespace) -> int:
     if bool(args.export) == bool(args.from_dynamodb):
         raise TableConfigError("give an export folder or --from-dynamodb (one of them)")
+    if args.as_of and (args.repair or args.metrics):
+        # Both are the final table's: a repair re-baselines it, the metrics are its alarm's.
+        raise TableConfigError(
+            "--as-of verifies the history: give it without --repair and --metrics"
+        )
     table = get_table(args.table)
     # With --format json only the report goes to standard output; the progress to stderr.
     with contextlib.redirect_stdout(sys.stderr if args.format == "json" else sys.stdout):
         target = export_target(args) if args.from_dynamodb else None
         if args.repair and args.export:
             sync.check_repairable(table, args.export)
-        report = verify(table, args.export, target, output.Console())
+        report = verify(table, args.export, target, output.Console(), args.as_of)
         shown = [report]
         if args.repair and not report.equal:
             if args.format == "table":
@@ -208,8 +219,9 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def print_verify(report: verifying.VerifyReport) -> None:
+    compared = f"{names.history_table(report.table)} as of" if report.history else report.table
     print(
-        f"{report.table} against the full export of {report.export_time} ({report.items} items, "
+        f"{compared} against the full export of {report.export_time} ({report.items} items, "
         f"{report.export}):"
     )
     rows = [["equal", report.counts["equal"], ""]]

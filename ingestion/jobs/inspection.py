@@ -129,15 +129,19 @@ def verify(
     folder: str | None,
     target: sync.ExportTarget | None = None,
     reporter: Reporter | None = None,
+    as_of: bool = False,
 ) -> verifying.VerifyReport:
     """The final table of ``table`` against the full export in ``folder`` (ingestion.maintenance.verify),
-    or, without a folder, against a full export taken now (``sync.verify_export``)."""
+    or, without a folder, against a full export taken now (``sync.verify_export``); with
+    ``as_of``, its history as of the export's instant."""
     spark = spark_config.build_spark("verify")
     if folder is None:  # refused before an export is paid for when there is nothing to verify
         assert target is not None and reporter is not None
         verifying.check_verifiable(spark, table)
+        if as_of:
+            verifying.history_table(spark, table)
         folder = sync.verify_export(table, target, reporter)
-    return verifying.verify(spark, table, folder)
+    return verifying.verify(spark, table, folder, as_of=as_of)
 
 
 METRICS_NAMESPACE = names.METRICS_NAMESPACE

@@ -23,6 +23,11 @@ says how many batches wait), and the final side is read with the final table's o
 attribute staged but not merged has none there yet). A final column whose type differs from
 staging's (drift adopted, the final table not rebuilt yet) cannot be compared: refused until
 the next merge.
+
+With ``as_of``, the table's history (``history: true``, docs/history.md) is compared instead: its
+rows valid at the export's instant are the items it held then, whatever changed after, so no key
+is out of reach but one of a batch not merged yet (its change not in the history), which is not
+comparable. That run is not the final table's: the verify log does not record it.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ class VerifyReport:
     attributes: dict[str, list[str]] = field(default_factory=dict)  # a different key's attributes
     seconds: float = 0.0
     unmerged: int = 0  # batches staged but not merged into the final table yet
+    history: bool = False  # the table's history as of the export's instant, not its final table
 
     @property
     def equal(self) -> bool:
@@ -84,6 +90,7 @@ class VerifyReport:
             "first": self.first,
             "different_attributes": self.attributes,
             "unmerged_batches": self.unmerged,
+            "history_as_of": self.history,
             "seconds": round(self.seconds, 1),
         }
 
@@ -137,11 +144,17 @@ def _compared(schema: Schema, instant: int, rebaselined: bool):
 
 
 def verify(
-    spark: SparkSession, table: TableConfig, folder: str, record: bool = True
+    spark: SparkSession,
+    table: TableConfig,
+    folder: str,
+    record: bool = True,
+    as_of: bool = False,
 ) -> VerifyReport:
     """The final table of ``table`` against the full export in ``folder``; the run recorded
-    in the verify log unless ``record`` is False (a heal's count of the keys it changes)."""
+    in the verify log unless ``record`` is False (a heal's count of the keys it changes). With
+    ``as_of``, the table's history at the export's instant instead (never recorded)."""
     started = time.monotonic()
+    history = history_table(spark, table) if as_of else None  # before the export is read
     export = manifest.read_export(folder)
     if export.export_type != manifest.FULL:
         raise VerifyError(
@@ -150,28 +163,34 @@ def verify(
         )
     chain.check_source(table, export)
     schema = check_verifiable(spark, table)
-    held_schema = final_side_schema(spark, table, schema)
+    compared = history or names.final_table(table.name)
+    held_schema = final_side_schema(spark, table, schema, compared)
     instant = export.version_micros
     paths = [str(f.path) for f in export.files]
     # A row kept for a delete (``ttl_deletes: keep`` keeps TTL-expired items, flagged) is no
     # item of the table: DynamoDB's export does not hold it.
-    final = names.final_table(table.name)
-    items = spark.table(final).where(~F.col("_operation").isin(*change_order.DELETE_OPERATIONS))
+    items = spark.table(compared)
+    if as_of:
+        at = F.timestamp_micros(F.lit(instant))
+        items = items.where((F.col("valid_from") <= at) & (F.col("valid_to").isNull() | (F.col("valid_to") > at)))  # fmt: skip
+    items = items.where(~F.col("_operation").isin(*change_order.DELETE_OPERATIONS))
     staging = spark.table(names.staging_table(table.name))
     unmerged = merge_log.new_batches(spark, table.name)
-    changed = staging.where(changed_since(instant, unmerged))
+    changed = staging.where(
+        unmerged_until(instant, unmerged) if as_of else changed_since(instant, unmerged)
+    )
     equal, unsure = first_pass.proved(spark, paths, items, changed, schema, held_schema, instant)
     counts = {o: 0 for o in OUTCOMES}
     counts["equal"] = equal
-    compared = None
+    paired: DataFrame | None = None
     if unsure:
-        compared = _second_pass(spark, table, export, paths, items, schema, unsure, unmerged)
-        for r in compared.groupBy("outcome").count().collect():  # at most six rows
+        paired = _second_pass(spark, table, export, paths, items, schema, unsure, changed, as_of)
+        for r in paired.groupBy("outcome").count().collect():  # at most six rows
             counts[r["outcome"]] += r["count"]
     first: dict[str, list[str]] = {}
     attributes: dict[str, list[str]] = {}
     for outcome in OUTCOMES[1:]:
-        shown = [] if compared is None else compared.where(F.col("outcome") == outcome).orderBy("key").limit(SHOWN).collect()  # fmt: skip
+        shown = [] if paired is None else paired.where(F.col("outcome") == outcome).orderBy("key").limit(SHOWN).collect()  # fmt: skip
         first[outcome] = [r["key"] for r in shown]
         if outcome == "different":
             attributes = {r["key"]: list(r["attributes"]) for r in shown}
@@ -185,8 +204,9 @@ def verify(
         attributes=attributes,
         seconds=time.monotonic() - started,
         unmerged=len(unmerged),
+        history=as_of,
     )
-    if record:
+    if record and not as_of:
         verify_log.record_run(
             spark,
             report.table,
@@ -207,10 +227,13 @@ def _second_pass(
     items: DataFrame,
     schema: Schema,
     buckets: list[int],
-    unmerged: list[str],
+    changed: DataFrame,
+    as_of: bool,
 ) -> DataFrame:
     """The items of the buckets the first pass could not prove equal, compared in Python:
-    (outcome, key, attributes), cached."""
+    (outcome, key, attributes), cached. ``changed``: the staged changes whose keys the compared
+    rows may not show at the instant. ``as_of``: the rows are a history's at the instant, so
+    such a key (of a batch not merged yet) is not comparable, and no later export matters."""
     keys = [k.name for k in table.keys]
     chosen = F.broadcast(spark.createDataFrame([(b,) for b in buckets], f"`{first_pass.BUCKET}` int"))  # fmt: skip
     lines = fingerprints.read_export(spark, paths, schema)
@@ -224,9 +247,9 @@ def _second_pass(
     # The newest full export (by its time, as maintenance picks the one it keeps whole).
     fulls = [e for e in ledger.entries(spark, table.name) if e.kind == manifest.FULL]
     newest = max(fulls, key=lambda e: e.end or "", default=None)
-    kept = newest.batch_id if newest and newest.source == export.export_arn else None
-    rebaselined = bool(newest and not kept and export.export_time and newest.end and datetime.fromisoformat(newest.end) > export.export_time)  # fmt: skip
-    later = _state_at_instant(spark, table, keys, schema, export.version_micros, kept, unmerged)
+    kept = newest.batch_id if newest and newest.source == export.export_arn and not as_of else None
+    rebaselined = bool(newest and not kept and not as_of and export.export_time and newest.end and datetime.fromisoformat(newest.end) > export.export_time)  # fmt: skip
+    later = _state_at_instant(spark, table, schema, changed, kept)
     paired = exported.fullOuterJoin(held).leftOuterJoin(later)
     return (
         spark.createDataFrame(
@@ -243,6 +266,25 @@ def changed_since(instant: int, unmerged: list[str]) -> Column:
     batch not merged yet (the merge's lag: such a key is compared as the change log holds it)."""
     later = F.col("_version") > instant
     return later | F.col("_batch_id").isin(unmerged) if unmerged else later
+
+
+def unmerged_until(instant: int, unmerged: list[str]) -> Column:
+    """A staged change a history may not show at the instant: of a batch not merged yet, and no
+    later than the instant (a later one does not move the instant's rows)."""
+    return F.col("_batch_id").isin(unmerged) & (F.col("_version") <= instant) if unmerged else F.lit(False)  # fmt: skip
+
+
+def history_table(spark: SparkSession, table: TableConfig) -> str:
+    """The table's history, refused when it keeps none or has not built it yet."""
+    if not table.history:
+        raise VerifyError(
+            f"{table.name}: verify --as-of compares the table's history, and it keeps none: set "
+            "`history: true` in its entry (docs/history.md)"
+        )
+    history = names.final_table(names.history_table(table.name))
+    if not spark.catalog.tableExists(history):
+        raise VerifyError(f"{table.name}: no history yet: its next merge builds it")
+    return history
 
 
 def check_verifiable(spark: SparkSession, table: TableConfig) -> Schema:
@@ -266,10 +308,12 @@ def check_verifiable(spark: SparkSession, table: TableConfig) -> Schema:
     return schema
 
 
-def final_side_schema(spark: SparkSession, table: TableConfig, schema: Schema) -> Schema:
-    """The types of the final table's side: ``schema`` without the attributes staged but not
-    merged yet (no column in the final table)."""
-    columns = set(spark.table(names.final_table(table.name)).columns)
+def final_side_schema(
+    spark: SparkSession, table: TableConfig, schema: Schema, compared: str | None = None
+) -> Schema:
+    """The types of the final table's side (or of ``compared``, its history): ``schema`` without
+    the attributes staged but not merged yet (no column in the final table)."""
+    columns = set(spark.table(compared or names.final_table(table.name)).columns)
     held = tuple(a for a in schema.attributes if a.key or a.column in columns)
     return replace(schema, attributes=held) if len(held) < len(schema.attributes) else schema
 
@@ -277,20 +321,20 @@ def final_side_schema(spark: SparkSession, table: TableConfig, schema: Schema) -
 def _state_at_instant(
     spark: SparkSession,
     table: TableConfig,
-    keys: list[str],
     schema: Schema,
-    instant: int,
+    changed: DataFrame,
     kept: str | None,
-    unmerged: list[str],
 ) -> Any:
-    """Each key with a staged change after the instant, as (key text, (known, row or None)).
-    ``kept``: the batch of the export, when it is the table's newest staged full export (kept
-    whole by maintenance): by the full-export rule a key's state at its instant is its row in
-    that batch, or no item when the batch lacks it. Else not known."""
+    """Each key of the ``changed`` staged changes (after the instant, or not merged yet), as
+    (key text, (known, row or None)). ``kept``: the batch of the export, when it is the table's
+    newest staged full export (kept whole by maintenance): by the full-export rule a key's state
+    at its instant is its row in that batch, or no item when the batch lacks it. Else not
+    known."""
+    keys = [k.name for k in table.keys]
     staging = spark.table(names.staging_table(table.name))
     key_columns = [a.column for a in schema.attributes if a.key]
     key_schema = Schema(schema.table, tuple(a for a in schema.attributes if a.key))
-    changed = staging.where(changed_since(instant, unmerged)).select(*key_columns).distinct()
+    changed = changed.select(*key_columns).distinct()
 
     def state(row: Any) -> tuple[str, tuple[bool, dict[str, Any] | None]]:
         values = row.asDict(recursive=True)

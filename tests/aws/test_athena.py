@@ -1,6 +1,6 @@
 """The example Athena queries in athena/: they parse in sqlglot's Athena dialect, name only
-columns the final tables have, and (translated to Spark SQL by sqlglot) run against real final
-tables built from the sample exports."""
+columns the final tables (or their histories) have, and (translated to Spark SQL by sqlglot) run
+against real final tables built from the sample exports, `books` with its history."""
 
 from __future__ import annotations
 
@@ -12,15 +12,24 @@ import sqlglot
 from sqlglot import exp
 from support import ROOT
 
+from ingestion.config import names
 from ingestion.dynamodb.tables import get_table, load_tables
 from ingestion.merge import runner
+from ingestion.project import scaffold
 from ingestion.schema import schema_file, types
 from ingestion.staging.exports import ingest_export
 
 QUERIES = sorted((ROOT / "athena").glob("*.sql"))
 
 
+HISTORY = names.history_table("")  # the suffix of a final table's history
+HISTORY_COLUMNS = {"valid_from", "valid_to"}  # what a history has beside its table's columns
+
+
 def final_columns(table: str) -> set[str]:
+    """A final table's columns, or its history's (``<table>__history``)."""
+    if table.endswith(HISTORY):
+        return final_columns(table.removesuffix(HISTORY)) | HISTORY_COLUMNS
     loaded = schema_file.table_schema_file(get_table(table))
     assert loaded is not None
     return {a.column for a in schema_file.from_file(loaded).attributes} | set(
@@ -32,7 +41,8 @@ def final_columns(table: str) -> set[str]:
 def test_query_parses_as_athena_sql_and_names_real_columns(path: Path) -> None:
     tree = sqlglot.parse_one(path.read_text(), read="athena", error_level=sqlglot.ErrorLevel.RAISE)
     tables = {f"{t.db}.{t.name}" for t in tree.find_all(exp.Table) if t.db}
-    assert tables and tables <= {f"lakehouse.{name}" for name in load_tables()}, tables
+    finals = {f"lakehouse.{name}{end}" for name in load_tables() for end in ("", HISTORY)}
+    assert tables and tables <= finals, tables
     known = set().union(*(final_columns(t.split(".")[1]) for t in tables))
     relations = {a.name for a in tree.find_all(exp.TableAlias)}  # b, now_rows, hour_ago, t
     unnested = {c.name for a in tree.find_all(exp.TableAlias) for c in a.columns}  # format, price
@@ -88,12 +98,19 @@ def spark_sql(athena: str) -> str:
 
 
 @pytest.mark.slow
-def test_queries_run_on_the_final_tables(spark, clean_lakehouse, samples) -> None:
+def test_queries_run_on_the_final_tables(spark, clean_lakehouse, samples, project_copy) -> None:
+    # `books` with its history, as the history's example reads it (written as add-table does).
+    config = project_copy / "dbt_project.yml"
+    entry = "\n    books:\n"
+    assert config.read_text().count(entry) == 1, "dbt_project.yml: no books entry"
+    config.write_text(config.read_text().replace(entry, entry + "      history: true\n"))
+    assert scaffold.write_missing_history(get_table("books"), project_copy)
     tables = [get_table("books"), get_table("orders")]
     for table in tables:
         ingest_export(spark, table, str(samples[table.name]))
     runner.run_merge(spark, tables, test=False)
     for path in QUERIES:
         text = path.read_text().replace("interval '1' hour", "interval '0' second")
+        text = text.replace("timestamp '2026-02-01 00:00:00'", "current_timestamp")
         rows = spark.sql(spark_sql(text)).collect()
         assert rows, f"{path.name} returned no row"

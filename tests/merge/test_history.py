@@ -22,6 +22,7 @@ from ingestion.merge.runner import dbt_invoke
 from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
+from ingestion.sources import manifest
 from ingestion.sources.change_file_writer import write_batch
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -182,6 +183,20 @@ def test_the_history_holds_every_version_as_of_any_instant_whatever_the_batches(
         for minutes, items in expected.items():
             late = {"k9": "nine"} if 50 < minutes < 60 else {}  # s4, staged after the fact
             assert as_of(spark, minutes) == {**items, **late}, minutes
+    # verify --as-of compares the history at each full export's instant with that export, item
+    # by item: equal, though the final table moved on. A history that differs is found.
+    for export in (arrivals[0][1], arrivals[4][1]):
+        assert main(["verify", "--table", "shelf", "--as-of", str(export)]) == 0
+        assert "shelf__history as of against the full export" in capsys.readouterr().out
+    spark.sql(f"update {HISTORY} set title = 'tampered' where id = 'k2' and title = 'two'")
+    assert main(["verify", "--table", "shelf", "--as-of", "--format", "json", str(arrivals[0][1])]) == 1  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"]["different"] == 1 and report["history_as_of"], report
+    spark.sql(f"update {HISTORY} set title = 'two' where id = 'k2' and title = 'tampered'")
+    assert main(["verify", "--table", "books", "--as-of", str(arrivals[0][1])]) == 2
+    assert "keeps none: set `history: true`" in capsys.readouterr().err
+    assert main(["verify", "--table", "shelf", "--as-of", "--repair", str(arrivals[0][1])]) == 2
+    assert "without --repair and --metrics" in capsys.readouterr().err
     # query --as-of reads the final table as of an instant, on both engines; a table without a
     # history and an instant that is none are refused.
     for engine in ("spark", "duckdb"):
@@ -259,3 +274,177 @@ def test_the_history_holds_every_version_as_of_any_instant_whatever_the_batches(
     # remove-table drops the history with the rest.
     assert main(["remove-table", "shelf", "--yes"]) == 0
     assert not spark.catalog.tableExists(HISTORY)
+
+
+# --- The acceptance chain (issue 54): one full and three incremental exports and four stream
+# batches, the expected states computed by replaying every change in plain Python.
+
+CHAIN = "lake.lakehouse.shelf__history"
+
+
+def item(key: str, title: str, pages: int) -> dict:
+    return {"id": {"S": key}, "title": {"S": title}, "pages": {"N": str(pages)}}
+
+
+def values(image: dict) -> dict:
+    """An item's values as the history's columns hold them."""
+    return {"title": image["title"]["S"], "pages": int(image["pages"]["N"])}
+
+
+def streamed(minutes: int) -> int:
+    """A stream change's version: the last microsecond of its second (the stream gives seconds)."""
+    return at(minutes) * 1_000_000 + 999_999
+
+
+def exported(minutes: int) -> int:
+    """An instant, in microseconds."""
+    return at(minutes) * 1_000_000
+
+
+def chain_sources(tmp_path: Path) -> list[tuple[str, Path, list[dict] | None, list[tuple]]]:
+    """In arrival order: (kind, where, stream records, the changes it stages as
+    (version, sequence, id, item or None; or "export", its items))."""
+    streams = tmp_path / "streams"
+    k = {
+        "k1": item("k1", "one", 100), "k2": item("k2", "two", 200),
+        "k3": item("k3", "three", 300), "k4": item("k4", "four", 400),
+    }  # fmt: skip
+    f0 = sample_exports.write_items_export(tmp_path / "f0", "shelf", list(k.values()), instant(0), seed=11)  # fmt: skip
+    k1b, k2b, k3b, k3c = item("k1", "one again", 101), item("k2", "two b", 201), item("k3", "three b", 301), item("k3", "three c", 302)  # fmt: skip
+    s1 = [
+        modify(k["k2"], k2b, 5, 11),
+        sample_stream.stream_record(
+            "shelf", "REMOVE", {"id": k["k1"]["id"]}, k["k1"], None, at(6), 12
+        ),  # fmt: skip
+        modify(None, k1b, 7, 13, "INSERT"),  # deleted and created again
+        modify(k["k3"], k3b, 8, 14),
+        modify(k3b, k3c, 8, 15),  # the same second: the sequence orders them
+    ]
+    k2d = item("k2", "two d", 203)
+    s2 = [modify(k2b, k2d, 25, 16)]
+
+    def line(minutes: int, key: str, old: dict | None, new: dict | None) -> dict:
+        found = {"Metadata": {"WriteTimestampMicros": {"N": str(at(minutes) * 1_000_000)}}}
+        found["Keys"] = {"id": {"S": key}}
+        return found | ({"OldImage": old} if old else {}) | ({"NewImage": new} if new else {})
+
+    def incremental(name: str, lines: list[dict], start: int, end: int, seed: int) -> Path:
+        window = (instant(start), instant(end))
+        return sample_exports.write_incremental_export(tmp_path / name, "shelf", lines, window, seed=seed)  # fmt: skip
+
+    k2i, k5 = item("k2", "two inc", 202), item("k5", "five", 500)
+    # applied after s2's newer change of k2 (minute 25): placed between its neighbours
+    i1 = incremental("i1", [line(15, "k2", k2b, k2i), line(12, "k5", None, k5)], 0, 20, 12)
+    k3d = item("k3", "three d", 303)
+    i2 = incremental("i2", [line(30, "k3", k3c, k3d), line(35, "k5", k5, None)], 20, 40, 13)
+    ttl = sample_stream.stream_record("shelf", "REMOVE", {"id": k["k4"]["id"]}, k["k4"], None, at(45), 17, ttl=True)  # fmt: skip
+    k1c, k6 = item("k1", "one b", 102), item("k6", "six", 600)
+    i3 = incremental("i3", [line(50, "k1", k1b, k1c), line(55, "k6", None, k6)], 40, 60, 14)
+    k5b = item("k5", "five again", 501)
+    s4 = [modify(None, k5b, 65, 18, "INSERT")]
+    # An incremental export's line is at the end of its window (ingestion.dynamodb.decode).
+    s, e = streamed, {n: manifest.read_export(x).version_micros for n, x in ((1, i1), (2, i2), (3, i3))}  # fmt: skip
+    return [
+        ("export", f0, None, [(manifest.read_export(f0).version_micros, "", "export", k)]),
+        (
+            "stream",
+            streams,
+            s1,
+            [
+                (s(5), 11, "k2", k2b),
+                (s(6), 12, "k1", None),
+                (s(7), 13, "k1", k1b),
+                (s(8), 14, "k3", k3b),
+                (s(8), 15, "k3", k3c),
+            ],
+        ),  # fmt: skip
+        ("stream", streams, s2, [(s(25), 16, "k2", k2d)]),
+        ("export", i1, None, [(e[1], "", "k2", k2i), (e[1], "", "k5", k5)]),
+        ("export", i2, None, [(e[2], "", "k3", k3d), (e[2], "", "k5", None)]),
+        ("stream", streams, [ttl], [(s(45), 17, "k4", None)]),  # a TTL expiry
+        ("export", i3, None, [(e[3], "", "k1", k1c), (e[3], "", "k6", k6)]),
+        ("stream", streams, s4, [(s(65), 18, "k5", k5b)]),
+    ]
+
+
+def replayed(changes: list[tuple], micros: int) -> dict[str, dict]:
+    """The items at an instant, by replaying every staged change up to it in (version, sequence)
+    order: a full export's items replace the state (its re-baseline), a change puts or deletes
+    its item."""
+    state: dict[str, dict] = {}
+    for version, _, key, image in sorted(changes, key=lambda c: (c[0], str(c[1]))):
+        if version > micros:
+            break
+        if key == "export":
+            state = {i: values(v) for i, v in image.items()}
+        elif image is None:
+            state.pop(key, None)
+        else:
+            state[key] = values(image)
+    return state
+
+
+def history_rows(spark) -> list[dict]:
+    spark.sql(f"refresh table {CHAIN}")
+    return [r.asDict() for r in spark.table(CHAIN).collect()]
+
+
+def valid_at(rows: list[dict], micros: int) -> dict[str, dict]:
+    """The history's items at an instant: its rows valid then (half-open), less deletes and TTL
+    expiries; an item valid twice at once is a defect."""
+    t = datetime(1970, 1, 1) + timedelta(microseconds=micros)
+    found: dict[str, dict] = {}
+    for r in rows:
+        if r["valid_from"] <= t and (r["valid_to"] is None or r["valid_to"] > t):
+            assert r["id"] not in found, (r["id"], micros)
+            found[r["id"]] = r
+    return {
+        i: {"title": r["title"], "pages": int(r["pages"])}
+        for i, r in found.items()
+        if r["_operation"] not in ("delete", "ttl_delete")
+    }
+
+
+def check_chain(spark, changes: list[tuple]) -> list[dict]:
+    """At every change's version (an export's instant among them), a microsecond before it and a
+    second after it, the history's items are the replay's, value by value; its current rows are
+    the final table's."""
+    rows = history_rows(spark)
+    for version in sorted({c[0] for c in changes}):
+        for micros in (version - 1, version, version + 1_000_000):
+            assert valid_at(rows, micros) == replayed(changes, micros), micros
+    spark.sql("refresh table lake.lakehouse.shelf")
+    current = {
+        r["id"]: {"title": r["title"], "pages": int(r["pages"])}
+        for r in spark.table("lake.lakehouse.shelf").collect()
+    }
+    assert valid_at(rows, exported(100_000)) == current
+    return rows
+
+
+def test_the_history_equals_a_replay_of_every_change_in_the_chain(
+    spark, clean_lakehouse, project_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    add_shelf()
+    arrivals = chain_sources(tmp_path / "one")
+    changes: list[tuple] = []
+    for kind, where, records, staged in arrivals:
+        ingest(kind, where, records, "sync")  # each batch merged on its own
+        changes += staged
+        check_chain(spark, changes)
+    rows = check_chain(spark, changes)
+    assert len(rows) == 4 + 5 + 1 + 2 + 2 + 1 + 2 + 1  # one row per staged change
+    key = ("id", "_version", "_sequence", "valid_to")
+    one_by_one = sorted(tuple(str(r[c]) for c in key) for r in rows)
+    # Replaying every export (sync of each again) changes nothing.
+    for kind, where, _, _ in arrivals:
+        if kind == "export":
+            assert main(["sync", "--table", "shelf", str(where)]) == 0
+    assert sorted(tuple(str(r[c]) for c in key) for r in history_rows(spark)) == one_by_one
+    # All at once in a fresh lakehouse: the same rows.
+    reset_lakehouse(spark)
+    for kind, where, records, _ in chain_sources(tmp_path / "all"):
+        ingest(kind, where, records, "ingest")
+    assert main(["merge", "--table", "shelf"]) == 0
+    again = check_chain(spark, changes)
+    assert sorted(tuple(str(r[c]) for c in key) for r in again) == one_by_one
