@@ -26,7 +26,16 @@
 {% macro dynamodb_history(table, relation) -%}
   {%- set keys = dynamodb_quote_list(dynamodb_key_columns(table)) -%}
   {%- set staged = adapter.get_relation(database=none, schema=dynamodb_staging_schema(), identifier=dynamodb_staging_name(table)) if execute else none -%}
-  {%- set columns = adapter.get_columns_in_relation(staged) | map(attribute='name') | list if staged else [] -%}
+  {#- An entity table's (a single-table design) are its own view of the entry's change log. -#}
+  {%- set entity = dynamodb_entity(table) -%}
+  {%- if entity and staged -%}
+    {%- set columns = get_columns_in_query('select * from ' ~ dynamodb_change_log(table)) -%}
+  {%- else -%}
+    {%- set columns = adapter.get_columns_in_relation(staged) | map(attribute='name') | list if staged else [] -%}
+  {%- endif -%}
+  {#- Under an attribute rule every change of the entry reaches each entity table, one of another
+      entity as a delete (dynamodb_change_log): a delete of a key not live here adds no row. -#}
+  {%- set foreign_deletes = entity is not none and entity.by == 'attribute' -%}
   {%- set value_columns = columns | reject('in', dynamodb_history_metadata_columns() + dynamodb_key_columns(table)) | list -%}
   {%- set quoted = dynamodb_quote_list(columns) -%}
   {%- set incremental = is_incremental() -%}
@@ -42,10 +51,12 @@
   {#- What the new batches hold decides which steps can move anything (_dynamodb_history_probe). -#}
   {%- set probe = _dynamodb_history_probe(staged, this, batches) if incremental and execute else {} -%}
   {%- set oldest = probe.get('oldest') -%}
-  {%- set snapshots = probe.get('snapshots', true) -%}
+  {#- A full export among the batches, as the ledger knows it (one that held no item has no row). -#}
+  {%- set among = (known or {}).get('among_batches') -%}
+  {%- set snapshots = probe.get('snapshots', true) or among is not none -%}
   {%- set late = floor is not none and (oldest is none or oldest < floor) -%}
   {%- set in_order = incremental and oldest is not none and probe.get('newest') is not none
-      and oldest > probe.get('newest') and not snapshots and not late -%}
+      and oldest > probe.get('newest') and not snapshots and not late and not foreign_deletes -%}
   {%- if in_order -%}
     {{ _dynamodb_history_in_order(table, columns, relation, batches) }}
   {%- else -%}
@@ -93,6 +104,12 @@ exports as (
     from new_changes
     where `_operation` = 'snapshot'
     group by `_batch_id`
+    {%- if among is not none %}
+    {#- a full export that held no item (the table emptied): known by the ledger alone #}
+    union all
+    select cast(null as string), cast({{ among }} as bigint), cast(null as string), current_timestamp()
+    where not exists (select 1 from new_changes where `_operation` = 'snapshot' and `_version` = {{ among }})
+    {%- endif %}
 
 ),
 
@@ -241,7 +258,7 @@ all_versions as (
 
 {#- A full export's line that restates the version before it unchanged adds no row. -#}
 restated as (
-    {%- if not (snapshots or late) %}
+    {%- if not (snapshots or late or foreign_deletes) %}
 
     select *, false as `_restated` from all_versions
     {%- else %}
@@ -253,7 +270,12 @@ restated as (
         {#- a close (no sequence, no file) of an item already gone: two exports that lack it, or
             an export's delete line at the export's instant -#}
         or coalesce(`_new` and `_operation` = 'delete' and `_sequence` is null and `_source_file` is null
-            and lag(`_operation`) over by_key in {{ dynamodb_all_delete_operations() }}, false) as `_restated`
+            and lag(`_operation`) over by_key in {{ dynamodb_all_delete_operations() }}, false)
+        {%- if foreign_deletes %}
+        {#- a delete of a key this entity table does not hold (another entity's change) -#}
+        or (`_new` and `_operation` in {{ dynamodb_all_delete_operations() }}
+            and coalesce(lag(`_operation`) over by_key in {{ dynamodb_all_delete_operations() }}, true))
+        {%- endif %} as `_restated`
     from (select *, to_json(struct({{ dynamodb_quote_list(value_columns) | join(', ') or 'null' }})) as `_values` from all_versions)
     window by_key as (partition by {{ keys | join(', ') }} order by {{ order }})
     {%- endif %}
@@ -281,12 +303,13 @@ where `_new` or not (`valid_to` <=> `_old_valid_to`)
   What a merge's new batches hold, from the change log (`staged`) and the history's file metrics
   (no scan of the history): `oldest`, their oldest change's `_version`; `snapshots`, whether a
   full export is among them; `newest`, the newest `_version` the history holds (an upper bound:
-  a file's metrics; none without them).
+  a file's metrics; none when a data file has none, as its rows could be newer).
 -#}
 {% macro _dynamodb_history_probe(staged, history, batches) -%}
   {%- set sql -%}
 select changes.`_oldest`, changes.`_snapshots`,
-    (select max(readable_metrics.`_version`.upper_bound) from {{ history }}.files where content = 0) as `_newest`
+    (select if(count_if(readable_metrics.`_version`.upper_bound is null) > 0, null, max(readable_metrics.`_version`.upper_bound))
+        from {{ history }}.files where content = 0) as `_newest`
 from (
     select min(`_version`) as `_oldest`, coalesce(bool_or(`_operation` = 'snapshot'), false) as `_snapshots`
     from {{ staged }}
@@ -369,62 +392,3 @@ group by {{ keys | join(', ') }}
 {% macro dynamodb_history_metadata_columns() -%}
   {{ return(['_operation', '_version', '_sequence', '_source', '_source_file', '_batch_id', '_ingested_at', '_drift']) }}
 {%- endmacro %}
-
-{#-
-  The history's merge (incremental strategy `dynamodb_history`): a version already there (the same
-  key, `_version` and `_sequence`) gets its new `valid_to`; any other is inserted. A close (no
-  `_version`: _dynamodb_history_in_order) sets the `valid_to` of its key's current row, and is
-  itself no row.
--#}
-{% macro get_incremental_dynamodb_history_sql(arg_dict) %}
-  {%- set target = arg_dict['target_relation'] -%}
-  {%- set source = arg_dict['temp_relation'] -%}
-  {%- set unique_key = arg_dict['unique_key'] -%}
-  {%- set keys = dynamodb_quote_list([unique_key] if unique_key is string else unique_key) -%}
-  {%- do _dynamodb_history_retyped(target, source) -%}
-  {%- set columns = dynamodb_quote_list(adapter.get_columns_in_relation(source) | map(attribute='name') | list) %}
-merge into {{ target }} as target
-using {{ source }} as version
-on {% for key in keys %}target.{{ key }} = version.{{ key }} and {% endfor -%}
-  ((target.`_version` = version.`_version` and target.`_sequence` <=> version.`_sequence`)
-    or (version.`_version` is null and target.`valid_to` is null))
-when matched then update set target.`valid_to` = version.`valid_to`
-when not matched and version.`_version` is not null then insert ({{ columns | join(', ') }})
-  values ({% for column in columns %}version.{{ column }}{{ ", " if not loop.last }}{% endfor %})
-{% endmacro %}
-
-{#-
-  Drift adopted since the history's last merge widened a column of the change log (and the final
-  table, which is rebuilt): the history takes the new type too. Its rows are rewritten into the
-  new types in one atomic replace of the table (its properties kept), from itself: never from the
-  pruned change log. Iceberg's own type promotions (int to bigint, a wider decimal) do not cover a
-  bigint becoming a decimal, which drift adoption does.
--#}
-{% macro _dynamodb_history_retyped(target, source) %}
-  {%- set wanted = {} -%}
-  {%- for column in adapter.get_columns_in_relation(source) -%}
-    {%- do wanted.update({column.name: column.data_type}) -%}
-  {%- endfor -%}
-  {%- set present = adapter.get_columns_in_relation(target) -%}
-  {%- set changed = present | selectattr('name', 'in', wanted) | rejectattr('name', 'in', ['valid_from', 'valid_to']) | list -%}
-  {%- set changed = changed | selectattr('data_type', 'ne', none) | list -%}
-  {%- set retype = [] -%}
-  {%- for column in changed if column.data_type != wanted[column.name] -%}
-    {%- do retype.append(column.name) -%}
-  {%- endfor -%}
-  {%- if retype -%}
-    {%- set properties = run_query('show tblproperties ' ~ target) -%}
-    {%- set kept = [] -%}
-    {%- for row in properties.rows if row[0].startswith(('write.', 'format-version', 'commit.')) -%}
-      {%- do kept.append("'" ~ row[0] ~ "'='" ~ row[1] ~ "'") -%}
-    {%- endfor -%}
-    {%- set select -%}
-      {%- for column in present -%}
-        {%- if column.name in retype -%}cast({{ dynamodb_quote(column.name) }} as {{ wanted[column.name] }}) as {{ dynamodb_quote(column.name) }}
-        {%- else -%}{{ dynamodb_quote(column.name) }}{%- endif -%}{{ ", " if not loop.last }}
-      {%- endfor -%}
-    {%- endset -%}
-    {%- do run_query('create or replace table ' ~ target ~ ' using iceberg tblproperties (' ~ (kept | join(', ')) ~ ') as select ' ~ select ~ ' from ' ~ target) -%}
-    {%- do log('history ' ~ target ~ ': ' ~ (retype | join(', ')) ~ ' retyped as its change log', info=true) -%}
-  {%- endif -%}
-{% endmacro %}

@@ -219,7 +219,9 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def print_verify(report: verifying.VerifyReport) -> None:
-    compared = f"{names.history_table(report.table)} as of" if report.history else report.table
+    compared = report.table
+    if report.history:
+        compared = f"{names.history_table(report.table)} as of the export's instant,"
     print(
         f"{compared} against the full export of {report.export_time} ({report.items} items, "
         f"{report.export}):"

@@ -181,7 +181,8 @@ class TableEntry(BaseModel):
         False,
         strict=True,
         description="`true` or `false`: keep every version of every item in "
-        "`lakehouse.<table>__history`, queryable as of any instant ([History](history.md))",
+        "`lakehouse.<table>__history` (one per entity table of a single-table design), "
+        "queryable as of any instant ([History](history.md))",
     )
     heal: bool = Field(
         False,
@@ -347,11 +348,6 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         valid = TableEntry.model_validate(entry, context={"name": name})
     except ValidationError as exc:
         raise TableConfigError(f"table {name}: {_problem(exc.errors())}") from None
-    if valid.history and valid.entities:
-        raise TableConfigError(
-            f"table {name}: history: true is not built for single-table designs yet (an "
-            "entity table's history): leave it out of an entry with entities (docs/history.md)"
-        )
     partition_key = parse_key(valid.partition_key, name)
     sort_key = parse_key(valid.sort_key, name) if valid.sort_key else None
     keys = (partition_key,) + ((sort_key,) if sort_key else ())

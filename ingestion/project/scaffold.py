@@ -86,12 +86,12 @@ def write_missing(table: TableConfig, root: Path) -> list[Path]:
 def write_missing_history(table: TableConfig, root: Path) -> list[Path]:
     """The history models of a table with ``history: true`` that do not exist yet, written (the
     key set in ``dbt_project.yml`` after ``add-table``: docs/history.md); the files written."""
-    if not table.history or table.entities is not None:
+    if not table.history:
         return []
     missing = {
         path: text
         for path, text in files_for(table, root).items()
-        if names.history_table(table.name) in path.name and not path.exists()
+        if path.stem.endswith(names.history_table("")) and not path.exists()
     }
     for path, text in missing.items():
         path.write_text(text)

@@ -95,7 +95,7 @@ when not matched by source and target.`_version` < {{ baseline }} and not {{ dyn
   {{ return([dynamodb_bucket_function(buckets, 'target.' ~ dynamodb_quote(key)) ~ ' in (' ~ (hit | map('int') | sort | join(', ')) ~ ')']) }}
 {%- endmacro %}
 
-{#- dbt-spark's validation, with merge_with_delete and dynamodb_history (macros/history.sql) accepted for Iceberg tables. -#}
+{#- dbt-spark's validation, with merge_with_delete and dynamodb_history (macros/history_merge.sql) accepted for Iceberg tables. -#}
 {% macro dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format) %}
   {% if raw_strategy in ('merge_with_delete', 'dynamodb_history') %}
     {% if file_format != 'iceberg' %}
@@ -106,7 +106,7 @@ when not matched by source and target.`_version` < {{ baseline }} and not {{ dyn
   {% do return(dbt.dbt_spark_validate_get_incremental_strategy(raw_strategy, file_format)) %}
 {% endmacro %}
 
-{#- dbt-spark's strategy switch, with merge_with_delete routed to the macro above, dynamodb_history to macros/history.sql. -#}
+{#- dbt-spark's strategy switch, with merge_with_delete routed to the macro above, dynamodb_history to macros/history_merge.sql. -#}
 {% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) %}
   {% if strategy == 'merge_with_delete' %}
     {{ get_incremental_merge_with_delete_sql({

@@ -8,6 +8,7 @@ import pytest
 import yaml
 from support import ROOT
 
+from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import (
     TableConfigError,
     check_distinct,
@@ -164,6 +165,8 @@ def test_a_history_is_a_strict_boolean_and_no_other_final_table_may_take_its_nam
         check_distinct([shelf, clash])
     check_distinct([table_from_entry("shelf", {"partition_key": "id:S"}), clash])  # fmt: skip
     entities = {"partition_key": "pk:S", "sort_key": "sk:S", "entities": {"key": "sk", "values": {"A": None}}}  # fmt: skip
-    table_from_entry("app", entities)
-    with pytest.raises(TableConfigError, match="not built for single-table designs yet"):
-        table_from_entry("app", {**entities, "history": True})
+    # A single-table design: one history per entity table, each clashing with a table so named.
+    app = table_from_entry("app", {**entities, "history": True})
+    assert [(f.name, f.history) for f in final_tables(app)] == [("app__a", True), ("app__unmatched", True)]  # fmt: skip
+    with pytest.raises(TableConfigError, match="its history 'app__a__history'"):
+        check_distinct([app, table_from_entry("app__a__history", {"partition_key": "id:S"})])
