@@ -11,9 +11,15 @@ order (``xxhash64`` skips a null part): each value tagged with its type, each ma
 name, sorted; absent and ``NULL`` alike in a map, ``NULL`` an element in a list; a number's text
 without trailing fractional zeros; binary as bytes; a set as its sorted elements; a value of
 another type than its column's, a name its column does not know, or a value deeper than the
-columns as ``UNSURE``, which no row hashes to (never as absent). A list's first ``UNROLLED``
-elements are hashed one by one (compiled), a longer list by ``transform`` (interpreted); the
-export's lookups of names run in projections of their own (``element_at``: not inlined).
+columns as ``UNSURE``, which no row hashes to (never as absent).
+
+Every expression is linear in the size of the column's type, whatever its depth: a list of
+scalars' first ``UNROLLED`` elements are hashed one by one (compiled), every other list by
+``transform`` (interpreted), so no list is unrolled inside another's element; inside a lambda a
+map is bound once to a variable (a one-element ``transform``) and its names looked up there; the
+export's top-level lookups of names run in projections of their own (``element_at``: not
+inlined); the export is parsed with a type made from the columns' (``parse_type``), typed only
+where a column reads a map's or a list's content.
 """
 
 from __future__ import annotations
@@ -77,13 +83,30 @@ def _absent(value: str) -> str:
     return f"({value} is null or coalesce({_at(value, 'NULL')}, false))"
 
 
-def av_type(depth: int) -> str:
-    """DynamoDB JSON's generic shape, maps and lists to ``depth`` levels (deeper: raw text)."""
-    inner = av_type(depth - 1) if depth > 0 else ""
-    nested = f"M: map<string, {inner}>, L: array<{inner}>" if depth > 0 else "M: string, L: string"
+def _scalar_kind(column: ColumnType) -> bool:
+    return column.kind not in ("struct", "array")
+
+
+def _unrolled(column: ColumnType) -> bool:
+    """Whether a list at a column of ``column``'s type is hashed element by element when short:
+    only a list of scalars, so no unrolled list is ever inside another's element (the size of
+    the expression stays linear in the type's)."""
+    return column.kind == "array" and column.element is not None and _scalar_kind(column.element)
+
+
+def parse_type(columns: Sequence[ColumnType]) -> str:
+    """DynamoDB JSON's generic shape for a value read at columns of ``columns``' types: ``M`` a
+    ``map<name, VALUE>`` where one of them is a struct (VALUE: the same shape for every field's
+    type at once), ``L`` an ``array<VALUE>`` where one is an array, raw text elsewhere (a map or
+    list there is of another type: ``UNSURE``). Its size is the sum of the types' sizes: each
+    type met once, never a copy per level."""
+    fields = [f.type for c in columns if c.kind == "struct" for f in c.fields]
+    elements = [c.element for c in columns if c.kind == "array" and c.element is not None]
+    mapped = f"map<string, {parse_type(fields)}>" if fields else "string"
+    listed = f"array<{parse_type(elements)}>" if elements else "string"
     return (
         "struct<S: string, N: string, B: string, BOOL: boolean, `NULL`: boolean, "
-        f"SS: array<string>, NS: array<string>, BS: array<string>, {nested}>"
+        f"SS: array<string>, NS: array<string>, BS: array<string>, M: {mapped}, L: {listed}>"
     )
 
 
@@ -146,6 +169,10 @@ def _value(value: str, column: ColumnType, lookups: _Lookups | None, level: int)
     scalar = _scalar(value, column)
     if scalar is not None:
         hashed = scalar
+    elif column.kind == "struct" and lookups is None:  # in a lambda: the map bound once
+        m = _variable()
+        entries = _map(m, column.fields, None, level)
+        hashed = f"transform(array({_at(value, 'M')}), {m} -> case when {m} is not null then {entries} end)[0]"  # fmt: skip
     elif column.kind == "struct":
         entries = _map(_at(value, "M"), column.fields, lookups, level)
         hashed = f"case when {_at(value, 'M')} is not null then {entries} end"
@@ -165,14 +192,14 @@ def _element(value: str, column: ColumnType, lookups: _Lookups | None, level: in
 
 def _list(items: str, element: ColumnType, lookups: _Lookups | None, level: int) -> str:
     x = _variable()
-    every = f"transform({items}, {x} -> {_element(x, element, None, level + 1)})"
-    if lookups is None:
-        return _hash("L", every)
+    every = _hash("L", f"transform({items}, {x} -> {_element(x, element, None, level + 1)})")
+    if lookups is None or not _scalar_kind(element):
+        return every
     unrolled = []
     for i in range(UNROLLED):
         item = lookups.add(level, f"element_at({items}, {i + 1})")
         unrolled.append(f"case when size({items}) > {i} then {_element(item, element, lookups, level + 1)} end")  # fmt: skip
-    return f"case when size({items}) <= {UNROLLED} then {_hash('L', *unrolled)} else {_hash('L', every)} end"  # fmt: skip
+    return f"case when size({items}) <= {UNROLLED} then {_hash('L', *unrolled)} else {every} end"
 
 
 def _map(entries: str, fields: Sequence[Attribute | StructField], lookups: _Lookups | None, level: int) -> str:  # fmt: skip
@@ -199,8 +226,7 @@ def read_export(spark: SparkSession, paths: list[str], schema: Schema) -> DataFr
     """The export's lines (``value``) and their items in DynamoDB JSON's generic shape
     (``Item``), deep enough for every column of ``schema``: the one parse both passes use, so
     an item's key is the same text in each."""
-    depth = max((a.type.depth for a in schema.attributes), default=0) + 1
-    parsed = F.from_json("value", f"Item map<string, {av_type(depth)}>")
+    parsed = F.from_json("value", f"Item map<string, {parse_type([a.type for a in schema.attributes])}>")  # fmt: skip
     return spark.read.text(paths).select("value", parsed.alias("line")).select("value", "line.Item")  # fmt: skip
 
 
@@ -235,8 +261,10 @@ def export_keys(schema: Schema) -> list[Column]:
 # --- the final side ----------------------------------------------------------------------------
 
 
-def _final(value: str, column: ColumnType) -> str:
-    """The hash of a final table's value of ``column``'s type, null when it is null."""
+def _final(value: str, column: ColumnType, bound: bool = False) -> str:
+    """The hash of a final table's value of ``column``'s type, null when it is null. ``bound``:
+    ``value`` is a lambda's variable (or a field of one), where a struct is bound to a variable
+    of its own before its fields are read."""
     kind = column.kind
     if kind == "string":
         hashed = _hash("S", value)
@@ -250,28 +278,33 @@ def _final(value: str, column: ColumnType) -> str:
         hashed = _hash("N", f"cast({value} as string)")
     elif kind == "decimal":
         hashed = _hash("N", _number(f"cast({value} as string)"))
+    elif kind == "struct" and bound:
+        s = _variable()
+        fields = {f.name: f"{s}.{quote(f.column)}" for f in column.fields}
+        return f"transform(array({value}), {s} -> case when {s} is not null then {_final_map(fields, column.fields, True)} end)[0]"  # fmt: skip
     elif kind == "struct":
         fields = {f.name: f"{value}.{quote(f.column)}" for f in column.fields}
-        hashed = _final_map(fields, column.fields)  # fmt: skip
+        hashed = _final_map(fields, column.fields)
     elif kind == "array":
         assert column.element is not None
         x = _variable()
-        element = f"coalesce({_final(x, column.element)}, {_hash('NULL')})"
-        every = _hash("L", f"transform({value}, {x} -> {element})")
-        unrolled = [
-            f"case when size({value}) > {i} then coalesce({_final(f'{value}[{i}]', column.element)}, {_hash('NULL')}) end"  # fmt: skip
-            for i in range(UNROLLED)
-        ]
-        hashed = f"case when size({value}) <= {UNROLLED} then {_hash('L', *unrolled)} else {every} end"  # fmt: skip
+        element = f"coalesce({_final(x, column.element, True)}, {_hash('NULL')})"
+        hashed = _hash("L", f"transform({value}, {x} -> {element})")
+        if _unrolled(column) and not bound:
+            unrolled = [
+                f"case when size({value}) > {i} then coalesce({_final(f'{value}[{i}]', column.element)}, {_hash('NULL')}) end"  # fmt: skip
+                for i in range(UNROLLED)
+            ]
+            hashed = f"case when size({value}) <= {UNROLLED} then {_hash('L', *unrolled)} else {hashed} end"  # fmt: skip
     else:
         raise ValueError(f"unknown column type {column.sql()}")
     return f"case when {value} is not null then {hashed} end"
 
 
-def _final_map(values: dict[str, str], fields: Sequence[Attribute | StructField]) -> str:
+def _final_map(values: dict[str, str], fields: Sequence[Attribute | StructField], bound: bool = False) -> str:  # fmt: skip
     parts = []
     for f in sorted(fields, key=lambda f: f.name):
-        hashed = _final(values[f.name], f.type)
+        hashed = _final(values[f.name], f.type, bound)
         parts.append(f"case when {values[f.name]} is not null then struct({sql_string(f.name)}, {hashed}) end")  # fmt: skip
     return _hash("M", *parts)
 
