@@ -38,8 +38,9 @@ left anti join (
   on {% for key in keys %}marker.{{ key }} = change.{{ key }} and {% endfor -%}
   marker.`_marker_order` > {{ dynamodb_change_order('change') }}
 where change.`_batch_id` in ({{ dynamodb_quoted_list(batches) }})
+  and {{ dynamodb_drift_guard(table) }}
     {%- endif -%}
   {%- else %}
-select * from {{ relation }}
+select * from {{ relation }} where {{ dynamodb_drift_guard(table) }}
   {%- endif -%}
 {%- endmacro %}

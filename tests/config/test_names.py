@@ -31,6 +31,7 @@ def test_dbt_project_spells_the_names_as_python_does() -> None:
     summary_keys = variables["lakehouse_summary_keys"]
     assert summary_keys == {k: names.SUMMARY_KEYS[k] for k in summary_keys}
     assert set(summary_keys) == {"batch_id", "kind", "ledger"}
+    assert variables["lakehouse_schema_property"] == names.SCHEMA_PROPERTY
     models = project["models"]["dynamodb_lakehouse"]
     assert models["staging"]["+schema"] == STAGING_IN_DBT
     assert models["marts"]["+schema"] == FINAL_IN_DBT

@@ -140,6 +140,9 @@ def test_a_type_declared_inside_a_detected_map_is_kept_and_reported_not_adopted(
     assert spark.table("lake.staging.t.snapshots").count() == snapshots + 1  # the append only
     assert column_types(spark, "lake.staging.t")["details"] == "struct<c:bigint,d:string>"
     assert final(spark)["a"]["details"] is None  # null in its column, whole in _rest
+    # A plain `dbt run` of the whole change log lets that drift through too: kept null by design.
+    runner.dbt_invoke(["run", "--select", "t", "--full-refresh"])
+    assert final(spark)["a"]["details"] is None
 
     # With a detected attribute's misfit in the same batch: that one is adopted (and named),
     # the nested declaration's misfit is reported, never called adopted.
@@ -166,6 +169,14 @@ def test_drift_that_cannot_be_adopted_is_never_merged_as_null(
     assert '"info": {"type": "string"}' in message and "schemas/t.json" in message
     assert final(spark)["a"]["info"] == {"color": "red"}  # not merged: no NULL written
     assert merge_log.new_batches(spark, "t")  # the batch waits
+
+    # A plain `dbt run` meets the same batch: refused in one line naming it, nothing written.
+    with pytest.raises(runner.DbtError):
+        runner.dbt_invoke(["run", "--select", "t"])
+    shown = "".join(capsys.readouterr())
+    assert "holds values that do not fit their columns (info) and that drift is not adopted yet: nothing was merged" in shown  # fmt: skip
+    assert "ddb-lakehouse merge --table t" in shown
+    assert final(spark)["a"]["info"] == {"color": "red"}
 
     assert table_t() == 2  # every run says it again, and merges nothing
     assert "'Size' and 'size' both map to column 'size'" in capsys.readouterr().err

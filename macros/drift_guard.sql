@@ -1,0 +1,58 @@
+{#-
+  A batch whose values do not fit their columns is never merged before its drift is adopted, whoever
+  runs the merge. On a table that adopts drift (`adopt_drift`, on by default), `ddb-lakehouse`
+  widens the columns from the change log before it merges (ingestion/maintenance/adopt.py); a plain
+  `dbt run` that meets such a batch (an ingest whose adoption failed or was killed) would write its
+  columns NULL where the item has a value. The guard is a condition on the changes the model reads,
+  evaluated row by row inside the merge's own query: no query more, and a refusal commits nothing.
+
+  Drift that adoption keeps NULL by design passes: an attribute whose kept type a person declared,
+  at its top or anywhere inside (re-detection keeps a declared type, so the misfit stays, listed in
+  `_drift` and whole in `_rest`). A declared entry is one without `dynamodb_types` in the types kept
+  with the change log (the property ingestion/staging/table_types.py writes).
+-#}
+{% macro dynamodb_drift_guard(table) -%}
+  {%- set entry = dynamodb_entry(table) or {} -%}
+  {%- if not execute or entry.get('adopt_drift', true) is false -%}
+true
+  {%- else -%}
+    {%- set kept = _dynamodb_drift_kept(table) -%}
+    {%- set listed = "cast(array() as array<string>)" if not kept else "array(" ~ dynamodb_quoted_list(kept) ~ ")" -%}
+    {%- set staging = dynamodb_staging_name(table) -%}
+    {%- set before = "dynamodb-lakehouse: table " ~ staging ~ ": batch " -%}
+    {%- set middle = " holds values that do not fit their columns (" -%}
+    {%- set after = ") and that drift is not adopted yet: nothing was merged. Run ddb-lakehouse merge --table " ~ staging ~ " (it widens the columns, then merges), or declare the types in schemas/" ~ staging ~ ".json and run ddb-lakehouse rebuild --table " ~ staging -%}
+(case when exists(`_drift`, d -> not array_contains({{ listed }}, d))
+  then raise_error(concat('{{ before }}', `_batch_id`, '{{ middle }}', array_join(`_drift`, ', '), '{{ after }}'))
+  else true end)
+  {%- endif -%}
+{%- endmacro %}
+
+{#- The attributes whose drift is kept NULL by design (see above), from the kept types. -#}
+{% macro _dynamodb_drift_kept(table) -%}
+  {%- set query -%}
+show tblproperties {{ dynamodb_staging_relation(table) }} ('{{ var('lakehouse_schema_property') }}')
+  {%- endset -%}
+  {%- set found = run_query(query) -%}
+  {%- set text = (found.rows[0][1] if found and found.rows | length > 0 else '') | string -%}
+  {%- if not text.startswith('{') -%}{{ return([]) }}{%- endif -%}
+  {%- set document = fromjson(text) -%}
+  {%- set kept = [] -%}
+  {%- set sections = [document] + ((document.get('entities') or {}).values() | list) -%}
+  {%- for section in sections -%}
+    {%- for name, attribute in (section.get('attributes') or {}).items() -%}
+      {%- if _dynamodb_declared_within(attribute) and name not in kept -%}{%- do kept.append(name) -%}{%- endif -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {{ return(kept) }}
+{%- endmacro %}
+
+{#- An entry a person declared, itself or one of its fields or elements at any depth. -#}
+{% macro _dynamodb_declared_within(entry) -%}
+  {%- if entry is not mapping -%}{{ return(false) }}{%- endif -%}
+  {%- if 'dynamodb_types' not in entry and not entry.get('key') -%}{{ return(true) }}{%- endif -%}
+  {%- for field in (entry.get('fields') or {}).values() -%}
+    {%- if _dynamodb_declared_within(field) -%}{{ return(true) }}{%- endif -%}
+  {%- endfor -%}
+  {{ return(_dynamodb_declared_within(entry.get('element'))) }}
+{%- endmacro %}
