@@ -19,6 +19,7 @@
 -#}
 
 {% macro dynamodb_changes_to_merge(table, relation) -%}
+  {{- dynamodb_staged_first(table) -}}
   {%- set keys = dynamodb_quote_list(dynamodb_key_columns(table)) -%}
   {%- if is_incremental() -%}
     {%- set batches = dynamodb_new_batches(table) -%}

@@ -24,6 +24,7 @@
   `maintain`, so a rebuild would lose versions.
 -#}
 {% macro dynamodb_history(table, relation) -%}
+  {{- dynamodb_staged_first(table) -}}
   {%- set keys = dynamodb_quote_list(dynamodb_key_columns(table)) -%}
   {%- set staged = adapter.get_relation(database=none, schema=dynamodb_staging_schema(), identifier=dynamodb_staging_name(table)) if execute else none -%}
   {#- An entity table's (a single-table design) are its own view of the entry's change log. -#}

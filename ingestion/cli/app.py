@@ -14,6 +14,7 @@ from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import load_tables
 from ingestion.project import scaffold
+from ingestion.spark import out_of_memory
 
 log = logging.getLogger("ddb-lakehouse")
 
@@ -81,6 +82,12 @@ def entity_models() -> None:
             print(f"{table.name}: {path.relative_to(root)} is edited, left: delete it (its entity tables' models replace it)")  # fmt: skip
 
 
+def _not_a_dead_jvm(record: logging.LogRecord) -> bool:
+    """py4j logs a traceback on the root logger when the JVM died under a call (out of memory):
+    the command's own line says what happened (``out_of_memory``); ``-v`` shows it."""
+    return record.getMessage() != "Exception while sending command."
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.verbose:
@@ -92,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         datefmt="%H:%M:%S",
     )
     logging.getLogger("py4j").setLevel(logging.WARNING)
+    if not settings.verbose():
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_not_a_dead_jvm)
     if args.project_dir:
         os.environ["LAKEHOUSE_PROJECT_DIR"] = str(Path(args.project_dir).resolve())
     started = time.monotonic()
@@ -104,5 +114,17 @@ def main(argv: list[str] | None = None) -> int:
     except LakehouseError as exc:  # the one family of errors a user can cause (config.errors)
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_status
+    except Exception as exc:
+        # Out of memory (or a JVM that died of it) in a step no narrower handler names: one line
+        # still, with the command and its table (ingestion.spark.out_of_memory).
+        said = out_of_memory.cause(exc)
+        if said is None:
+            raise
+        if settings.verbose():  # -v: where it happened, for a report
+            log.error("the failure, in full", exc_info=exc)
+        table = getattr(args, "table", None)
+        table = ", ".join(table) if isinstance(table, list) else table
+        print(f"error: {out_of_memory.message(table, args.command, said)}", file=sys.stderr)
+        return out_of_memory.OutOfMemory.exit_status
     log.debug("%s finished in %.1fs", args.command, time.monotonic() - started)
     return code

@@ -4,11 +4,12 @@ flow on them, each ingest a ``spark-submit`` job as a user would run it)."""
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ingestion.cli import output
-from ingestion.config import names, settings
-from ingestion.samples import demo
+from ingestion.config import clock, names, settings
+from ingestion.samples import demo, own_exports
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,6 +31,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(run=run_sample)
 
+    p = sub.add_parser(
+        "write-export",
+        help="write a full or incremental export of your own items (JSON Lines) in AWS's exact "
+        "layout, to try the lakehouse on a table of your own",
+    )
+    p.add_argument("--table", required=True, help="the DynamoDB table's name (as in its ARN)")
+    p.add_argument("--partition-key", required=True, help="ATTR or ATTR:TYPE: every item holds it")
+    p.add_argument("--sort-key", help="ATTR or ATTR:TYPE")
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument("--items", type=Path, help="JSON Lines, one item a line: a full export")
+    given.add_argument(
+        "--changes",
+        type=Path,
+        help='JSON Lines, one change a line ({"Keys", "NewImage", "OldImage"}): an '
+        "incremental export",
+    )
+    p.add_argument("--at", help="a full export's time, ISO 8601 (default: now)")
+    p.add_argument("--from", dest="start", help="an incremental export's window start, ISO 8601 (required with --changes; the previous export's time)")  # fmt: skip
+    p.add_argument("--to", dest="end", help="its window end, ISO 8601 (default: now)")
+    p.add_argument("--out", type=Path, help="folder (default: $LAKEHOUSE_HOME/exports)")
+    p.set_defaults(run=run_write_export)
+
     p = sub.add_parser("demo", help="sample -> spark-submit ingest -> dbt run/test -> report")
     _size_and_seed(p)
     p.set_defaults(run=run_demo)
@@ -49,6 +72,35 @@ def run_sample(args: argparse.Namespace) -> int:
     demo.write_sample_files(
         out, args.items, args.seed, args.table, args.incrementals, output.Console().line
     )
+    return 0
+
+
+def _instant(text: str | None, option: str) -> datetime:
+    if text is None:
+        return clock.utc_now()
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise own_exports.ItemsFileError(f"{option} {text!r}: not an ISO 8601 time (e.g. 2026-12-06T09:00:00Z)") from None  # fmt: skip
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def run_write_export(args: argparse.Namespace) -> int:
+    out = args.out or settings.lakehouse_home() / "exports"
+    keys = [k.partition(":")[0] for k in (args.partition_key, args.sort_key) if k]
+    if args.items is not None:
+        folder = own_exports.write_full(
+            out, args.table, args.items, keys, _instant(args.at, "--at")
+        )
+    else:
+        if args.start is None:
+            raise own_exports.ItemsFileError("--changes needs --from: the window's start (the previous export's time)")  # fmt: skip
+        window = (_instant(args.start, "--from"), _instant(args.end, "--to"))
+        folder = own_exports.write_incremental(out, args.table, args.changes, keys, window)
+    print(f"export written: {folder}")
+    given = f"--partition-key {args.partition_key}" + (f" --sort-key {args.sort_key}" if args.sort_key else "")  # fmt: skip
+    print(f"next: ddb-lakehouse add-table {args.table} {given} (once; key types S, N or B), then")
+    print(f"      ddb-lakehouse sync --table {args.table} {folder}")
     return 0
 
 

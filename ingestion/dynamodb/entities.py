@@ -179,8 +179,11 @@ def entity_sql(rule: EntityRule) -> str:
     that carries only ``Keys`` and no attribute to tell its entity by (attribute rule)."""
     text = field(f"`_attrs`[{sql_string(rule.attribute)}]", "S")
     value = value_sql(rule.by, rule.attribute)
-    cases = " ".join(f"when {sql_string(v)} then {sql_string(n)}" for v, n in rule.values)
-    matched = f"case {value} {cases} else {sql_string(rule.unmatched)} end"
+    # A map lookup names ``value`` once (``case value when ...`` repeats it in every branch, and
+    # a filter on ``_entity`` pushed down below the parse would write the parse out in each).
+    pairs = ", ".join(f"{sql_string(v)}, {sql_string(n)}" for v, n in rule.values)
+    looked_up = f"element_at(map({pairs}), {value})" if pairs else "cast(null as string)"
+    matched = f"coalesce({looked_up}, {sql_string(rule.unmatched)})"
     if rule.by == "key":
         return matched
     keys_only = "(`_line`.Item is null and `_line`.NewImage is null and `_line`.OldImage is null)"

@@ -7,6 +7,7 @@ An entry holds the table's keys; the columns come from the table's schema file.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -421,6 +422,13 @@ def get_table(name: str) -> TableConfig:
     if by_dynamodb:
         return by_dynamodb[0]
     known = ", ".join(sorted(tables)) or "none"
+    candidates = {t.name: t.name for t in tables.values()} | {t.dynamodb_name: t.name for t in tables.values()}  # fmt: skip
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    close = close or [c for c in candidates if c.lower() == name.lower()]
+    if close:
+        raise TableConfigError(
+            f"unknown table {name!r}: did you mean {candidates[close[0]]!r}? (configured: {known})"
+        )
     raise TableConfigError(
         f"unknown table {name!r} (configured: {known}); register it with "
         f"`ddb-lakehouse add-table {name} --partition-key ATTR:TYPE`"

@@ -23,7 +23,7 @@ from ingestion.maintenance import verify as verifying
 from ingestion.maintenance.status import TableStatus, status_without_spark, table_status
 from ingestion.schema import schema_file, types
 from ingestion.sources.aws_errors import aws_errors
-from ingestion.spark import spark_config
+from ingestion.spark import out_of_memory, spark_config
 from ingestion.staging import table_types
 from ingestion.staging.drift import Drift, drift_report, drift_report_without_spark
 from ingestion.staging.exports import with_keys
@@ -141,7 +141,9 @@ def verify(
         if as_of:
             verifying.history_table(spark, table)
         folder = sync.verify_export(table, target, reporter)
-    return verifying.verify(spark, table, folder, as_of=as_of)
+    kept = table_types.current_schema(spark, table)  # to name the likely attribute on failure
+    with out_of_memory.explained(table.name, "verify", kept):
+        return verifying.verify(spark, table, folder, as_of=as_of)
 
 
 METRICS_NAMESPACE = names.METRICS_NAMESPACE

@@ -30,7 +30,7 @@ from ingestion.dynamodb.tables import TableConfig
 from ingestion.maintenance import entity_moves, rebuild
 from ingestion.merge import merge_log
 from ingestion.schema import schema_file, types
-from ingestion.spark import table_metadata
+from ingestion.spark import out_of_memory, table_metadata
 from ingestion.staging import drift as staged_drift
 from ingestion.staging import entity_types, ledger, table_types
 from ingestion.staging.drift import Drift
@@ -94,8 +94,9 @@ def adopt_drift(
         return lines
     attributes = ", ".join(adoptable)
     log.info("%s: values that do not fit %s: adopting wider types", table.name, attributes)
+    kept = table_types.current_schema(spark, table)  # to name the likely attribute on failure
     try:
-        with guard():
+        with guard(), out_of_memory.explained(table.name, "drift adoption", kept):
             rebuilt = rebuild.rebuild_staging(spark, table, only_if_changed=True)
     except types.SchemaError as exc:
         named = re.findall(r"attribute '([^']+)'", str(exc))

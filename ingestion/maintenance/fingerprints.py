@@ -13,9 +13,10 @@ without trailing fractional zeros; binary as bytes; a set as its sorted elements
 another type than its column's, a name its column does not know, or a value deeper than the
 columns as ``UNSURE``, which no row hashes to (never as absent).
 
-Every expression is linear in the size of the column's type, whatever its depth: a list of
-scalars' first ``UNROLLED`` elements are hashed one by one (compiled), every other list by
-``transform`` (interpreted), so no list is unrolled inside another's element; inside a lambda a
+Every expression is linear in the size of the column's type, whatever its depth: the first
+``UNROLLED`` elements of a list whose elements hold no list (scalars, maps of scalars) are hashed
+one by one (compiled), every other list by ``transform`` (interpreted), so no list is unrolled
+inside another's element; inside a lambda a
 map is bound once to a variable (a one-element ``transform``) and its names looked up there; the
 export's top-level lookups of names run in projections of their own (``element_at``: not
 inlined); the export is parsed with a type made from the columns' (``parse_type``), typed only
@@ -83,15 +84,17 @@ def _absent(value: str) -> str:
     return f"({value} is null or coalesce({_at(value, 'NULL')}, false))"
 
 
-def _scalar_kind(column: ColumnType) -> bool:
-    return column.kind not in ("struct", "array")
+def _flat(column: ColumnType) -> bool:
+    """No list anywhere in ``column``'s type (a scalar, or maps of them)."""
+    return column.kind != "array" and all(_flat(f.type) for f in column.fields)
 
 
 def _unrolled(column: ColumnType) -> bool:
-    """Whether a list at a column of ``column``'s type is hashed element by element when short:
-    only a list of scalars, so no unrolled list is ever inside another's element (the size of
-    the expression stays linear in the type's)."""
-    return column.kind == "array" and column.element is not None and _scalar_kind(column.element)
+    """Whether a list at a column of ``column``'s type is hashed element by element when short
+    (compiled: ``transform`` is interpreted, 12 s more on ``orders``' list of maps at 1M items):
+    only a list whose elements hold no list, so no unrolled list is ever inside another's
+    element and the expression stays linear in the type's size (eight copies at most)."""
+    return column.kind == "array" and column.element is not None and _flat(column.element)
 
 
 def parse_type(columns: Sequence[ColumnType]) -> str:
@@ -193,7 +196,7 @@ def _element(value: str, column: ColumnType, lookups: _Lookups | None, level: in
 def _list(items: str, element: ColumnType, lookups: _Lookups | None, level: int) -> str:
     x = _variable()
     every = _hash("L", f"transform({items}, {x} -> {_element(x, element, None, level + 1)})")
-    if lookups is None or not _scalar_kind(element):
+    if lookups is None or not _flat(element):
         return every
     unrolled = []
     for i in range(UNROLLED):

@@ -130,11 +130,21 @@ def _changed(previous: types.Schema | None, detected: types.Schema) -> tuple[str
     )
 
 
-def _entities_of_keys(staged: DataFrame, rule: EntityRule) -> tuple[DataFrame, bool]:
+def _entities_of_keys(
+    staged: DataFrame, rule: EntityRule, table: TableConfig, previous: types.Schema | None
+) -> tuple[DataFrame, bool]:
     """Under a key rule: each row's ``_entity`` derived again from its key (one staged when a key
-    with no ``#`` went to the unmatched table moves), and whether any row moves (a Spark job)."""
+    with no ``#`` went to the unmatched table moves), and whether any row moves (a Spark job).
+    The key is read from its own column, never from the item: a filter on ``_entity`` (this
+    one, and each entity's detection) is pushed below the projection that makes it, where an
+    expression of ``_image`` would be the item's whole encoding written out again."""
     derived = F.expr(entity_sql(rule))
-    with_attrs = staged.withColumn("_attrs", F.expr(decode.parse_item("`_image`")))
+    column = next(k.column for k in table.keys if k.name == rule.attribute)
+    if previous is not None and (kept := previous.get(rule.attribute)) is not None:
+        column = kept.column  # the column its types name (a schema file may rename it)
+    text = F.col(names.quote(column)).cast("string").alias("S")
+    attrs = F.create_map(F.lit(rule.attribute), F.struct(text))
+    with_attrs = staged.withColumn("_attrs", attrs)
     moves = with_attrs.where(~F.col(ENTITY_COLUMN).eqNullSafe(derived)).limit(1).count() > 0
     rederived = with_attrs.withColumn(ENTITY_COLUMN, derived).drop("_attrs")
     return rederived.select(*staged.columns), moves
@@ -204,7 +214,7 @@ def rebuild_staging(
         )
     moved = False
     if table.entities is not None and table.entities.by == "key":
-        staged, moved = _entities_of_keys(staged, table.entities)
+        staged, moved = _entities_of_keys(staged, table.entities, table, previous)
     if table.entities is None:
         detected = _detected(table, staged, previous)
     else:  # each entity's types from its own staged rows (their `_entity`, kept)

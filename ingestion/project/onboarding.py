@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from ingestion.config import settings
+from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import (
     check_distinct,
@@ -87,6 +87,13 @@ def add_table(
     configured = load_tables(project_path)
     if name in configured:
         holder = configured[name].dynamodb_name
+        if holder == dynamodb_name and history and not configured[name].history:
+            raise OnboardingError(
+                f"table {name!r} is already configured in {project_path}: to keep its history, "
+                f"add `history: true` to its entry (vars.dynamodb_tables.{name}); the next merge "
+                f"writes lakehouse.{names.history_table(name)}'s model and builds it from the "
+                "changes staged from then on (docs/history.md)"
+            )
         if holder == dynamodb_name:
             raise OnboardingError(f"table {name!r} is already configured in {project_path}")
         raise OnboardingError(

@@ -12,7 +12,7 @@ type and number digits); Spark aggregates them by (path, type). Only that summar
 driver: one row per distinct path and type, bounded per attribute (an attribute with more distinct
 nested paths than ``MAX_PATHS`` is a dictionary, kept as JSON text, and only its top level is
 collected). It serves alone where a shape would not pay: first items with more than
-``MAX_SHAPE_PATHS`` paths (a dictionary), or none.
+``MAX_SHAPE_PATHS`` paths (a dictionary) or paths deeper in sum than ``MAX_SHAPE_STEPS``, or none.
 """
 
 from __future__ import annotations
@@ -38,6 +38,12 @@ log = logging.getLogger(__name__)
 MAX_PATHS = 2000  # distinct nested paths per attribute collected to the driver
 SAMPLE_ITEMS = 1000  # the items the shape is learnt from
 MAX_SHAPE_PATHS = 500  # a sample with more paths is detected by the generic path alone
+# A shape whose paths are deep is detected by the generic path alone too: a path's column reads
+# its whole route from the top, so the pass's expressions grow as the paths' steps summed, and
+# Spark's compile of them with it (a list of maps 4 deep: 181 steps, 11 s for four items; 8 deep:
+# 1,103 steps, out of a 1 GB heap). The generic path walks any depth in a loop of fixed size
+# (5.4 s at 6 deep, 5.7 s at 10). `books` and `orders` have 8 and 10.
+MAX_SHAPE_STEPS = 120
 
 
 def statistics(frame: DataFrame) -> type_rules.Stats:
@@ -47,7 +53,7 @@ def statistics(frame: DataFrame) -> type_rules.Stats:
     text = "value" if "value" in frame.columns else "_image"
     first = [row[0] for row in frame.select(text).limit(SAMPLE_ITEMS).collect()]
     top = shapes.from_items(_sample_items(first, text == "value"))
-    if not top or shapes.size(top) > MAX_SHAPE_PATHS:
+    if not top or shapes.size(top) > MAX_SHAPE_PATHS or shapes.steps(top) > MAX_SHAPE_STEPS:
         return generic_statistics(_attributes(frame))
     flagged, plan = shapes.flagged(frame, top)
     items, misfits, by_path = shapes.statistics(flagged, plan)

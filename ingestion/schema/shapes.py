@@ -297,6 +297,12 @@ def size(top: list[Shape]) -> int:
     return sum(1 for t in top for _ in t.walk())
 
 
+def steps(top: list[Shape]) -> int:
+    """The steps below their attribute of every path of the shape, summed: the size of the
+    pass's path expressions (each reads its route from the top)."""
+    return sum(len(s.path) - 1 for t in top for s in t.walk())
+
+
 def value_ddl(level: list[Shape]) -> str:
     """The VALUE type of every value of the shapes ``level`` (all those of one route)."""
     below = [c for s in level for c in s.children.values()]

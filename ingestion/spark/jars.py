@@ -187,7 +187,26 @@ def _link(link: Path, source: Path) -> None:
     log.info("linked %s -> %s", link, source)
 
 
+# Spark's configuration files that PySpark's own ``spark-submit`` reads (its ``conf`` folder,
+# unless SPARK_CONF_DIR says otherwise): a plain ``spark-submit ingestion/main.py`` then starts
+# with the driver memory and the quiet logging the CLI's own runs have.
+CONF_FILES = ("spark-defaults.conf", "log4j2.properties")
+
+
+def project_conf_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / "conf"
+
+
+def pyspark_conf_dir() -> Path:
+    return pyspark_jars_dir().parent / "conf"
+
+
 def install() -> None:
+    conf = pyspark_conf_dir()
+    conf.mkdir(exist_ok=True)
+    for name in CONF_FILES:
+        if (project_conf_dir() / name).is_file():
+            _link(conf / name, project_conf_dir() / name)
     target = pyspark_jars_dir()
     for jar in required_jars():
         if not jar.source.is_file():

@@ -71,6 +71,26 @@ def spark_conf(target: str | None = None) -> dict[str, str]:
     return {str(k): str(v) for k, v in params.items()}
 
 
+_UNITS = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+MIN_DRIVER_MEMORY = 512 * 2**20  # Spark refuses a heap under 450 MB; the JVM gives a bit less
+
+
+def _check_driver_memory(memory: str | None) -> None:
+    """Refuse a driver memory Spark would refuse, before a JVM starts and prints its stack."""
+    if memory is None:
+        return
+    text = memory.strip().lower().removesuffix("b")
+    unit = _UNITS.get(text[-1:], 1) if text[-1:].isalpha() else 2**20  # a bare number: MiB
+    number = text[:-1] if text[-1:].isalpha() else text
+    if not number.isdigit():
+        raise ConfigError(f"driver memory {memory!r} (LAKEHOUSE_DRIVER_MEMORY): not a size like 2g or 1536m")  # fmt: skip
+    if int(number) * unit < MIN_DRIVER_MEMORY:
+        raise ConfigError(
+            f"driver memory {memory} (LAKEHOUSE_DRIVER_MEMORY) is below the 512m Spark needs to "
+            "start: give at least 1g (the default is 2g)"
+        )
+
+
 def build_spark(app_name: str = "dynamodb-lakehouse", target: str | None = None) -> SparkSession:
     """The one SparkSession of a process, configured from the profile.
 
@@ -85,6 +105,7 @@ def build_spark(app_name: str = "dynamodb-lakehouse", target: str | None = None)
     if active is not None:  # one session per process: dbt and later commands reuse it
         return active
     conf = spark_conf(target)
+    _check_driver_memory(conf.get("spark.driver.memory"))
     embedded_catalog.bootstrap(conf)
     # Python workers (``verify`` compares in Python) run this process's Python, which has the
     # project's packages; spark-submit and EMR set their own (ingestion.spark.spark_submit).
@@ -120,6 +141,9 @@ TASK_FAILURE_LOGGERS = (
     "org.apache.spark.sql.execution.datasources.v2",
     "org.apache.spark.util.Utils",
     "org.apache.iceberg.spark.source.SparkWrite",  # its abort: "Skipping cleanup of written files"
+    # A task that ran out of memory: its stack, before the command's own line says so
+    # (ingestion.spark.out_of_memory).
+    "org.apache.spark.util.SparkUncaughtExceptionHandler",
 )
 
 

@@ -204,6 +204,52 @@ def test_a_failing_batch_ends_in_one_line_without_a_java_stack_trace(
     assert done.stderr.strip().splitlines()[-1].startswith("error: ")
 
 
+def test_out_of_memory_is_one_line_saying_what_to_do(lakehouse_home: Path) -> None:
+    """A job that runs out of the driver's memory, or a driver memory Spark refuses: one line
+    naming the command and what to do (exit 2), no Python traceback, no Java stack."""
+    big = "select size(collect_list(repeat(cast(id as string), 100000))) as n from range(30000)"
+    done = cli("query", big, env={"LAKEHOUSE_DRIVER_MEMORY": "520m"})
+    assert done.returncode == 2, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: query ") and "out of the driver's memory" in last, done.stderr[-3000:]  # fmt: skip
+    assert "driver memory 520m" in last and "LAKEHOUSE_DRIVER_MEMORY=4g" in last
+    assert "Traceback" not in done.stderr and "\tat " not in done.stderr, done.stderr[-3000:]
+    done = cli("query", "select 1", env={"LAKEHOUSE_DRIVER_MEMORY": "300m"})  # refused before Spark
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "\tat " not in done.stderr
+    assert (
+        done.stderr.strip().splitlines()
+        == [
+            "error: driver memory 300m (LAKEHOUSE_DRIVER_MEMORY) is below the 512m Spark needs to start: give at least 1g (the default is 2g)"  # fmt: skip
+        ]
+    )
+
+
+def test_the_first_hours_messages_say_what_to_do(
+    spark, clean_lakehouse, project_copy: Path, capsys
+) -> None:
+    """A plain `dbt run` before any ingest says to ingest first (not Spark's TABLE_OR_VIEW_NOT_FOUND);
+    a mistyped --table names the closest configured table; `add-table --history` on a configured
+    table says how to turn its history on."""
+    from ingestion.merge import runner
+
+    assert main(["add-table", "Invoices", "--partition-key", "tenant_id:S", "--sort-key", "invoice_id:S"]) == 0  # fmt: skip
+    capsys.readouterr()
+    with pytest.raises(runner.DbtError):
+        runner.dbt_invoke(["run", "--select", "invoices"])
+    shown = "".join(capsys.readouterr())
+    assert "table invoices: nothing is staged yet" in shown and "Ingest first: ddb-lakehouse sync --table invoices" in shown  # fmt: skip
+    assert "TABLE_OR_VIEW_NOT_FOUND" not in shown
+
+    assert main(["status", "--table", "invoice"]) == 2
+    assert "unknown table 'invoice': did you mean 'invoices'?" in capsys.readouterr().err
+    assert main(["status", "--table", "Invoice"]) == 2  # its DynamoDB name, mistyped
+    assert "did you mean 'invoices'?" in capsys.readouterr().err
+
+    assert main(["add-table", "Invoices", "--partition-key", "tenant_id:S", "--sort-key", "invoice_id:S", "--history"]) == 2  # fmt: skip
+    refused = capsys.readouterr().err
+    assert "add `history: true` to its entry (vars.dynamodb_tables.invoices)" in refused
+
+
 def test_output_is_quiet_and_plain_by_default(
     spark, clean_lakehouse, tmp_path: Path, capsys, monkeypatch
 ) -> None:

@@ -198,3 +198,24 @@ def test_a_first_line_that_is_not_an_item_is_reported_by_spark(spark, line: str)
     assert item_statistics.of_texts([line], True, detect.MAX_PATHS) is None
     with pytest.raises(Exception, match="a line is not a DynamoDB JSON item"):
         detect._first_statistics(frame)
+
+
+def test_the_misfits_are_read_with_a_plan_the_size_of_the_shapes(spark) -> None:
+    """The generic path reads the items the shape missed through a filter on the misfit flag.
+    Spark pushes that filter below the projection of the path columns, writing each column as its
+    expression; the flag read the path columns, so the item's parse was written out once per path
+    (for 24 paths of a staging table's items, 8.8 MB of plan). It follows the shape's tree now, the
+    item bound once: the filtered plan parses the item once."""
+    from ingestion.samples import deep_items
+
+    items = [
+        {"id": S(f"i{i}"), **deep_items.item(i, range(1, 5), long=3, wide=5)} for i in range(3)
+    ]
+    images = spark.createDataFrame([(json.dumps(item),) for item in items], "_image string")
+    top = shapes.from_items(items)
+    flagged, _ = shapes.flagged(images, top)
+    filtered = flagged.where(shapes.MISFIT).select("_image")
+    pushed = filtered._jdf.queryExecution().optimizedPlan().toString()
+    assert shapes.size(top) > 50
+    assert pushed.count("from_json(") == 1, pushed.count("from_json(")  # the item parsed once
+    assert filtered.count() == 0  # the items the shape was learnt from all fit it

@@ -102,3 +102,45 @@ def test_quiet_blocks_on_threads_restore_the_levels_when_the_last_ends(spark) ->
     configurator.setLevel(name, saved)
     assert seen == ["OFF"]  # still quiet after the first block ended
     assert level == "WARN"
+
+
+@pytest.mark.slow
+def test_a_plain_spark_submit_has_the_clis_driver_memory_and_quiet_logging(tmp_path: Path) -> None:
+    """The documented `spark-submit ingestion/main.py ...` (docs/cli.md) starts its JVM as the
+    CLI does: the profile's driver memory and conf/log4j2.properties, from the files `make setup`
+    links into PySpark's conf folder; before, it ran with Spark's 1 GB default and INFO lines."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    from ingestion.spark import jars
+
+    profile = yaml.safe_load((jars.project_conf_dir().parent / "profiles.yml").read_text())
+    memory = profile["dynamodb_lakehouse"]["outputs"]["local"]["server_side_parameters"]["spark.driver.memory"]  # fmt: skip
+    assert "'2g'" in memory  # the profile's default, which conf/spark-defaults.conf repeats
+    assert (
+        "\nspark.driver.memory 2g\n"
+        in (jars.project_conf_dir() / "spark-defaults.conf").read_text()
+    )
+    for name in jars.CONF_FILES:
+        assert (jars.pyspark_conf_dir() / name).resolve() == (jars.project_conf_dir() / name)
+    job = tmp_path / "job.py"
+    job.write_text(
+        "from pyspark.sql import SparkSession\n"
+        "spark = SparkSession.builder.getOrCreate()\n"
+        "jvm = spark.sparkContext._jvm\n"
+        "print('memory', spark.conf.get('spark.driver.memory'))\n"
+        "print('heap', jvm.java.lang.Runtime.getRuntime().maxMemory())\n"
+        "print('level', jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_CONF_DIR"}
+    submit = Path(sys.executable).parent / "spark-submit"
+    done = subprocess.run([str(submit), str(job)], env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    said = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
+    assert said["memory"] == "2g"
+    assert int(said["heap"]) > 1.5 * 2**30  # a 2 GB heap, not Spark's 1 GB default
+    assert said["level"] == "WARN"
+    assert " INFO " not in done.stderr
