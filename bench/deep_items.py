@@ -5,8 +5,8 @@ Two tables, each one attribute `deep`, a list of WIDTH maps nested DEPTH levels 
 a price and a string set, and the list one level down): depth 2 and depth 8 (the item 2^6 times
 larger at width 2). Through the CLI in one process (warm Spark), each table: `write-export` of
 ITEMS items, `add-table --history`, `sync` of the full export (first load), `sync` of an
-incremental export whose changes widen the deepest decimal of every item (drift adoption and the
-full refresh it needs), `verify` (equal), `rebuild`, `verify --as-of` of the history. Floor: Spark
+incremental export whose changes widen a decimal at the deepest typed level of every item (the
+third: deeper is JSON text; drift adoption and the full refresh it needs), `verify` (equal), `rebuild`, `verify --as-of` of the history. Floor: Spark
 reads the full export's lines and parses each item in DynamoDB JSON's generic form
 (`from_json` to a map of text), then counts them.
 
@@ -33,6 +33,9 @@ import project
 import results_file  # bench/ is on sys.path when a benchmark runs as a script
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
+# The deepest level of maps that stays typed (types.MAX_TYPED_DEPTH: a list and a map a level);
+# deeper, the value is JSON text, where a wider number is no drift.
+TYPED_LEVELS = 3
 STEPS = ("first load", "drift adoption", "verify", "rebuild", "verify --as-of")
 
 
@@ -64,7 +67,7 @@ def _run(scratch: Path, depth: int, items: int, width: int, spark) -> dict:
     wider = []
     for row in rows:
         changed = json.loads(json.dumps(row))
-        deep_items.widen_deepest(changed["deep"], "1.123456")
+        deep_items.widen_deepest(changed["deep"], "1.123456", TYPED_LEVELS)
         wider.append(changed)
     out = scratch / f"exports-{depth}"
 

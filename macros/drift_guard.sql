@@ -4,7 +4,8 @@
   widens the columns from the change log before it merges (ingestion/maintenance/adopt.py); a plain
   `dbt run` that meets such a batch (an ingest whose adoption failed or was killed) would write its
   columns NULL where the item has a value. The guard is a condition on the changes the model reads,
-  evaluated row by row inside the merge's own query: no query more, and a refusal commits nothing.
+  evaluated row by row inside the merge's own query (a refusal commits nothing); deciding which
+  drift it lets through costs one metadata query at compile time (the kept types).
 
   Drift that adoption keeps NULL by design passes: an attribute whose kept type a person declared,
   at its top or anywhere inside (re-detection keeps a declared type, so the misfit stays, listed in
@@ -13,10 +14,10 @@
 -#}
 {% macro dynamodb_drift_guard(table) -%}
   {%- set entry = dynamodb_entry(table) or {} -%}
-  {%- if not execute or entry.get('adopt_drift', true) is false -%}
+  {%- set kept = _dynamodb_drift_kept(table) if execute and entry.get('adopt_drift', true) is not false else none -%}
+  {%- if kept is none -%}
 true
   {%- else -%}
-    {%- set kept = _dynamodb_drift_kept(table) -%}
     {%- set listed = "cast(array() as array<string>)" if not kept else "array(" ~ dynamodb_quoted_list(kept) ~ ")" -%}
     {%- set staging = dynamodb_staging_name(table) -%}
     {%- set before = "dynamodb-lakehouse: table " ~ staging ~ ": batch " -%}
@@ -30,12 +31,16 @@ true
 
 {#- The attributes whose drift is kept NULL by design (see above), from the kept types. -#}
 {% macro _dynamodb_drift_kept(table) -%}
+  {#- None where it cannot judge: nothing staged yet, or a table staged by a version that kept no
+      types with its change log (its drift is reported by `ddb-lakehouse drift`). -#}
+  {%- set staged = adapter.get_relation(database=none, schema=dynamodb_staging_schema(), identifier=dynamodb_staging_name(table)) -%}
+  {%- if staged is none -%}{{ return(none) }}{%- endif -%}
   {%- set query -%}
 show tblproperties {{ dynamodb_staging_relation(table) }} ('{{ var('lakehouse_schema_property') }}')
   {%- endset -%}
   {%- set found = run_query(query) -%}
   {%- set text = (found.rows[0][1] if found and found.rows | length > 0 else '') | string -%}
-  {%- if not text.startswith('{') -%}{{ return([]) }}{%- endif -%}
+  {%- if not text.startswith('{') -%}{{ return(none) }}{%- endif -%}
   {%- set document = fromjson(text) -%}
   {%- set kept = [] -%}
   {%- set sections = [document] + ((document.get('entities') or {}).values() | list) -%}

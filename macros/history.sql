@@ -41,6 +41,8 @@
   {%- set quoted = dynamodb_quote_list(columns) -%}
   {%- set incremental = is_incremental() -%}
   {%- set batches = dynamodb_new_batches(table) if incremental else none -%}
+  {#- A batch whose drift is not adopted yet is refused here as by the final table's model. -#}
+  {%- set guard = dynamodb_drift_guard(table) if not incremental or batches else 'true' -%}
   {%- set order = dynamodb_change_order() -%}
   {%- set same_version = keys + ['`_version`', "coalesce(`_sequence`, '')"] -%}
   {%- if incremental -%}
@@ -59,7 +61,7 @@
   {%- set in_order = incremental and oldest is not none and probe.get('newest') is not none
       and oldest > probe.get('newest') and not snapshots and not late and not foreign_deletes -%}
   {%- if in_order -%}
-    {{ _dynamodb_history_in_order(table, columns, relation, batches) }}
+    {{ _dynamodb_history_in_order(table, columns, relation, batches, guard) }}
   {%- else -%}
 with
 
@@ -69,6 +71,9 @@ new_changes as (
     from {{ relation }}
     {%- if incremental %}
     where `_batch_id` in ({{ dynamodb_quoted_list(batches) if batches else "''" }})
+      and {{ guard }}
+    {%- else %}
+    where {{ guard }}
     {%- endif %}
 
 ),
@@ -328,7 +333,7 @@ from (
   (`_version` null, `valid_to` its first new version), which the history's merge applies to the
   key's current row. No read of the history's rows: nothing older can move.
 -#}
-{% macro _dynamodb_history_in_order(table, columns, relation, batches) -%}
+{% macro _dynamodb_history_in_order(table, columns, relation, batches, guard) -%}
   {%- set keys = dynamodb_quote_list(dynamodb_key_columns(table)) -%}
   {%- set quoted = dynamodb_quote_list(columns) -%}
   {%- set same_version = keys + ['`_version`', "coalesce(`_sequence`, '')"] -%}
@@ -342,6 +347,7 @@ versions as (
             partition by {{ same_version | join(', ') }} order by `_ingested_at`, `_batch_id`) as `_copy`
         from {{ relation }}
         where `_batch_id` in ({{ dynamodb_quoted_list(batches) if batches else "''" }})
+          and {{ guard }}
     )
     where `_copy` = 1
 

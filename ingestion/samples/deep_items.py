@@ -42,11 +42,12 @@ def item(i: int, depths: range, width: int = 1, long: int = 500, wide: int = 200
     return found
 
 
-def widen_deepest(value: dict[str, Any], price: str) -> None:
-    """Set the price of the first map at the deepest level of a ``nested`` list."""
+def widen_deepest(value: dict[str, Any], price: str, levels: int | None = None) -> None:
+    """Set the price of the first map at the deepest level of a ``nested`` list (or at level
+    ``levels``, counted from 1 at the top)."""
     element = value["L"][0]["M"]
-    if "child" in element:
-        widen_deepest(element["child"], price)
+    if "child" in element and (levels is None or levels > 1):
+        widen_deepest(element["child"], price, None if levels is None else levels - 1)
     else:
         element["price"] = {"N": price}
 
