@@ -87,7 +87,7 @@ def _instant(text: str | None, option: str) -> datetime:
 
 def run_write_export(args: argparse.Namespace) -> int:
     out = args.out or settings.lakehouse_home() / "exports"
-    keys = [k.partition(":")[0] for k in (args.partition_key, args.sort_key) if k]
+    keys = own_exports.parse_keys(args.partition_key, args.sort_key)
     if args.items is not None:
         folder = own_exports.write_full(
             out, args.table, args.items, keys, _instant(args.at, "--at")
@@ -99,7 +99,9 @@ def run_write_export(args: argparse.Namespace) -> int:
         folder = own_exports.write_incremental(out, args.table, args.changes, keys, window)
     print(f"export written: {folder}")
     given = f"--partition-key {args.partition_key}" + (f" --sort-key {args.sort_key}" if args.sort_key else "")  # fmt: skip
-    print(f"next: ddb-lakehouse add-table {args.table} {given} (once; key types S, N or B), then")
+    print(
+        f"next: ddb-lakehouse add-table {args.table} {given} (once; each key as ATTR:TYPE, S, N or B), then"
+    )
     print(f"      ddb-lakehouse sync --table {args.table} {folder}")
     return 0
 

@@ -52,7 +52,19 @@ def _check_value(value: Any, where: str) -> None:
             _check_value(inner, f"{where}[{i}]")
 
 
-def _check_item(item: Any, keys: list[str], where: str) -> dict[str, Any]:
+def parse_keys(*specs: str | None) -> dict[str, str | None]:
+    """``ATTR`` or ``ATTR:TYPE`` (S, N or B) -> {attribute: type or None}."""
+    keys: dict[str, str | None] = {}
+    for spec in specs:
+        if spec:
+            name, _, kind = spec.partition(":")
+            if kind and kind not in ("S", "N", "B"):
+                raise ItemsFileError(f"key {spec!r}: a key's type is S, N or B")
+            keys[name] = kind or None
+    return keys
+
+
+def _check_item(item: Any, keys: dict[str, str | None], where: str) -> dict[str, Any]:
     if not isinstance(item, dict) or not item:
         raise ItemsFileError(f"{where}: not an item (an object of attribute name -> value)")
     for name, value in item.items():
@@ -60,6 +72,10 @@ def _check_item(item: Any, keys: list[str], where: str) -> dict[str, Any]:
     missing = [k for k in keys if k not in item]
     if missing:
         raise ItemsFileError(f"{where}: no key attribute {', '.join(map(repr, missing))}")
+    for name, kind in keys.items():
+        found = next(iter(item[name]))
+        if kind and found != kind:
+            raise ItemsFileError(f"{where}: key attribute {name!r} is {found}, not {kind}")
     return item
 
 
@@ -77,7 +93,7 @@ def _lines(path: Path) -> list[tuple[int, Any]]:
     return parsed
 
 
-def read_items(path: Path, keys: list[str]) -> list[dict[str, Any]]:
+def read_items(path: Path, keys: dict[str, str | None]) -> list[dict[str, Any]]:
     """The items of a JSON Lines file (one item a line, bare or as ``{"Item": ...}``)."""
     items = []
     for number, line in _lines(path):
@@ -86,9 +102,12 @@ def read_items(path: Path, keys: list[str]) -> list[dict[str, Any]]:
     return items
 
 
-def read_changes(path: Path, keys: list[str], start: datetime) -> list[dict[str, Any]]:
+def read_changes(
+    path: Path, keys: dict[str, str | None], window: tuple[datetime, datetime]
+) -> list[dict[str, Any]]:
     """The change lines of a JSON Lines file, each with its ``Metadata`` (given, or one
     millisecond after the previous line's from ``start``)."""
+    start, end = window
     changes = []
     for i, (number, line) in enumerate(_lines(path)):
         where = f"{path} line {number}"
@@ -103,21 +122,33 @@ def read_changes(path: Path, keys: list[str], start: datetime) -> list[dict[str,
             raise ItemsFileError(f"{where}: unknown member(s) {', '.join(sorted(unknown))}")
         micros = clock.epoch_micros(start + timedelta(milliseconds=i + 1))
         metadata = line.get("Metadata") or {"WriteTimestampMicros": {"N": str(micros)}}
+        written = str((metadata.get("WriteTimestampMicros") or {}).get("N", ""))
+        if not written.isdigit() or not clock.epoch_micros(start) <= int(written) <= clock.epoch_micros(end):  # fmt: skip
+            raise ItemsFileError(
+                f"{where}: Metadata.WriteTimestampMicros {written or 'missing'} is not within the "
+                f"window {start.isoformat()} to {end.isoformat()} (microseconds since the epoch)"
+            )
         changes.append({**line, "Keys": key_values, "Metadata": metadata})
     return changes
 
 
-def write_full(out: Path, table: str, items_file: Path, keys: list[str], at: datetime) -> Path:
+def write_full(
+    out: Path, table: str, items_file: Path, keys: dict[str, str | None], at: datetime
+) -> Path:
     """A full export of ``table`` at ``at`` holding the items of ``items_file``: its folder."""
     return write_items_export(out, table, read_items(items_file, keys), at)
 
 
 def write_incremental(
-    out: Path, table: str, changes_file: Path, keys: list[str], window: tuple[datetime, datetime]
+    out: Path,
+    table: str,
+    changes_file: Path,
+    keys: dict[str, str | None],
+    window: tuple[datetime, datetime],
 ) -> Path:
     """An incremental export of ``table`` over ``window`` holding the changes of
     ``changes_file``: its folder."""
     start, end = window
     if end <= start:
         raise ItemsFileError(f"the window ends ({end.isoformat()}) before it starts ({start.isoformat()})")  # fmt: skip
-    return write_incremental_export(out, table, read_changes(changes_file, keys, start), window)
+    return write_incremental_export(out, table, read_changes(changes_file, keys, window), window)
