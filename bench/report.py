@@ -625,6 +625,24 @@ def decoder_probe(doc: dict) -> list[Row]:
     ]
 
 
+def deep_items(doc: dict) -> list[Row]:
+    """bench/deep_items.py: each step's time, items 2 deep against 8 deep, beside their size."""
+    small, large = doc["runs"]
+    worst = max(doc["step_ratios"], key=doc["step_ratios"].get)
+    return [
+        (
+            "deep items: time against the item's size (a list of maps 2 deep vs 8 deep)",
+            f"{doc['items']:,} items, width {doc['width']}, through the CLI in one process; "
+            f"{small['item_values']:,} vs {large['item_values']:,} values an item "
+            f"({doc['item_size_ratio']}x)",
+            ", ".join(f"{k} {v}x" for k, v in doc["step_ratios"].items())
+            + f" (largest: {worst})",
+            f"each step ≤ {doc['item_size_ratio']}x (linear in the item's size)",
+            _met(doc["at_most_linear"]),
+        )
+    ]
+
+
 SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("ingest_full_export", ingest),
     ("memory", memory),
@@ -646,6 +664,7 @@ SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("history_cost", history_cost),
     ("decoder_probe", decoder_probe),
     ("migration", migration),
+    ("deep_items", deep_items),
 ]
 
 
