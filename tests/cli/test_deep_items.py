@@ -3,7 +3,7 @@ lists of maps nested 1 to 10 deep, a list of 500 maps, a map of 200 keys and set
 in one table with history. The exports are written by `write-export` from JSON Lines; a first
 load, an incremental export whose changes widen the decimal at the deepest level of every shape
 (drift adoption), `verify` (equal), `verify --repair`, `rebuild` and the history as of the first
-export, each within the test session's driver memory (the profile's default). Every expression
+export, each within the test session's 1 GB driver (half the profile's default). Every expression
 over a nested value is linear in its type's size (tests/schema/test_expression_sizes.py); before,
 `verify` of three list levels ran out of a 2 GB heap."""
 
