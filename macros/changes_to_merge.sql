@@ -4,8 +4,8 @@
   The new batches are the ledger's batches (the staging table's snapshot summaries) that the merge
   log (dynamodb_merge_log()) does not hold yet. `ddb-lakehouse merge` computes them, hands them
   over in the environment (dynamodb_run_var, macros/run_var.sql) and records them in the merge log after dbt
-  succeeds; a plain `dbt run` computes the same list itself (and re-applies it on the next run:
-  harmless, see below).
+  succeeds; a plain `dbt run` computes the same list itself, once (macros/new_batches.sql), and
+  the model's post-hook records it (macros/merge_log.sql).
 
   A merge reads the new batches' changes and, of the older history, only the DELETE MARKERS of the
   keys they touch: the staged deletes of those keys (its change log keeps a key's latest change,
@@ -39,9 +39,13 @@ left anti join (
   on {% for key in keys %}marker.{{ key }} = change.{{ key }} and {% endfor -%}
   marker.`_marker_order` > {{ dynamodb_change_order('change') }}
 where change.`_batch_id` in ({{ dynamodb_quoted_list(batches) }})
-  and {{ dynamodb_drift_guard(table) }}
+  and {{ dynamodb_drift_guard(table, batches) }}
     {%- endif -%}
-  {%- else %}
+  {%- else -%}
+    {#- A full build reads every change; the batches are pinned first, before it reads, for a
+        plain `dbt run` to record (macros/merge_log.sql): a batch committed after the pin is
+        built in and merged again next time, which changes nothing. -#}
+    {%- do dynamodb_new_batches(table) %}
 select * from {{ relation }} where {{ dynamodb_drift_guard(table) }}
   {%- endif -%}
 {%- endmacro %}

@@ -12,21 +12,48 @@
   `_drift` and whole in `_rest`). A declared entry is one without `dynamodb_types` in the types kept
   with the change log (the property ingestion/staging/table_types.py writes).
 -#}
-{% macro dynamodb_drift_guard(table) -%}
+{% macro dynamodb_drift_guard(table, batches=none) -%}
   {%- set entry = dynamodb_entry(table) or {} -%}
   {%- set kept = _dynamodb_drift_kept(table) if execute and entry.get('adopt_drift', true) is not false else none -%}
   {%- if kept is none -%}
 true
   {%- else -%}
     {%- set listed = "cast(array() as array<string>)" if not kept else "array(" ~ dynamodb_quoted_list(kept) ~ ")" -%}
+    {%- set misfit = "exists(`_drift`, d -> not array_contains(" ~ listed ~ ", d))" -%}
     {%- set staging = dynamodb_staging_name(table) -%}
-    {%- set before = "dynamodb-lakehouse: table " ~ staging ~ ": batch " -%}
+    {%- set what = "table " ~ staging ~ ": batch " -%}
+    {%- set before = "dynamodb-lakehouse: " ~ what -%}
     {%- set middle = " holds values that do not fit their columns (" -%}
     {%- set after = ") and that drift is not adopted yet: nothing was merged. Run ddb-lakehouse merge --table " ~ staging ~ " (it widens the columns, then merges), or declare the types in schemas/" ~ staging ~ ".json and run ddb-lakehouse rebuild --table " ~ staging -%}
-(case when exists(`_drift`, d -> not array_contains({{ listed }}, d))
+    {#- A plain `dbt run` asks first, so its refusal is dbt's one line, not a failed Spark task's
+        stack; `ddb-lakehouse merge` adopts drift before it merges and skips the question. -#}
+    {%- if table not in (dynamodb_run_var('dynamodb_batches') or {}) and not dynamodb_entity(table) -%}
+      {%- set found = _dynamodb_unadopted_drift(table, misfit, listed, batches) -%}
+      {%- if found is not none -%}
+        {{ exceptions.raise_compiler_error(what ~ found[0] ~ middle ~ found[1] ~ after) }}
+      {%- endif -%}
+    {%- endif -%}
+(case when {{ misfit }}
   then raise_error(concat('{{ before }}', `_batch_id`, '{{ middle }}', array_join(`_drift`, ', '), '{{ after }}'))
   else true end)
   {%- endif -%}
+{%- endmacro %}
+
+{#- The first staged batch (of `batches`, or of the whole change log) with drift not adopted, as
+    (batch, its attributes), or none. It reads two columns of the batches' files. -#}
+{% macro _dynamodb_unadopted_drift(table, misfit, listed, batches) -%}
+  {%- if batches is not none and batches | length == 0 -%}{{ return(none) }}{%- endif -%}
+  {%- set query -%}
+select `_batch_id`,
+  array_join(array_sort(array_distinct(flatten(collect_list(filter(`_drift`, d -> not array_contains({{ listed }}, d)))))), ', ')
+from {{ dynamodb_staging_relation(table) }}
+where {{ misfit }}{% if batches is not none %} and `_batch_id` in ({{ dynamodb_quoted_list(batches) }}){% endif %}
+group by `_batch_id`
+order by `_batch_id`
+limit 1
+  {%- endset -%}
+  {%- set rows = run_query(query).rows -%}
+  {{ return([rows[0][0], rows[0][1]] if rows | length > 0 else none) }}
 {%- endmacro %}
 
 {#- The attributes whose drift is kept NULL by design (see above), from the kept types. -#}

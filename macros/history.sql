@@ -40,9 +40,12 @@
   {%- set value_columns = columns | reject('in', dynamodb_history_metadata_columns() + dynamodb_key_columns(table)) | list -%}
   {%- set quoted = dynamodb_quote_list(columns) -%}
   {%- set incremental = is_incremental() -%}
-  {%- set batches = dynamodb_new_batches(table) if incremental else none -%}
+  {#- The history keeps its own rows in the merge log (macros/merge_log.sql); a full build pins
+      the batches it records before it reads. -#}
+  {%- set pinned = dynamodb_new_batches(table, this.identifier) -%}
+  {%- set batches = pinned if incremental else none -%}
   {#- A batch whose drift is not adopted yet is refused here as by the final table's model. -#}
-  {%- set guard = dynamodb_drift_guard(table) if not incremental or batches else 'true' -%}
+  {%- set guard = dynamodb_drift_guard(table, batches) if not incremental or batches else 'true' -%}
   {%- set order = dynamodb_change_order() -%}
   {%- set same_version = keys + ['`_version`', "coalesce(`_sequence`, '')"] -%}
   {%- if incremental -%}

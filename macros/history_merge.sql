@@ -11,6 +11,11 @@
   {%- set unique_key = arg_dict['unique_key'] -%}
   {%- set keys = dynamodb_quote_list([unique_key] if unique_key is string else unique_key) -%}
   {%- do _dynamodb_history_retyped(target, source) -%}
+  {%- set name = target.identifier -%}
+  {%- set table = dynamodb_table_of(name) -%}
+  {%- if dynamodb_entry(table) is not none and dynamodb_new_batches(table, name) | length == 0 -%}
+    {{ return(dynamodb_nothing_to_merge()) }}
+  {%- endif -%}
   {%- set columns = dynamodb_quote_list(adapter.get_columns_in_relation(source) | map(attribute='name') | list) %}
 merge into {{ target }} as target
 using {{ source }} as version

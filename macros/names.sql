@@ -18,3 +18,10 @@
 {% macro dynamodb_merge_log() -%}
 {{ var('lakehouse_catalog') }}.{{ dynamodb_staging_schema() }}.{{ var('lakehouse_merge_log') }}
 {%- endmacro %}
+
+{#- The final table whose history `name` is (`<table>__history`, config/names.py history_table),
+    or `name` itself. -#}
+{% macro dynamodb_table_of(name) -%}
+  {%- set suffix = '__history' -%}
+  {{ return(name[:(name | length) - (suffix | length)] if name.endswith(suffix) else name) }}
+{%- endmacro %}

@@ -38,8 +38,8 @@ where ({{ keys | join(', ') }}) in (
     when given. The touched rows are read once for all the tests when `ddb-lakehouse merge` has
     cached them (`dynamodb_tested_views: {<table>: {final, changes}}`, temporary views of dbt's
     session; ingestion/merge/runner.py, tested_views), for what they hold: the final table's key
-    columns (`columns` none or key columns only: a count, a key test; the view also holds
-    `_version` and `_sequence`, for the merge's counts, not offered here), the change log's keys
+    columns and `_version` and `_sequence` (`columns` none or among those: a count, a key test,
+    the versions of dynamodb_rows_match_latest_changes), the change log's keys
     and change-order columns of the changes as new as the batches' oldest or newer (each touched
     key's latest is among them: enough for dynamodb_expected_latest, its one reader here; not a
     count of a key's changes). Any other relation or column reads the relation, as without them. -#}
@@ -63,7 +63,7 @@ where ({{ keys | join(', ') }}) in (
     {%- set side = 'changes' -%}
   {%- elif relation.identifier is defined and relation.identifier == table
       and relation.schema == env_var('LAKEHOUSE_FINAL_DATABASE', 'lakehouse') -%}
-    {%- set held = keys -%}
+    {%- set held = keys + ['_version', '_sequence'] -%}
     {%- set side = 'final' -%}
   {%- else -%}{{ return(none) }}
   {%- endif -%}

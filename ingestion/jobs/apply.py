@@ -95,7 +95,9 @@ def _merged_whole(table: TableConfig, staging: Metadata) -> bool:
             return False
     for final_table in final_tables(table):
         final = iceberg_metadata.read_metadata(names.FINAL, final_table.name)
-        if final is None or merge_log.new_batches_without_spark(final_table.name):
+        if final is None or merge_log.new_batches_without_spark(
+            final_table.name, final_table.history
+        ):
             return False
         staged = {c: _plain(kind) for c, kind in staging.columns.items()}
         entity = staging.columns.get(final_table.name) if final_table.staging else None

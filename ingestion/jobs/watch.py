@@ -191,7 +191,7 @@ def _ingest(spark: SparkSession, table: TableConfig, options: WatchOptions) -> S
 def _has_news(spark: SparkSession, table: TableConfig, ingested: dict[str, StreamResult]) -> bool:
     return bool(ingested[table.name].files) or any(
         merge_counts.current_snapshot(spark, final.name) is None
-        or merge_log.new_batches(spark, final.name)
+        or merge_log.new_batches(spark, final.name, final.history)
         for final in final_tables(table)
     )
 

@@ -160,7 +160,11 @@ def adopt_before_merge(
         return lines
     merge_log.ensure_merge_log(spark)
     clean = still_clean(spark, table.name, known_clean)
-    unmerged = {b for final in final_tables(table) for b in merge_log.new_batches(spark, final.name)}  # fmt: skip
+    unmerged = {
+        b
+        for final in final_tables(table)
+        for b in merge_log.new_batches(spark, final.name, final.history)
+    }
     pending = sorted(unmerged - clean)
     if not pending:
         return lines

@@ -205,12 +205,16 @@ def maintain(
     expired, pruned = [], 0
     if spark.catalog.tableExists(names.staging_table(table.name)):
         merge_log.ensure_merge_log(spark)
-        # A batch counts as merged once every final table fed by the change log holds it.
-        logged = spark.table(merge_log.MERGE_LOG).where(F.col("table_name").isin(finals))
+        # A batch counts as merged once every final table fed by the change log holds it, and
+        # every history too (``history: true``: the versions it still needs are in the log).
+        recorded = [
+            n for f in final_tables(table) for n in merge_log.logged_names(f.name, f.history)
+        ]
+        logged = spark.table(merge_log.MERGE_LOG).where(F.col("table_name").isin(recorded))
         merged_everywhere = (
             logged.groupBy("batch_id")
             .agg(F.countDistinct("table_name").alias("finals"))
-            .where(F.col("finals") == len(finals))
+            .where(F.col("finals") == len(recorded))
             .select("batch_id")
         )
         merged = {r["batch_id"] for r in merged_everywhere.collect()}  # one row per batch

@@ -1,7 +1,8 @@
 """The merge log (``lake.staging.dynamodb_lakehouse_merges``): which staged batches are merged.
 
 A batch is new to the merge when the ledger holds it and the merge log does not; the merge
-records it only after ``dbt run`` succeeded.
+records it only after ``dbt run`` succeeded. A final table's history keeps rows of its own
+(``<table>__history``); a plain ``dbt run`` records each model's (macros/merge_log.sql).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ MERGE_LOG = names.merge_log_table()
 
 
 def ensure_merge_log(spark: SparkSession) -> None:
+    # As macros/merge_log.sql (dynamodb_create_merge_log) creates it for a plain `dbt run`.
     spark.sql(
         f"create table if not exists {MERGE_LOG} "
         "(table_name string, batch_id string, merged_at timestamp) using iceberg "
@@ -26,9 +28,18 @@ def ensure_merge_log(spark: SparkSession) -> None:
     )
 
 
-def new_batches(spark: SparkSession, table: str) -> list[str]:
-    """The ledger's batches (commit order) that the merge log does not hold yet."""
-    merged = merged_batches(spark, table)  # small: maintenance compacts it with the ledger
+def logged_names(table: str, history: bool = False) -> list[str]:
+    """The names a final table's batches are recorded under: its own, and its history's
+    (``history: true``), which keeps rows of its own (a plain ``dbt run`` records each model's
+    after it, macros/merge_log.sql)."""
+    return [table, names.history_table(table)] if history else [table]
+
+
+def new_batches(spark: SparkSession, table: str, history: bool = False) -> list[str]:
+    """The ledger's batches (commit order) that the merge log does not hold yet: for the final
+    table, or with ``history`` for either the final table or its history."""
+    # small: maintenance compacts it with the ledger
+    merged = set.intersection(*(merged_batches(spark, n) for n in logged_names(table, history)))
     return unmerged(ledger.entries(spark, table), merged)
 
 
@@ -50,15 +61,20 @@ def record_merged(spark: SparkSession, batches: dict[str, list[str]]) -> None:
 
 
 def forget(spark: SparkSession, table: str, batches: list[str]) -> None:
-    """Take batches out of the merge log, so the next merge applies them (again: a no-op for
-    rows already merged, the latest change per key wins)."""
+    """Take batches out of the merge log (the final table's rows and its history's), so the
+    next merge applies them (again: a no-op for rows already merged, the latest change per key
+    wins)."""
     if batches:
         ensure_merge_log(spark)
         listed = ", ".join(sql_string(b) for b in batches)
         spark.sql(
-            f"delete from {MERGE_LOG} where table_name = {sql_string(table)} "
+            f"delete from {MERGE_LOG} where table_name in ({_both(table)}) "
             f"and batch_id in ({listed})"
         )
+
+
+def _both(table: str) -> str:
+    return ", ".join(sql_string(n) for n in logged_names(table, history=True))
 
 
 # The last read of each table's merged batches, by the merge log's metadata file: a new commit
@@ -81,23 +97,29 @@ def merged_batches(spark: SparkSession, table: str) -> set[str]:
 
 
 def forget_table(spark: SparkSession, table: str) -> None:
-    """Every row of ``table`` out of the merge log (the table is removed or reset)."""
+    """Every row of ``table`` (and of its history) out of the merge log (the table is removed
+    or reset)."""
     if spark.catalog.tableExists(MERGE_LOG):
-        spark.sql(f"delete from {MERGE_LOG} where table_name = {sql_string(table)}")
+        spark.sql(f"delete from {MERGE_LOG} where table_name in ({_both(table)})")
 
 
-def new_batches_without_spark(table: str) -> list[str]:
+def new_batches_without_spark(table: str, history: bool = False) -> list[str]:
     """``new_batches`` without Spark (``without_spark``): the ledger and the merge log read from their
     metadata and data files."""
-    merged = {
-        str(row[0])
-        for row in duckdb_engine.query(
-            names.STAGING,
-            names.MERGE_LOG,
-            "select batch_id from {table} where table_name = ?",
-            [table],
+    merged = set.intersection(
+        *(
+            {
+                str(row[0])
+                for row in duckdb_engine.query(
+                    names.STAGING,
+                    names.MERGE_LOG,
+                    "select batch_id from {table} where table_name = ?",
+                    [name],
+                )
+            }
+            for name in logged_names(table, history)
         )
-    }
+    )
     return [
         e.batch_id
         for e in ledger.entries_without_spark(table)

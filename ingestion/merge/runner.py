@@ -30,7 +30,7 @@ from ingestion.merge.merge_counts import (
     current_snapshot,
     refresh_counts,
 )
-from ingestion.merge.merge_log import ensure_merge_log, new_batches, record_merged
+from ingestion.merge.merge_log import ensure_merge_log, logged_names, new_batches, record_merged
 from ingestion.merge.model_tests import check_model_tests
 from ingestion.merge.touched_keys import TouchedKeys
 from ingestion.schema.types import INSERTED_BATCH
@@ -180,7 +180,7 @@ def run_merge(
     tables = [final for table in tables for final in final_tables(table)]
     check_model_tests(tables)
     ensure_merge_log(spark)
-    batches = {t.name: _new_batches(spark, t.name) for t in tables}
+    batches = {t.name: _new_batches(spark, t) for t in tables}
     before = {t.name: current_snapshot(spark, t.name) for t in tables}
     # Drift adopted since the last build changed column types: only a full refresh changes them.
     refresh = {t.name for t in tables if full_refresh or needs_full_refresh(spark, t)}
@@ -240,7 +240,10 @@ def run_merge(
                         f"{exc}. The merged batches are not recorded as merged: the next merge "
                         "applies them again (a no-op) and tests again"
                     ) from exc
-            record_merged(spark, {t.name: batches[t.name] for t in to_run})
+            record_merged(
+                spark,
+                {n: batches[t.name] for t in to_run for n in logged_names(t.name, t.history)},
+            )
             # Rows moved entity (``maintenance.entity_moves``): done once every final table of
             # the entry was built whole (refreshed, or built for the first time).
             whole = {t.name for t in tables if t.name in refresh or before[t.name] is None}
@@ -282,11 +285,12 @@ def _counted(
     )
 
 
-def _new_batches(spark: SparkSession, table: str) -> list[str]:
-    """The batches to merge, from the staging table as the catalog holds it now: another
-    process (a spark-submit ingest, a watch) may have committed since this session cached it."""
-    table_metadata.read(spark, names.staging_table(table), fresh=True)
-    return new_batches(spark, table)
+def _new_batches(spark: SparkSession, table: TableConfig) -> list[str]:
+    """The batches to merge (those the final table or its history lacks), from the staging
+    table as the catalog holds it now: another process (a spark-submit ingest, a watch) may have
+    committed since this session cached it."""
+    table_metadata.read(spark, names.staging_table(table.name), fresh=True)
+    return new_batches(spark, table.name, table.history)
 
 
 def test_scope(
@@ -418,7 +422,7 @@ def full_check(
     ready = [
         t
         for t in tables
-        if current_snapshot(spark, t.name) is not None and not new_batches(spark, t.name)
+        if current_snapshot(spark, t.name) is not None and not new_batches(spark, t.name, t.history)
     ]
     if ready:
         run_vars = {

@@ -42,6 +42,11 @@
     {{ exceptions.raise_compiler_error("merge_with_delete needs unique_key (the table's key columns)") }}
   {%- endif -%}
   {%- set keys = [unique_key] if unique_key is string else unique_key -%}
+  {%- set table = target.identifier -%}
+  {%- set batches = dynamodb_new_batches(table) if dynamodb_entry(table) is not none else none -%}
+  {%- if batches is not none and batches | length == 0 -%}
+    {{ return(dynamodb_nothing_to_merge()) }}
+  {%- endif -%}
   {%- set columns = adapter.get_columns_in_relation(target) | map(attribute='name') | list -%}
   {%- for required in ['_operation', '_version'] if required not in columns -%}
     {{ exceptions.raise_compiler_error(target ~ " has no " ~ required ~ " column: is it a DynamoDB final table?") }}
@@ -53,8 +58,7 @@
   {%- endif -%}
   {%- set updated = dynamodb_quote_list(columns | reject('equalto', inserted_batch) | list) -%}
   {%- set quoted = dynamodb_quote_list(columns) -%}
-  {%- set table = target.identifier -%}
-  {%- set batches = dynamodb_new_batches(table) if dynamodb_entry(table) is not none else [] -%}
+  {%- set batches = batches or [] -%}
   {%- set baseline = dynamodb_baseline_version(table, dynamodb_staging_relation(table), batches) if batches else none -%}
   {%- if baseline is none -%}
     {%- set predicates = predicates + _dynamodb_bucket_predicates(table, source, keys[0]) -%}
@@ -119,3 +123,10 @@ when not matched by source and target.`_version` < {{ baseline }} and not {{ dyn
     {{ dbt.dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) }}
   {% endif %}
 {% endmacro %}
+
+{#- The statement of a merge with no new batch: nothing to read, nothing to commit (an empty MERGE
+    would still commit a snapshot). A plain `dbt run` with nothing new then costs its questions
+    (the batches, the columns), not a merge; `ddb-lakehouse merge` runs no model at all. -#}
+{% macro dynamodb_nothing_to_merge() -%}
+select 'nothing new to merge' as dynamodb_lakehouse where false
+{%- endmacro %}

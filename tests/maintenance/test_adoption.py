@@ -176,7 +176,12 @@ def test_drift_that_cannot_be_adopted_is_never_merged_as_null(
     shown = "".join(capsys.readouterr())
     assert "holds values that do not fit their columns (info) and that drift is not adopted yet: nothing was merged" in shown  # fmt: skip
     assert "ddb-lakehouse merge --table t" in shown
+    assert "Job aborted" not in shown and "\tat " not in shown  # dbt's line, not a Spark stack
     assert final(spark)["a"]["info"] == {"color": "red"}
+    # ... and `dbt test` fails: the final table lacks the batch's changes.
+    with pytest.raises(runner.DbtError):
+        runner.dbt_invoke(["test", "--select", "t"])
+    assert "rows_match_latest_changes" in "".join(capsys.readouterr())
 
     assert table_t() == 2  # every run says it again, and merges nothing
     assert "'Size' and 'size' both map to column 'size'" in capsys.readouterr().err
