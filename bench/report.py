@@ -635,8 +635,7 @@ def deep_items(doc: dict) -> list[Row]:
             f"{doc['items']:,} items, width {doc['width']}, through the CLI in one process; "
             f"{small['item_values']:,} vs {large['item_values']:,} values an item "
             f"({doc['item_size_ratio']}x)",
-            ", ".join(f"{k} {v}x" for k, v in doc["step_ratios"].items())
-            + f" (largest: {worst})",
+            ", ".join(f"{k} {v}x" for k, v in doc["step_ratios"].items()) + f" (largest: {worst})",
             f"each step ≤ {doc['item_size_ratio']}x (linear in the item's size)",
             _met(doc["at_most_linear"]),
         )

@@ -27,7 +27,7 @@ true
     {%- set after = ") and that drift is not adopted yet: nothing was merged. Run ddb-lakehouse merge --table " ~ staging ~ " (it widens the columns, then merges), or declare the types in schemas/" ~ staging ~ ".json and run ddb-lakehouse rebuild --table " ~ staging -%}
     {#- A plain `dbt run` asks first, so its refusal is dbt's one line, not a failed Spark task's
         stack; `ddb-lakehouse merge` adopts drift before it merges and skips the question. -#}
-    {%- if table not in (dynamodb_run_var('dynamodb_batches') or {}) and not dynamodb_entity(table) -%}
+    {%- if dynamodb_building() and table not in (dynamodb_run_var('dynamodb_batches') or {}) and not dynamodb_entity(table) -%}
       {%- set found = _dynamodb_unadopted_drift(table, misfit, listed, batches) -%}
       {%- if found is not none -%}
         {{ exceptions.raise_compiler_error(what ~ found[0] ~ middle ~ found[1] ~ after) }}

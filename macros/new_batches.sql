@@ -14,7 +14,7 @@
 {% macro dynamodb_new_batches(table, logged_as=none) -%}
   {%- set given = dynamodb_run_var('dynamodb_batches') or {} -%}
   {%- if table in given -%}{{ return(given[table]) }}{%- endif -%}
-  {%- if not execute -%}{{ return([]) }}{%- endif -%}
+  {%- if not dynamodb_building() -%}{{ return([]) }}{%- endif -%}
   {%- set logged_as = logged_as or table -%}
   {%- set pinned = dynamodb_pinned_batches(logged_as) -%}
   {%- if pinned is not none -%}{{ return(pinned) }}{%- endif -%}

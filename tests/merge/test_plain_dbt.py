@@ -53,7 +53,9 @@ def snapshots(spark) -> tuple[int | None, int | None]:
 
 
 def test_a_plain_dbt_run_records_what_it_merged(spark, table_t: Path, tmp_path: Path) -> None:
-    full = sample_exports.write_items_export(tmp_path / "full", "t", [item("a", "A"), item("b", "B")])
+    full = sample_exports.write_items_export(
+        tmp_path / "full", "t", [item("a", "A"), item("b", "B")]
+    )
     assert main(["ingest", "--table", "t", str(full)]) == 0
     merge_log.ensure_merge_log(spark)
     (first,) = merge_log.new_batches(spark, "t", history=True)
@@ -65,12 +67,16 @@ def test_a_plain_dbt_run_records_what_it_merged(spark, table_t: Path, tmp_path: 
     # The hook's merge log is the one ddb-lakehouse creates: the same columns and properties.
     created = spark.table(merge_log.MERGE_LOG).schema.simpleString()
     properties = {
-        r["key"]: r["value"] for r in spark.sql(f"show tblproperties {merge_log.MERGE_LOG}").collect()
+        r["key"]: r["value"]
+        for r in spark.sql(f"show tblproperties {merge_log.MERGE_LOG}").collect()
     }
     spark.sql(f"drop table {merge_log.MERGE_LOG}")
     merge_log.ensure_merge_log(spark)
     assert spark.table(merge_log.MERGE_LOG).schema.simpleString() == created
-    ensured = {r["key"]: r["value"] for r in spark.sql(f"show tblproperties {merge_log.MERGE_LOG}").collect()}
+    ensured = {
+        r["key"]: r["value"]
+        for r in spark.sql(f"show tblproperties {merge_log.MERGE_LOG}").collect()
+    }
     assert {k: properties.get(k) for k in ensured if k != "current-snapshot-id"} == {
         k: v for k, v in ensured.items() if k != "current-snapshot-id"
     }
@@ -122,5 +128,7 @@ def test_a_history_that_lags_its_final_table_gets_the_batch_at_the_next_merge(
     assert main(["merge", "--table", "t"]) == 0
     assert merge_log.new_batches(spark, "t", history=True) == []
     spark.sql(f"refresh table lake.lakehouse.{HISTORY}")
-    titles = [r["title"] for r in spark.table(f"lake.lakehouse.{HISTORY}").orderBy("valid_from").collect()]
+    titles = [
+        r["title"] for r in spark.table(f"lake.lakehouse.{HISTORY}").orderBy("valid_from").collect()
+    ]
     assert titles == ["A", "A2"]
