@@ -14,6 +14,7 @@ from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import load_tables
 from ingestion.project import scaffold
+from ingestion.schema.types import Schema
 from ingestion.spark import out_of_memory
 
 log = logging.getLogger("ddb-lakehouse")
@@ -88,6 +89,20 @@ def _not_a_dead_jvm(record: logging.LogRecord) -> bool:
     return record.getMessage() != "Exception while sending command."
 
 
+def _kept_types(table: str | None) -> Schema | None:
+    """The kept types of the one table a failed command named, read without Spark (its JVM may
+    be gone), to name its largest attribute; None when there is no one table or no such read."""
+    try:
+        entry = load_tables().get(table) if table else None
+    except LakehouseError:
+        return None
+    if entry is None:
+        return None
+    from ingestion.staging import table_types  # PySpark's modules: only on this failure's path
+
+    return table_types.kept_without_spark(entry)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.verbose:
@@ -124,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
             log.error("the failure, in full", exc_info=exc)
         table = getattr(args, "table", None)
         table = ", ".join(table) if isinstance(table, list) else table
-        print(f"error: {out_of_memory.message(table, args.command, said)}", file=sys.stderr)
+        line = out_of_memory.message(table, args.command, said, _kept_types(table))
+        print(f"error: {line}", file=sys.stderr)
         return out_of_memory.OutOfMemory.exit_status
     log.debug("%s finished in %.1fs", args.command, time.monotonic() - started)
     return code

@@ -21,7 +21,7 @@ from ingestion import fault_points
 from ingestion.config import clock, names, settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.entities import final_tables
-from ingestion.dynamodb.tables import TableConfig
+from ingestion.dynamodb.tables import TableConfig, load_tables
 from ingestion.merge.full_refresh import entities_refreshed, needs_full_refresh
 from ingestion.merge.merge_counts import (
     MergeCounts,
@@ -35,8 +35,8 @@ from ingestion.merge.model_tests import check_model_tests
 from ingestion.merge.touched_keys import TouchedKeys
 from ingestion.schema.types import INSERTED_BATCH
 from ingestion.sources import manifest
-from ingestion.spark import table_metadata, threads
-from ingestion.staging import ledger
+from ingestion.spark import out_of_memory, table_metadata, threads
+from ingestion.staging import ledger, table_types
 
 log = logging.getLogger(__name__)
 
@@ -120,11 +120,43 @@ def dbt_invoke(
     finally:
         os.environ.pop(RUN_VARIABLE, None)
     if not result.success:
+        _out_of_memory(args, result)
         detail = f": {result.exception}" if result.exception else ""
         raise DbtError(
             f"`dbt {' '.join(args)}` failed{detail} (dbt's errors above; its whole log: "
             f"{dbt_log_file()})"
         )
+
+
+def _out_of_memory(args: list[str], result: Any) -> None:
+    """Raise ``OutOfMemory`` when a dbt command failed because Spark ran out of the driver's
+    memory or stack, or its JVM died (``out_of_memory_in``): dbt reports that as a failed model
+    like any other."""
+    failed = [
+        (str(getattr(getattr(r, "node", None), "name", "")), str(getattr(r, "message", "")))
+        for r in getattr(getattr(result, "result", None), "results", None) or []
+        if str(getattr(r, "status", "")) in ("error", "fail", "runtime error")
+    ]  # fmt: skip
+    if result.exception is not None:
+        failed.append(("", str(result.exception)))
+    found = out_of_memory_in(f"dbt {args[0]}", failed)
+    if found is not None:
+        raise found from None
+
+
+def out_of_memory_in(step: str, failed: list[tuple[str, str]]) -> out_of_memory.OutOfMemory | None:
+    """One line for a dbt command whose failed models (name, dbt's message) ran out of memory or
+    stack: their tables, the largest attribute (of the one table's kept types, read without
+    Spark) and what to do; None for any other failure. Every model commits once, at its end, so
+    nothing is half-applied, and the batches stay unrecorded."""
+    said = next((c for _, m in failed if (c := out_of_memory.cause(Exception(m)))), None)
+    if said is None:
+        return None
+    models = [m for m, _ in failed if m]
+    tables = [t for t in load_tables().values() if any(m in (t.name, names.history_table(t.name)) for m in models)]  # fmt: skip
+    kept = table_types.kept_without_spark(tables[0]) if len(tables) == 1 else None
+    subject = tables[0].name if kept else ", ".join(models)
+    return out_of_memory.OutOfMemory(out_of_memory.message(subject or None, step, said, kept))
 
 
 def dbt_log_file() -> Path:

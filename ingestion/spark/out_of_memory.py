@@ -101,8 +101,25 @@ def largest_attribute(schema: Schema | None) -> str | None:
     return f"{largest.name!r} ({type_size(largest.type)} nested types, deepest path {deepest})"
 
 
+def driver_memory() -> str:
+    """The driver's memory as this JVM was started with it (``spark-submit --driver-memory``,
+    spark-defaults.conf or the CLI's ``LAKEHOUSE_DRIVER_MEMORY``), or the CLI's setting when the
+    JVM no longer answers."""
+    try:
+        from pyspark import SparkContext
+
+        context = SparkContext._active_spark_context
+        if context is not None and _jvm_answers():
+            found = context.getConf().get("spark.driver.memory")
+            if found:
+                return str(found)
+    except Exception:  # noqa: BLE001 (a figure in an error message: never a second failure)
+        pass
+    return os.environ.get("LAKEHOUSE_DRIVER_MEMORY", "2g")
+
+
 def message(table: str | None, step: str, said: str, schema: Schema | None = None) -> str:
-    memory = os.environ.get("LAKEHOUSE_DRIVER_MEMORY", "2g")
+    memory = driver_memory()
     subject = f"{table}: {step}" if table else step
     largest = largest_attribute(schema)
     likely = f"; its largest attribute is {largest}" if largest else ""

@@ -25,6 +25,7 @@ from ingestion.dynamodb.values import sql_string
 from ingestion.schema import schema_file, types
 from ingestion.spark import table_metadata
 from ingestion.staging import entity_types
+from ingestion.without_spark import iceberg_metadata
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,21 @@ def stored_schema(spark: SparkSession, table: TableConfig) -> types.Schema | Non
     """The types kept with the staging table, or None when none are kept yet."""
     text = stored_document(spark, table.name)
     return parse(text, table) if text else None
+
+
+def kept_without_spark(table: TableConfig) -> types.Schema | None:
+    """The kept types read from the staging table's metadata file, without Spark (for a message
+    written after Spark's JVM died: ``spark.out_of_memory``), or None when they cannot be read
+    there (the Glue catalog, no types kept, anything unreadable)."""
+    try:
+        if not iceberg_metadata.available():
+            return None
+        metadata = iceberg_metadata.read_metadata(names.STAGING, table.name)
+        text = metadata.properties.get(PROPERTY) if metadata is not None else None
+        return parse(text, table) if text else None
+    except Exception:  # noqa: BLE001 (a hint for an error message: never a second failure)
+        log.debug("%s: kept types not readable without Spark", table.name, exc_info=True)
+        return None
 
 
 def current_schema(spark: SparkSession, table: TableConfig) -> types.Schema | None:
