@@ -51,6 +51,7 @@ bench: setup ## benchmarks (not part of CI, about 3 hours on 2 cores); bench/res
 	$(BIN)/python bench/maintenance.py
 	$(BIN)/python bench/detect_schema.py
 	$(BIN)/python bench/deep_items.py
+	$(BIN)/python bench/invoices.py
 	$(BIN)/python bench/report.py
 
 package: setup ## dist/: the Lambda function's zip and the EMR job's project.zip and decoder jar (see README, On AWS)
