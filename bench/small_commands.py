@@ -3,8 +3,10 @@
 
 Measured, interleaved for ``--rounds`` rounds on a books table of ``--items`` items (staged and
 merged once before, not measured): ``status``; ``sync --stream`` with no change file settled;
-``merge`` with nothing new; ``query --engine duckdb`` of a count; and ``status`` on the Spark
-path (``LAKEHOUSE_NO_LIGHT=1``: what every one of them cost before ``ingestion/without_spark``).
+``merge`` with nothing new; ``query --engine duckdb`` of a count; ``status`` and ``merge`` on the
+Spark path (``LAKEHOUSE_NO_LIGHT=1``: what every one of them cost before
+``ingestion/without_spark``); and a plain ``dbt run`` of the table with nothing new (it starts
+Spark as dbt-spark does; issue 73 asks it to cost what ``merge`` with nothing new costs).
 Target (issue 31): ``status`` and the ``sync`` with nothing new at most 4x the floor.
 
 Usage: .venv/bin/python bench/small_commands.py [--items 10000] [--rounds 5]
@@ -29,9 +31,11 @@ TARGET_RATIO = 4.0
 
 
 def run(args: list[str], env: dict[str, str]) -> float:
+    """One command's seconds: the CLI's, or (``dbt`` first) dbt's own as a user types it."""
     started = time.monotonic()
+    command = [str(Path(sys.executable).parent / "dbt"), *args[1:]] if args[0] == "dbt" else [sys.executable, "-m", "ingestion.cli", *args]  # fmt: skip
     done = subprocess.run(
-        [sys.executable, "-m", "ingestion.cli", *args],
+        command,
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     seconds = time.monotonic() - started
@@ -75,6 +79,23 @@ def main(argv: list[str] | None = None) -> int:
             "select count(*) from lakehouse.books",
         ],  # fmt: skip
         "status on Spark (before)": ["status", "--table", "books"],
+        "merge, nothing new, on Spark": ["merge", "--table", "books"],
+        # A plain `dbt run` (issue 73): it starts Spark as dbt-spark does, asks which batches are
+        # new and commits nothing; its target folder kept out of the repository.
+        "plain dbt run, nothing new": [
+            "dbt",
+            "run",
+            "--select",
+            "books",
+            "--project-dir",
+            str(ROOT),
+            "--profiles-dir",
+            str(ROOT),
+            "--target-path",
+            str(scratch / "target"),
+            "--log-path",
+            str(scratch / "logs"),
+        ],  # fmt: skip
     }
     seconds: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(args.rounds):
