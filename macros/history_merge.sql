@@ -1,8 +1,8 @@
 {#-
   The history's merge (incremental strategy `dynamodb_history`), applying the rows the model
   macro dynamodb_history (macros/history.sql) selects: a version already there (the same
-  key, `_version` and `_sequence`) gets its new `valid_to`; any other is inserted. A close (no
-  `_version`: _dynamodb_history_in_order) sets the `valid_to` of its key's current row, and is
+  key, `_version` and `_sequence`) gets its new `_valid_to`; any other is inserted. A close (no
+  `_version`: _dynamodb_history_in_order) sets the `_valid_to` of its key's current row, and is
   itself no row.
 -#}
 {% macro get_incremental_dynamodb_history_sql(arg_dict) %}
@@ -21,8 +21,8 @@ merge into {{ target }} as target
 using {{ source }} as version
 on {% for key in keys %}target.{{ key }} = version.{{ key }} and {% endfor -%}
   ((target.`_version` = version.`_version` and target.`_sequence` <=> version.`_sequence`)
-    or (version.`_version` is null and target.`valid_to` is null))
-when matched then update set target.`valid_to` = version.`valid_to`
+    or (version.`_version` is null and target.`_valid_to` is null))
+when matched then update set target.`_valid_to` = version.`_valid_to`
 when not matched and version.`_version` is not null then insert ({{ columns | join(', ') }})
   values ({% for column in columns %}version.{{ column }}{{ ", " if not loop.last }}{% endfor %})
 {% endmacro %}
@@ -40,7 +40,7 @@ when not matched and version.`_version` is not null then insert ({{ columns | jo
     {%- do wanted.update({column.name: column.data_type}) -%}
   {%- endfor -%}
   {%- set present = adapter.get_columns_in_relation(target) -%}
-  {%- set changed = present | selectattr('name', 'in', wanted) | rejectattr('name', 'in', ['valid_from', 'valid_to']) | list -%}
+  {%- set changed = present | selectattr('name', 'in', wanted) | rejectattr('name', 'in', ['_valid_from', '_valid_to']) | list -%}
   {%- set changed = changed | selectattr('data_type', 'ne', none) | list -%}
   {%- set retype = [] -%}
   {%- for column in changed if column.data_type != wanted[column.name] -%}
