@@ -28,11 +28,12 @@ when not matched and version.`_version` is not null then insert ({{ columns | jo
 {% endmacro %}
 
 {#-
-  Drift adopted since the history's last merge widened a column of the change log (and the final
-  table, which is rebuilt): the history takes the new type too. Its rows are rewritten into the
-  new types in one atomic replace of the table (its properties kept), from itself: never from the
-  pruned change log. Iceberg's own type promotions (int to bigint, a wider decimal) do not cover a
-  bigint becoming a decimal, which drift adoption does.
+  Drift adopted since the history's last merge changed a column's type in the change log (and
+  the final table, which is rebuilt from it). The history cannot be rebuilt (its change log is
+  pruned) and a cast would change values (`1.5` as text is `1.50`, a map as text is not its
+  JSON, binary as text is raw bytes): `ddb-lakehouse merge` re-derives every version from its
+  own item before it merges (ingestion/merge/history_types.py). A plain `dbt run` that meets a
+  history of older types refuses, and merges nothing into it.
 -#}
 {% macro _dynamodb_history_retyped(target, source) %}
   {%- set wanted = {} -%}
@@ -47,18 +48,7 @@ when not matched and version.`_version` is not null then insert ({{ columns | jo
     {%- do retype.append(column.name) -%}
   {%- endfor -%}
   {%- if retype -%}
-    {%- set properties = run_query('show tblproperties ' ~ target) -%}
-    {%- set kept = [] -%}
-    {%- for row in properties.rows if row[0].startswith(('write.', 'format-version', 'commit.')) -%}
-      {%- do kept.append("'" ~ row[0] ~ "'='" ~ row[1] ~ "'") -%}
-    {%- endfor -%}
-    {%- set select -%}
-      {%- for column in present -%}
-        {%- if column.name in retype -%}cast({{ dynamodb_quote(column.name) }} as {{ wanted[column.name] }}) as {{ dynamodb_quote(column.name) }}
-        {%- else -%}{{ dynamodb_quote(column.name) }}{%- endif -%}{{ ", " if not loop.last }}
-      {%- endfor -%}
-    {%- endset -%}
-    {%- do run_query('create or replace table ' ~ target ~ ' using iceberg tblproperties (' ~ (kept | join(', ')) ~ ') as select ' ~ select ~ ' from ' ~ target) -%}
-    {%- do log('history ' ~ target ~ ': ' ~ (retype | join(', ')) ~ ' retyped as its change log', info=true) -%}
+    {%- set table = dynamodb_table_of(target.identifier) -%}
+    {{ exceptions.raise_compiler_error("history " ~ target.identifier ~ ": its columns " ~ (retype | join(', ')) ~ " have older types than its change log (drift adopted): nothing was merged into it. Run ddb-lakehouse merge --table " ~ table ~ ", which re-derives its versions in the new types before it merges (a cast would change values)") }}
   {%- endif -%}
 {% endmacro %}
