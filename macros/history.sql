@@ -135,6 +135,19 @@ candidates as (
     union all
     select * from kept
     {%- endif %}
+    {%- if incremental and late %}
+    {#- A late change lands before a full export's line of its key that restated the version
+        before it (and so added no row): that line is a version again, after the late change. -#}
+    union all
+    select {% for column in columns %}export_line.{{ dynamodb_quote(column) }}, {% endfor -%}
+        cast(null as timestamp) as `_old_valid_to`, true as `_new`
+    from {{ relation }} as export_line
+    inner join touched
+        on {% for key in keys %}export_line.{{ key }} = touched.{{ key }}{{ " and " if not loop.last }}{% endfor %}
+    where export_line.`_operation` = 'snapshot' and export_line.`_version` > touched.`_oldest`
+      and export_line.`_version` <= {{ floor }}
+      and export_line.`_batch_id` not in ({{ dynamodb_quoted_list(batches) if batches else "''" }})
+    {%- endif %}
 
 ),
 

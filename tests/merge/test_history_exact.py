@@ -175,3 +175,46 @@ def test_a_full_export_closes_the_row_valid_at_its_instant_whatever_came_after(
         ingest(kind, where, records, "ingest")
     assert main(["merge", "--table", "shelf"]) == 0
     assert history() == one_by_one
+
+
+def test_a_late_change_before_a_restating_full_export_ends_at_that_export(
+    spark, clean_lakehouse, project_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`k` as in f0 (minute 0) is restated unchanged by f1 (minute 45), which adds no row; a change
+    of minute 30 arrives after f1: the history shows it from 30 to 45, and f1's values again from
+    45, as the final table holds them. One by one or all at once, the same rows."""
+    add_shelf()
+    k, k2 = {"id": {"S": "k"}, "title": {"S": "one"}}, {"id": {"S": "k"}, "title": {"S": "two"}}
+
+    def sources(folder: Path) -> list[tuple[str, Path, list[dict] | None]]:
+        f0 = sample_exports.write_items_export(folder / "f0", "shelf", [k], instant(0), seed=1)
+        f1 = sample_exports.write_items_export(folder / "f1", "shelf", [k], instant(45), seed=2)
+        late = [modify(k, k2, 30, 1)]
+        return [("export", f0, None), ("export", f1, None), ("stream", folder / "streams", late)]
+
+    def history() -> list[tuple]:
+        spark.sql(f"refresh table {HISTORY}")
+        rows = spark.table(HISTORY).select("title", "_operation", "_valid_from", "_valid_to")
+        return sorted(tuple(r) for r in rows.collect())
+
+    arrivals = sources(tmp_path / "one")
+    for kind, where, records in arrivals:
+        ingest(kind, where, records, "sync")
+    late = instant(30) + timedelta(microseconds=999_999)
+    assert history() == [
+        ("one", "snapshot", instant(0), late),
+        ("one", "snapshot", instant(45), None),  # f1's line: a version again
+        ("two", "update", late, instant(45)),
+    ]
+    assert queried_as_of(capsys, 40, "spark") == {"k": "two"}
+    assert queried_as_of(capsys, 50, "spark") == {"k": "one"}
+    spark.sql(f"refresh table {FINAL}")
+    assert [r["title"] for r in spark.table(FINAL).collect()] == ["one"]
+    verified_as_of(capsys, arrivals[1][1])
+    one_by_one = history()
+
+    reset_lakehouse(spark)
+    for kind, where, records in sources(tmp_path / "all"):
+        ingest(kind, where, records, "ingest")
+    assert main(["merge", "--table", "shelf"]) == 0
+    assert history() == one_by_one
