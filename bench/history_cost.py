@@ -115,7 +115,7 @@ def side(scratch: Path, items: int, history: bool) -> dict:
     }
     if history:
         table = spark.table("lake.lakehouse.orders__history")
-        current = table.where("valid_to is null and _operation not in ('delete', 'ttl_delete')")
+        current = table.where("_valid_to is null and _operation not in ('delete', 'ttl_delete')")
         current = current.select("customer_id", "order_id", "_version")
         differ = current.exceptAll(final).count() + final.exceptAll(current).count()
         assert differ == 0, f"the history's current rows and the final table differ in {differ}"

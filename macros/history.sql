@@ -1,15 +1,15 @@
 {#-
   A table's history (`history: true`, docs/history.md, decision 0015): `lakehouse.<table>__history`,
-  one row per version of each item, with `valid_from` (the change's `_version`, as a timestamp)
-  and `valid_to` (the next version's `valid_from`; null while it is current). Intervals are
-  half-open, so the rows valid at instant t are those with valid_from <= t < valid_to. A delete
-  (or TTL expiry) is a row of its own: the item is gone from its `valid_from` on.
+  one row per version of each item, with `_valid_from` (the change's `_version`, as a timestamp)
+  and `_valid_to` (the next version's `_valid_from`; null while it is current). Intervals are
+  half-open, so the rows valid at instant t are those with _valid_from <= t < _valid_to. A delete
+  (or TTL expiry) is a row of its own: the item is gone from its `_valid_from` on.
 
   Built in the same `dbt run` as the final table, from the same new batches. A merge recomputes
   only what its changes can move, per key it touches: its new changes, and the key's history rows
   still valid at or after its oldest new change (the rows a late change lands between). Within a
   key, versions follow dynamodb_change_order(), so two changes of one instant are ordered by
-  `_sequence` (the first gets an empty interval: valid_to = valid_from).
+  `_sequence` (the first gets an empty interval: _valid_to = _valid_from).
 
     - a change already in the history (the same key, `_version` and `_sequence`: a replayed or
       re-merged batch) adds nothing;
@@ -81,29 +81,6 @@ new_changes as (
 
 ),
 
-{%- if incremental %}
-
-touched as (
-
-    select {{ keys | join(', ') }}, min(`_version`) as `_oldest`
-    from new_changes
-    group by {{ keys | join(', ') }}
-
-),
-
-{#- The key's rows a new change can move: valid at or after its oldest new change. -#}
-kept as (
-
-    select {{ _dynamodb_history_rows(columns, present) }}
-    from {{ this }} as history
-    inner join touched
-        on {% for key in keys %}history.{{ key }} = touched.{{ key }}{{ " and " if not loop.last }}{% endfor %}
-    where history.`valid_to` is null or history.`valid_to` >= timestamp_micros(touched.`_oldest`)
-
-),
-
-{%- endif %}
-
 {%- if snapshots %}
 
 exports as (
@@ -124,6 +101,32 @@ exports as (
 
 {%- endif %}
 
+{%- if incremental %}
+
+touched as (
+
+    select {{ keys | join(', ') }}, min(`_version`) as `_oldest`
+    from new_changes
+    group by {{ keys | join(', ') }}
+
+),
+
+{#- The key's rows a new change can move: valid at or after its oldest new change, or at or
+    after the oldest full export among the batches (whose close ends the row valid then). -#}
+kept as (
+
+    select {{ _dynamodb_history_rows(columns, present) }}
+    from {{ this }} as history
+    inner join touched
+        on {% for key in keys %}history.{{ key }} = touched.{{ key }}{{ " and " if not loop.last }}{% endfor %}
+    where history.`_valid_to` is null or history.`_valid_to` >= timestamp_micros(
+        {%- if snapshots %}least(touched.`_oldest`, (select min(`_export_version`) from exports))
+        {%- else %}touched.`_oldest`{% endif %})
+
+),
+
+{%- endif %}
+
 candidates as (
 
     select {{ quoted | join(', ') }}, cast(null as timestamp) as `_old_valid_to`, true as `_new`
@@ -131,6 +134,19 @@ candidates as (
     {%- if incremental %}
     union all
     select * from kept
+    {%- endif %}
+    {%- if incremental and late %}
+    {#- A late change lands before a full export's line of its key that restated the version
+        before it (and so added no row): that line is a version again, after the late change. -#}
+    union all
+    select {% for column in columns %}export_line.{{ dynamodb_quote(column) }}, {% endfor -%}
+        cast(null as timestamp) as `_old_valid_to`, true as `_new`
+    from {{ relation }} as export_line
+    inner join touched
+        on {% for key in keys %}export_line.{{ key }} = touched.{{ key }}{{ " and " if not loop.last }}{% endfor %}
+    where export_line.`_operation` = 'snapshot' and export_line.`_version` > touched.`_oldest`
+      and export_line.`_version` <= {{ floor }}
+      and export_line.`_batch_id` not in ({{ dynamodb_quoted_list(batches) if batches else "''" }})
     {%- endif %}
 
 ),
@@ -152,7 +168,10 @@ versions as (
 {#-
   A full export's close rows: per export among the changes, every key whose state just before the
   export was a live row and that the export does not hold. The keys looked at are those this
-  merge recomputes and, for a merge of a full export, every item live in the history.
+  merge recomputes and, for a merge of a full export, every other key's rows valid at or after
+  the oldest export's instant: the row valid at an export's instant is closed there whatever
+  came after it (a lost delete, then the item created again before the export was staged), and
+  the rows after it are dated again around the close.
 -#}
 {%- if snapshots %}
 {%- if incremental %}
@@ -162,7 +181,9 @@ live_elsewhere as (
     from {{ this }} as history
     left anti join touched
         on {% for key in keys %}history.{{ key }} = touched.{{ key }}{{ " and " if not loop.last }}{% endfor %}
-    where history.`valid_to` is null and exists (select 1 from exports)
+    where exists (select 1 from exports)
+      and (history.`_valid_to` is null
+        or history.`_valid_to` >= timestamp_micros((select min(`_export_version`) from exports)))
 
 ),
 {%- endif %}
@@ -241,7 +262,7 @@ all_versions as (
     select * from versions
     {%- if incremental and snapshots %}
     union all
-    {# the row a close ends, of a key this merge's changes did not touch #}
+    {# the rows around a close, of a key this merge's changes did not touch #}
     select live_elsewhere.* from live_elsewhere
     left semi join closes
         on {% for key in keys %}closes.{{ key }} = live_elsewhere.{{ key }}{{ " and " if not loop.last }}{% endfor %}
@@ -294,17 +315,17 @@ restated as (
 dated as (
 
     select *,
-        timestamp_micros(`_version`) as `valid_from`,
-        lead(timestamp_micros(`_version`)) over by_key as `valid_to`
+        timestamp_micros(`_version`) as `_valid_from`,
+        lead(timestamp_micros(`_version`)) over by_key as `_valid_to`
     from restated
     where not `_restated`
     window by_key as (partition by {{ keys | join(', ') }} order by {{ order }})
 
 )
 
-select {{ quoted | join(', ') }}, `valid_from`, `valid_to`
+select {{ quoted | join(', ') }}, `_valid_from`, `_valid_to`
 from dated
-where `_new` or not (`valid_to` <=> `_old_valid_to`)
+where `_new` or not (`_valid_to` <=> `_old_valid_to`)
   {%- endif %}
 {%- endmacro %}
 
@@ -333,7 +354,7 @@ from (
   The history's rows of new batches that all come after every version it holds, none a full
   export's and none older than the newest full export (the common merge: a stream batch, a daily
   incremental export): their versions, dated among themselves, and one close per key they touch
-  (`_version` null, `valid_to` its first new version), which the history's merge applies to the
+  (`_version` null, `_valid_to` its first new version), which the history's merge applies to the
   key's current row. No read of the history's rows: nothing older can move.
 -#}
 {% macro _dynamodb_history_in_order(table, columns, relation, batches, guard) -%}
@@ -359,9 +380,9 @@ versions as (
 dated as (
 
     select {{ quoted | join(', ') }},
-        timestamp_micros(`_version`) as `valid_from`,
+        timestamp_micros(`_version`) as `_valid_from`,
         lead(timestamp_micros(`_version`)) over (
-            partition by {{ keys | join(', ') }} order by {{ dynamodb_change_order() }}) as `valid_to`
+            partition by {{ keys | join(', ') }} order by {{ dynamodb_change_order() }}) as `_valid_to`
     from versions
 
 )
@@ -372,18 +393,18 @@ select
   {%- for column in columns %}
     {{ dynamodb_quote(column) if dynamodb_quote(column) in keys else 'null' }} as {{ dynamodb_quote(column) }},
   {%- endfor %}
-    null as `valid_from`, min(`valid_from`) as `valid_to`
+    null as `_valid_from`, min(`_valid_from`) as `_valid_to`
 from dated
 group by {{ keys | join(', ') }}
 {%- endmacro %}
 
 {#- The select list of rows already in the history (`history`): the change log's `columns` (null
-    where the history has none yet: a column drift added), its `valid_to` kept aside, not new. -#}
+    where the history has none yet: a column drift added), its `_valid_to` kept aside, not new. -#}
 {% macro _dynamodb_history_rows(columns, present) -%}
   {%- for column in columns -%}
     {{ ('history.' ~ dynamodb_quote(column)) if column in present else 'null' }} as {{ dynamodb_quote(column) }},
   {% endfor -%}
-  history.`valid_to` as `_old_valid_to`, false as `_new`
+  history.`_valid_to` as `_old_valid_to`, false as `_new`
 {%- endmacro %}
 
 {#- The select list of a close row: the keys from `alias`, `_operation` 'delete', the metadata

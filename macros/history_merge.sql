@@ -1,8 +1,8 @@
 {#-
   The history's merge (incremental strategy `dynamodb_history`), applying the rows the model
   macro dynamodb_history (macros/history.sql) selects: a version already there (the same
-  key, `_version` and `_sequence`) gets its new `valid_to`; any other is inserted. A close (no
-  `_version`: _dynamodb_history_in_order) sets the `valid_to` of its key's current row, and is
+  key, `_version` and `_sequence`) gets its new `_valid_to`; any other is inserted. A close (no
+  `_version`: _dynamodb_history_in_order) sets the `_valid_to` of its key's current row, and is
   itself no row.
 -#}
 {% macro get_incremental_dynamodb_history_sql(arg_dict) %}
@@ -21,18 +21,19 @@ merge into {{ target }} as target
 using {{ source }} as version
 on {% for key in keys %}target.{{ key }} = version.{{ key }} and {% endfor -%}
   ((target.`_version` = version.`_version` and target.`_sequence` <=> version.`_sequence`)
-    or (version.`_version` is null and target.`valid_to` is null))
-when matched then update set target.`valid_to` = version.`valid_to`
+    or (version.`_version` is null and target.`_valid_to` is null))
+when matched then update set target.`_valid_to` = version.`_valid_to`
 when not matched and version.`_version` is not null then insert ({{ columns | join(', ') }})
   values ({% for column in columns %}version.{{ column }}{{ ", " if not loop.last }}{% endfor %})
 {% endmacro %}
 
 {#-
-  Drift adopted since the history's last merge widened a column of the change log (and the final
-  table, which is rebuilt): the history takes the new type too. Its rows are rewritten into the
-  new types in one atomic replace of the table (its properties kept), from itself: never from the
-  pruned change log. Iceberg's own type promotions (int to bigint, a wider decimal) do not cover a
-  bigint becoming a decimal, which drift adoption does.
+  Drift adopted since the history's last merge changed a column's type in the change log (and
+  the final table, which is rebuilt from it). The history cannot be rebuilt (its change log is
+  pruned) and a cast would change values (`1.5` as text is `1.50`, a map as text is not its
+  JSON, binary as text is raw bytes): `ddb-lakehouse merge` re-derives every version from its
+  own item before it merges (ingestion/merge/history_types.py). A plain `dbt run` that meets a
+  history of older types refuses, and merges nothing into it.
 -#}
 {% macro _dynamodb_history_retyped(target, source) %}
   {%- set wanted = {} -%}
@@ -40,25 +41,14 @@ when not matched and version.`_version` is not null then insert ({{ columns | jo
     {%- do wanted.update({column.name: column.data_type}) -%}
   {%- endfor -%}
   {%- set present = adapter.get_columns_in_relation(target) -%}
-  {%- set changed = present | selectattr('name', 'in', wanted) | rejectattr('name', 'in', ['valid_from', 'valid_to']) | list -%}
+  {%- set changed = present | selectattr('name', 'in', wanted) | rejectattr('name', 'in', ['_valid_from', '_valid_to']) | list -%}
   {%- set changed = changed | selectattr('data_type', 'ne', none) | list -%}
   {%- set retype = [] -%}
   {%- for column in changed if column.data_type != wanted[column.name] -%}
     {%- do retype.append(column.name) -%}
   {%- endfor -%}
   {%- if retype -%}
-    {%- set properties = run_query('show tblproperties ' ~ target) -%}
-    {%- set kept = [] -%}
-    {%- for row in properties.rows if row[0].startswith(('write.', 'format-version', 'commit.')) -%}
-      {%- do kept.append("'" ~ row[0] ~ "'='" ~ row[1] ~ "'") -%}
-    {%- endfor -%}
-    {%- set select -%}
-      {%- for column in present -%}
-        {%- if column.name in retype -%}cast({{ dynamodb_quote(column.name) }} as {{ wanted[column.name] }}) as {{ dynamodb_quote(column.name) }}
-        {%- else -%}{{ dynamodb_quote(column.name) }}{%- endif -%}{{ ", " if not loop.last }}
-      {%- endfor -%}
-    {%- endset -%}
-    {%- do run_query('create or replace table ' ~ target ~ ' using iceberg tblproperties (' ~ (kept | join(', ')) ~ ') as select ' ~ select ~ ' from ' ~ target) -%}
-    {%- do log('history ' ~ target ~ ': ' ~ (retype | join(', ')) ~ ' retyped as its change log', info=true) -%}
+    {%- set table = dynamodb_table_of(target.identifier) -%}
+    {{ exceptions.raise_compiler_error("history " ~ target.identifier ~ ": its columns " ~ (retype | join(', ')) ~ " have older types than its change log (drift adopted): nothing was merged into it. Run ddb-lakehouse merge --table " ~ table ~ ", which re-derives its versions in the new types before it merges (a cast would change values)") }}
   {%- endif -%}
 {% endmacro %}

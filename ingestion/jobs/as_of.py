@@ -2,9 +2,9 @@
 histories (``history: true``, docs/history.md).
 
 Each ``lakehouse.<table>`` the SQL names stands for the rows of ``lakehouse.<table>__history``
-valid at the instant (``valid_from <= t < valid_to``, or still current), less the deletes (a kept
-TTL expiry stays, as in the final table): the history's columns without ``valid_from`` and
-``valid_to``. A named table without a history is refused, naming the entry key that keeps one. A
+valid at the instant (``_valid_from <= t < _valid_to``, or still current), less the deletes (a kept
+TTL expiry stays, as in the final table): the history's columns without ``_valid_from`` and
+``_valid_to``. A named table without a history is refused, naming the entry key that keeps one. A
 history named directly is left as it is."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import load_tables
+from ingestion.schema.types import HISTORY_COLUMNS, VALID_FROM, VALID_TO
 
 
 class AsOfError(LakehouseError):
@@ -73,8 +74,8 @@ def state_sql(table: str, at: str, history: str, columns: list[str]) -> str:
     kept = ", ".join(columns)
     deletes = ", ".join(f"'{op}'" for op in _delete_operations(table))
     return (
-        f"select {kept} from {history} where valid_from <= {at} "
-        f"and (valid_to is null or valid_to > {at}) and _operation not in ({deletes})"
+        f"select {kept} from {history} where {VALID_FROM} <= {at} "
+        f"and ({VALID_TO} is null or {VALID_TO} > {at}) and _operation not in ({deletes})"
     )
 
 
@@ -86,7 +87,7 @@ def spark_sql(spark: Any, sql: str, moment: datetime) -> str:
         history = names.final_table(names.history_table(table))
         if not spark.catalog.tableExists(history):
             raise _no_history(table)
-        columns = [c for c in spark.table(history).columns if c not in ("valid_from", "valid_to")]
+        columns = [c for c in spark.table(history).columns if c not in HISTORY_COLUMNS]
         at = f"timestamp '{moment.isoformat(sep=' ')}'"  # the session's zone is UTC (profiles.yml)
         state = state_sql(table, at, history, [f"`{c}`" for c in columns])
         spark.sql(f"create or replace temporary view `{table}` as {state}")
@@ -111,7 +112,7 @@ def duckdb_views(con: Any, sql: str, moment: datetime) -> None:
                 "and table_name = ? order by ordinal_position",
                 [names.FINAL, history],
             ).fetchall()
-            if row[0] not in ("valid_from", "valid_to")
+            if row[0] not in HISTORY_COLUMNS
         ]
         at = f"TIMESTAMPTZ '{moment.isoformat(sep=' ')}+00'"
         quoted = [f'"{c}"' for c in columns]

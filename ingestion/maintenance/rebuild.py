@@ -32,14 +32,14 @@ from pyspark.sql import functions as F
 
 from ingestion import fault_points
 from ingestion.config import names
-from ingestion.dynamodb import decode
 from ingestion.dynamodb.entities import ENTITY_COLUMN, EntityRule, entity_sql, final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge import full_refresh, merge_log
-from ingestion.schema import detect, item_json, schema_file, type_rules, typed_rows, types
+from ingestion.schema import detect, item_json, schema_file, type_rules, types
 from ingestion.schema.item_json import IMAGE
 from ingestion.spark import table_metadata
 from ingestion.staging import append, entity_types, exports, ledger, staging_table, table_types
+from ingestion.staging.retype import retyped
 
 log = logging.getLogger(__name__)
 
@@ -156,33 +156,6 @@ def _same_types(previous: types.Schema | None, detected: types.Schema) -> bool:
         return False
     pairs = [(previous, detected)] + [(previous.entity(e.table), e) for e in detected.entities]
     return all(old is not None and old.attributes == new.attributes for old, new in pairs)
-
-
-def retyped(
-    staged: DataFrame,
-    schema: types.Schema,
-    table: TableConfig,
-    staged_with: types.Schema | None = None,
-) -> DataFrame:
-    """Staged rows typed again from their item by ``schema``, each keeping its ``_entity``
-    (under a key rule derived again first: ``_entities_of_keys``), with their remainder by
-    ``schema`` and no ``_image``. The item: ``_image``, or given back from the columns and the
-    remainder by ``staged_with``, the types the rows were staged with."""
-    if staged_with is not None:
-        staged = item_json.with_staged_image(staged, staged_with)
-    if IMAGE not in staged.columns:
-        raise append.StagingError(
-            f"{table.name}: its staged rows have no item to rebuild from: no _image, and no "
-            "types kept with the staging table to read their columns and _rest by"
-        )
-    metadata = [c for c in types.METADATA_COLUMNS if c not in ("_drift", "_rest")]
-    metadata += [ENTITY_COLUMN] if schema.rule is not None else []
-    return (
-        staged.select(*metadata, IMAGE)
-        .withColumn("_attrs", F.expr(decode.parse_item(f"`{IMAGE}`")))
-        .transform(typed_rows.typed_rows(schema, table.name))
-        .select(*typed_rows.row_columns(schema), *types.METADATA_COLUMNS)
-    )
 
 
 def rebuild_staging(

@@ -36,7 +36,9 @@ class TableStatus:
 
 def table_status(spark: SparkSession, table: str) -> TableStatus:
     merge_log.ensure_merge_log(spark)
-    pending = merge_log.new_batches(spark, table)
+    # A batch is pending until the final table and its history (when kept) both hold it.
+    history = spark.catalog.tableExists(names.final_table(names.history_table(table)))
+    pending = merge_log.new_batches(spark, table, history)
     unmerged = (
         spark.table(names.staging_table(table)).where(F.col("_batch_id").isin(pending)).count()
         if pending
@@ -86,7 +88,10 @@ def _last_verify(rows: list[tuple]) -> str | None:
 def status_without_spark(table: str) -> TableStatus:
     """``table_status`` without Spark (``without_spark``): the ledger from the staging table's metadata,
     counts from DuckDB scans that honour delete files (equal to Spark's before ``maintain``)."""
-    pending = merge_log.new_batches_without_spark(table)
+    history = (
+        iceberg_metadata.metadata_location(names.FINAL, names.history_table(table)) is not None
+    )
+    pending = merge_log.new_batches_without_spark(table, history)
     unmerged = 0
     if pending:
         marks = ", ".join("?" for _ in pending)

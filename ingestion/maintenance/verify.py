@@ -49,7 +49,7 @@ from ingestion.maintenance import fingerprints, first_pass, verify_log
 from ingestion.maintenance.verify_log import OUTCOMES
 from ingestion.merge import full_refresh, merge_log
 from ingestion.schema import canonical
-from ingestion.schema.types import Schema
+from ingestion.schema.types import VALID_FROM, VALID_TO, Schema
 from ingestion.sources import manifest
 from ingestion.staging import chain, ledger, table_types
 
@@ -172,7 +172,8 @@ def verify(
     items = spark.table(compared)
     if as_of:
         at = F.timestamp_micros(F.lit(instant))
-        items = items.where((F.col("valid_from") <= at) & (F.col("valid_to").isNull() | (F.col("valid_to") > at)))  # fmt: skip
+        valid_from, valid_to = F.col(VALID_FROM), F.col(VALID_TO)
+        items = items.where((valid_from <= at) & (valid_to.isNull() | (valid_to > at)))
     items = items.where(~F.col("_operation").isin(*change_order.DELETE_OPERATIONS))
     staging = spark.table(names.staging_table(table.name))
     unmerged = merge_log.new_batches(spark, table.name)

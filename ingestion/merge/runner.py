@@ -23,6 +23,7 @@ from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig, load_tables
 from ingestion.merge.full_refresh import entities_refreshed, needs_full_refresh
+from ingestion.merge.history_types import retype_history
 from ingestion.merge.merge_counts import (
     MergeCounts,
     before_refresh,
@@ -224,6 +225,8 @@ def run_merge(
     }
     # Nothing new for a table that exists: no dbt run for it (not even an empty commit).
     to_run = [t for t in tables if t.name in refresh or batches[t.name] or before[t.name] is None]
+    for t in to_run:  # a history whose types drift adoption changed: re-derived, never cast
+        retype_history(spark, t)
     if to_run:
         for flag in (False, True):
             group = [t for t in to_run if (t.name in refresh) == flag]

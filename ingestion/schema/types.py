@@ -49,9 +49,14 @@ METADATA_COLUMNS = (
 # The final table's own metadata column (decision 0014): the batch whose change inserted the row,
 # which the merge writes (macros/strategies/merge_with_delete.sql, dynamodb_inserted_batch_column).
 INSERTED_BATCH = "_inserted_batch_id"
+# A history's own columns (docs/history.md): when a version holds. Named as the other metadata
+# columns are, so that no attribute's column can take them (an attribute ``valid_from`` is as
+# good as any): reserved in every table, since history can be turned on later.
+VALID_FROM, VALID_TO = "_valid_from", "_valid_to"
+HISTORY_COLUMNS = (VALID_FROM, VALID_TO)
 # No attribute's column takes a metadata column's name, nor ``_image``: the whole item, which a
 # table staged before decision 0012 keeps in place of ``_rest``.
-RESERVED_COLUMNS = frozenset((*METADATA_COLUMNS, "_image", INSERTED_BATCH))
+RESERVED_COLUMNS = frozenset((*METADATA_COLUMNS, "_image", INSERTED_BATCH, *HISTORY_COLUMNS))
 SCALARS = ("string", "boolean", "binary", "bigint")
 MAX_TYPED_DEPTH = 6  # deeper nesting is kept as JSON text (a column type stays readable)
 MAX_FIELDS = 500  # a map with more distinct keys is a dictionary: kept as JSON text

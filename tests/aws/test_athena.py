@@ -23,7 +23,7 @@ QUERIES = sorted((ROOT / "athena").glob("*.sql"))
 
 
 HISTORY = names.history_table("")  # the suffix of a final table's history
-HISTORY_COLUMNS = {"valid_from", "valid_to"}  # what a history has beside its table's columns
+HISTORY_COLUMNS = {"_valid_from", "_valid_to"}  # what a history has beside its table's columns
 
 
 def final_columns(table: str) -> set[str]:

@@ -46,8 +46,8 @@ def as_of(spark, minutes: float) -> dict[str, str]:
     spark.sql(f"refresh table {HISTORY}")
     t = instant(minutes).isoformat(sep=" ")
     rows = spark.sql(
-        f"select id, title from {HISTORY} where valid_from <= timestamp'{t}' "
-        f"and (valid_to is null or valid_to > timestamp'{t}') "
+        f"select id, title from {HISTORY} where _valid_from <= timestamp'{t}' "
+        f"and (_valid_to is null or _valid_to > timestamp'{t}') "
         "and _operation not in ('delete', 'ttl_delete')"
     ).collect()
     return {r["id"]: r["title"] for r in rows}
@@ -55,7 +55,7 @@ def as_of(spark, minutes: float) -> dict[str, str]:
 
 def versions(spark) -> list[tuple]:
     spark.sql(f"refresh table {HISTORY}")
-    rows = spark.table(HISTORY).select("id", "title", "_operation", "valid_from", "valid_to")
+    rows = spark.table(HISTORY).select("id", "title", "_operation", "_valid_from", "_valid_to")
     return sorted(
         (tuple(r) for r in rows.collect()),
         key=lambda r: (r[0], r[3], r[4] is None, r[4] or r[3], r[1] or ""),
@@ -268,7 +268,7 @@ def test_the_history_holds_every_version_as_of_any_instant_whatever_the_batches(
     pages = spark.sql(f"select pages from {HISTORY} where title = 'two f'").first()
     assert str(pages["pages"]) == "1.5"
 
-    # maintain compacts the history too: its delete files (each merge's moved valid_to) go,
+    # maintain compacts the history too: its delete files (each merge's moved _valid_to) go,
     # its versions stay.
     before = versions(spark)
     assert spark.table(f"{HISTORY}.delete_files").count() > 0
@@ -414,7 +414,7 @@ def valid_at(rows: list[dict], micros: int) -> dict[str, dict]:
     t = datetime(1970, 1, 1) + timedelta(microseconds=micros)
     found: dict[str, dict] = {}
     for r in rows:
-        if r["valid_from"] <= t and (r["valid_to"] is None or r["valid_to"] > t):
+        if r["_valid_from"] <= t and (r["_valid_to"] is None or r["_valid_to"] > t):
             assert r["id"] not in found, (r["id"], micros)
             found[r["id"]] = r
     return {
@@ -453,7 +453,7 @@ def test_the_history_equals_a_replay_of_every_change_in_the_chain(
         check_chain(spark, changes)
     rows = check_chain(spark, changes)
     assert len(rows) == 4 + 5 + 1 + 2 + 2 + 1 + 2 + 1  # one row per staged change
-    key = ("id", "_version", "_sequence", "valid_to")
+    key = ("id", "_version", "_sequence", "_valid_to")
     one_by_one = sorted(tuple(str(r[c]) for c in key) for r in rows)
     # Replaying every export changes nothing: delivered again (the ledger stages nothing), and
     # every batch merged again with the merge log forgotten (as after a failed test).
@@ -490,12 +490,12 @@ def entity_history_matches(spark, final: str) -> int:
     as_json = f"to_json(struct({', '.join(f'`{c}`' for c in columns)}))"
     held = sorted(r[0] for r in rows.selectExpr(as_json).collect())
     current = spark.table(history).where(
-        "valid_to is null and _operation not in ('delete', 'ttl_delete')"
+        "_valid_to is null and _operation not in ('delete', 'ttl_delete')"
     )
     assert sorted(r[0] for r in current.selectExpr(as_json).collect()) == held, final
     first = spark.sql(
         f"select _operation from (select _operation, row_number() over (partition by pk, sk "
-        f"order by valid_from, coalesce(_sequence, '')) as n from {history}) where n = 1"
+        f"order by _valid_from, coalesce(_sequence, '')) as n from {history}) where n = 1"
     )
     assert first.where("_operation in ('delete', 'ttl_delete')").count() == 0, final
     return spark.table(history).count()
@@ -538,7 +538,7 @@ def test_a_single_table_design_keeps_a_history_per_entity_table(
     assert sum(after.values()) - sum(first.values()) == len(lines) + (by == "attribute")
     if by == "attribute":
         key_of = f"pk = '{moved['pk']['S']}' and sk = '{moved['sk']['S']}'"
-        order_rows = spark.sql(f"select _operation, valid_to from lake.lakehouse.app__order__history where {key_of} order by valid_from")  # fmt: skip
+        order_rows = spark.sql(f"select _operation, _valid_to from lake.lakehouse.app__order__history where {key_of} order by _valid_from")  # fmt: skip
         assert [r["_operation"] for r in order_rows.collect()] == ["snapshot", "delete"]
         address = spark.sql(f"select city from lake.lakehouse.app__address__history where {key_of}")
         assert [r["city"] for r in address.collect()] == ["Oslo"]

@@ -129,6 +129,7 @@ def test_a_history_that_lags_its_final_table_gets_the_batch_at_the_next_merge(
     assert merge_log.new_batches(spark, "t", history=True) == []
     spark.sql(f"refresh table lake.lakehouse.{HISTORY}")
     titles = [
-        r["title"] for r in spark.table(f"lake.lakehouse.{HISTORY}").orderBy("valid_from").collect()
+        r["title"]
+        for r in spark.table(f"lake.lakehouse.{HISTORY}").orderBy("_valid_from").collect()
     ]
     assert titles == ["A", "A2"]

@@ -1,0 +1,145 @@
+"""A table's history after a drift adoption (or a ``rebuild``) changed its types: every version
+re-derived from its own row, never cast (docs/history.md).
+
+The final table is built again from the change log; the history cannot be (``maintain`` prunes
+the change log, the history keeps every version), so it is retyped from itself. A cast from one
+column type to another is not a decode: ``1.5`` cast to text is ``1.50``, a map cast to text is
+``{2.0, y}``, binary cast to text is raw bytes, and a value that fit no column before stays in
+``_rest`` where the new column could hold it. Instead each row's item is given back from its
+columns and ``_rest`` by the types it was written with and decoded by the new ones, exactly as an
+ingest decodes it (``staging.retype``): its typed columns, ``_rest`` and ``_drift`` are those the
+change log's row has.
+
+The types a history was written with are the change log's when it last merged: the kept types,
+or those a rebuild replaced (its commit's summary keeps them). The newest whose column types are
+the history's is taken; when none is (the rebuild's commit expired before a merge ran), the merge
+stops with one line, and the history stays as it is.
+
+The retype is one atomic replace of the history (its properties kept): a reader sees the old
+rows or the new ones. Run before the merge that needs it (``runner.run_merge``); a plain ``dbt
+run`` meeting a history of older types refuses (``macros/history_merge.sql``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pyspark.sql import SparkSession
+from pyspark.sql.types import _parse_datatype_string
+
+from ingestion.config import names
+from ingestion.config.errors import LakehouseError
+from ingestion.dynamodb.tables import TableConfig, load_tables
+from ingestion.schema import item_json, types
+from ingestion.spark import table_metadata
+from ingestion.staging import table_types
+from ingestion.staging.retype import retyped
+
+log = logging.getLogger(__name__)
+
+TYPES_BEFORE = names.SUMMARY_KEYS["types_before"]  # on a rebuild's replace (maintenance.rebuild)
+_NOT_VALUES = {*types.METADATA_COLUMNS, *types.HISTORY_COLUMNS, "_image"}
+
+
+class HistoryTypesError(LakehouseError):
+    """A history's rows cannot be re-derived: the types they were written with are not known."""
+
+
+def retype_history(spark: SparkSession, table: TableConfig) -> tuple[str, ...]:
+    """Re-derive ``table``'s history when a column of it has another type than its change log's;
+    the columns that changed (empty: nothing to do, or no history)."""
+    history = names.final_table(names.history_table(table.name))
+    entry = _entry(table)
+    staging = names.staging_table(entry.name)
+    if not table.history or not spark.catalog.tableExists(history):
+        return ()
+    if not spark.catalog.tableExists(staging):
+        return ()
+    held = spark.table(history)
+    have = {f.name: f.dataType.simpleString() for f in held.schema.fields}
+    wanted = _staged_columns(spark, staging, table)
+    changed = tuple(
+        c for c, t in have.items() if c not in _NOT_VALUES and c in wanted and wanted[c] != t
+    )
+    if not changed:
+        return ()
+    current = table_types.stored_schema(spark, entry)
+    if current is None:
+        return ()
+    written_with = _written_with(spark, entry, table, have, current)
+    if written_with is None:
+        raise HistoryTypesError(
+            f"{table.name}: its history's columns {', '.join(changed)} have older types than its "
+            "change log, and the types its rows were written with are no longer known (the "
+            "rebuild that changed them has expired): nothing was merged. Its rows can only be "
+            f"cast, which would change values; keep it as it is (set history: false for "
+            f"{table.name}) or start it again (remove-table {table.name} --reset)"
+        )
+    new = item_json.final_table_schema(current, table.name)
+    rows = retyped(held, new, table, staged_with=written_with, keep=types.HISTORY_COLUMNS)
+    writer = rows.writeTo(history).using("iceberg")
+    metadata = table_metadata.read(spark, history, fresh=True)
+    for key, value in (metadata.properties if metadata else {}).items():
+        writer = writer.tableProperty(key, value)
+    writer.createOrReplace()
+    log.info("%s: history re-derived in its new types (%s)", table.name, ", ".join(changed))
+    return changed
+
+
+def _entry(table: TableConfig) -> TableConfig:
+    """The table entry ``table`` is a final table of (itself, or a single-table design's entry)."""
+    if not table.staging:
+        return table
+    entry = load_tables().get(table.staging)
+    if entry is None:
+        raise HistoryTypesError(f"{table.name}: its entry {table.staging} is not configured")
+    return entry
+
+
+def _staged_columns(spark: SparkSession, staging: str, table: TableConfig) -> dict[str, str]:
+    """The change log's column types as ``table``'s final table has them (an entity's table:
+    its struct column's fields)."""
+    fields = spark.table(staging).schema.fields
+    columns = {f.name: f.dataType.simpleString() for f in fields}
+    if table.staging:
+        entity = next((f.dataType for f in fields if f.name == table.name), None)
+        columns |= {f.name: f.dataType.simpleString() for f in getattr(entity, "fields", [])}
+    return columns
+
+
+def _written_with(
+    spark: SparkSession,
+    entry: TableConfig,
+    table: TableConfig,
+    have: dict[str, str],
+    current: types.Schema,
+) -> types.Schema | None:
+    """The newest of the kept types and those each rebuild replaced (its commit's summary) whose
+    column types are the history's: the types its rows were written with, as its columns lie."""
+    candidates = [current]
+    snapshots = spark.sql(
+        f"select summary from {names.staging_table(entry.name)}.snapshots order by committed_at desc"
+    ).collect()
+    for row in snapshots:
+        before = (row["summary"] or {}).get(TYPES_BEFORE)
+        if before:
+            candidates.append(table_types.parse(before, entry))
+    for candidate in candidates:
+        flat = item_json.final_table_schema(candidate, table.name)
+        if _same_columns(flat, have):
+            return flat
+    return None
+
+
+def _same_columns(schema: types.Schema, have: dict[str, str]) -> bool:
+    """Whether every value column the history has is one of ``schema``'s, of the same type."""
+    typed = {a.column: a.type for a in schema.attributes}
+    for column, found in have.items():
+        if column in _NOT_VALUES:
+            continue
+        if (
+            column not in typed
+            or _parse_datatype_string(typed[column].sql()).simpleString() != found
+        ):
+            return False
+    return True
