@@ -137,7 +137,7 @@ candidates as (
     {%- endif %}
     {%- if incremental and late %}
     {#- A late change lands before a full export's line of its key that restated the version
-        before it (and so added no row): that line is a version again, after the late change. -#}
+        before it (and so added no row): that line is a version again, after the late change. #}
     union all
     select {% for column in columns %}export_line.{{ dynamodb_quote(column) }}, {% endfor -%}
         cast(null as timestamp) as `_old_valid_to`, true as `_new`
