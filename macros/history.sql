@@ -293,13 +293,18 @@ restated as (
     select *, false as `_restated` from all_versions
     {%- else %}
 
+    {#- A row already in the history is judged too (its predecessor here is the true one: the
+        rows read are every row from the one valid at the oldest new change on, and the first of
+        them, whose predecessor is not read, is never judged): a late change that makes an
+        export's row restate it, or a close close an item already gone, drops that row, so
+        the history is the same whatever grouping the batches were merged in. -#}
     select *,
-        coalesce(`_new` and `_operation` = 'snapshot'
+        coalesce(`_operation` = 'snapshot'
             and lag(`_operation`) over by_key not in {{ dynamodb_all_delete_operations() }}
             and lag(`_values`) over by_key = `_values`, false)
         {#- a close (no sequence, no file) of an item already gone: two exports that lack it, or
             an export's delete line at the export's instant -#}
-        or coalesce(`_new` and `_operation` = 'delete' and `_sequence` is null and `_source_file` is null
+        or coalesce(`_operation` = 'delete' and `_sequence` is null and `_source_file` is null
             and lag(`_operation`) over by_key in {{ dynamodb_all_delete_operations() }}, false)
         {%- if foreign_deletes %}
         {#- a delete of a key this entity table does not hold (another entity's change) -#}
@@ -326,6 +331,11 @@ dated as (
 select {{ quoted | join(', ') }}, `_valid_from`, `_valid_to`
 from dated
 where `_new` or not (`_valid_to` <=> `_old_valid_to`)
+{#- a row of the history that now restates its predecessor: dropped (no `_valid_from`) #}
+union all
+select {{ quoted | join(', ') }}, cast(null as timestamp) as `_valid_from`, cast(null as timestamp) as `_valid_to`
+from restated
+where `_restated` and not `_new`
   {%- endif %}
 {%- endmacro %}
 

@@ -1,7 +1,8 @@
 {#-
   The history's merge (incremental strategy `dynamodb_history`), applying the rows the model
   macro dynamodb_history (macros/history.sql) selects: a version already there (the same
-  key, `_version` and `_sequence`) gets its new `_valid_to`; any other is inserted. A close (no
+  key, `_version` and `_sequence`) gets its new `_valid_to`, or is deleted when the row comes
+  without `_valid_from` (it now restates its predecessor); any other is inserted. A close (no
   `_version`: _dynamodb_history_in_order) sets the `_valid_to` of its key's current row, and is
   itself no row.
 -#}
@@ -22,8 +23,9 @@ using {{ source }} as version
 on {% for key in keys %}target.{{ key }} = version.{{ key }} and {% endfor -%}
   ((target.`_version` = version.`_version` and target.`_sequence` <=> version.`_sequence`)
     or (version.`_version` is null and target.`_valid_to` is null))
+when matched and version.`_version` is not null and version.`_valid_from` is null then delete
 when matched then update set target.`_valid_to` = version.`_valid_to`
-when not matched and version.`_version` is not null then insert ({{ columns | join(', ') }})
+when not matched and version.`_valid_from` is not null then insert ({{ columns | join(', ') }})
   values ({% for column in columns %}version.{{ column }}{{ ", " if not loop.last }}{% endfor %})
 {% endmacro %}
 
