@@ -22,6 +22,7 @@ from test_history import HISTORY, add_shelf, at, ingest, instant, modify, querie
 
 from ingestion.cli import main
 from ingestion.merge import merge_log
+from ingestion.merge.runner import DbtError, dbt_invoke
 from ingestion.samples import sample_exports
 from ingestion.sources import manifest
 
@@ -51,9 +52,9 @@ def as_json(spark, table: str, where: str, columns: list[str]) -> list[str]:
     return sorted(r[0] for r in rows)
 
 
-def test_a_retype_re_derives_every_version_from_its_item_never_casts(
-    spark, clean_lakehouse, project_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def drifted(tmp_path: Path) -> tuple[Path, Path]:
+    """``shelf`` with its history, merged from a full export of numbers, a map and binary; and
+    an incremental export in which k2's hold text (adoption turns them into string columns)."""
     add_shelf()
 
     def item(key: str, n: str, a: str, raw: bytes) -> dict:
@@ -66,16 +67,30 @@ def test_a_retype_re_derives_every_version_from_its_item_never_casts(
     k1, k2 = item("k1", "1.5", "2", b"\xff\x00raw"), item("k2", "7", "3", b"\x80plain")
     f0 = sample_exports.write_items_export(tmp_path / "f0", "shelf", [k1, k2], instant(0), seed=1)
     assert main(["sync", "--table", "shelf", str(f0)]) == 0
-    # k2's attributes become text: adoption turns n, m and bin into string columns.
     k2b = {"id": k2["id"], "title": {"S": "k2 b"}, "n": {"S": "seven"}, "m": {"S": "em"}, "bin": {"S": "bee"}}  # fmt: skip
     line = {
         "Metadata": {"WriteTimestampMicros": {"N": str(at(10) * 1_000_000)}},
         "Keys": {"id": k2["id"]}, "OldImage": k2, "NewImage": k2b,
     }  # fmt: skip
     inc = sample_exports.write_incremental_export(tmp_path / "inc", "shelf", [line], (instant(0), instant(20)), seed=2)  # fmt: skip
+    return f0, inc
+
+
+def test_a_retype_re_derives_every_version_from_its_item_never_casts(
+    spark, clean_lakehouse, project_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f0, inc = drifted(tmp_path)
     capsys.readouterr()
-    assert main(["sync", "--table", "shelf", str(inc)]) == 0
+    assert main(["ingest", "--table", "shelf", str(inc)]) == 0  # adopts the drift
     assert "drift adopted" in capsys.readouterr().out
+    # A plain `dbt run` refuses the history of older types in one line, and merges nothing into it.
+    before = spark.sql(f"select count(*) from {HISTORY}.snapshots").collect()[0][0]
+    with pytest.raises(DbtError):
+        dbt_invoke(["run", "--select", "shelf__history"])
+    said = "".join(capsys.readouterr())
+    assert "have older types than its change log" in said and "ddb-lakehouse merge --table shelf" in said  # fmt: skip
+    assert spark.sql(f"select count(*) from {HISTORY}.snapshots").collect()[0][0] == before
+    assert main(["merge", "--table", "shelf"]) == 0
     types = {f.name: f.dataType.simpleString() for f in spark.table(HISTORY).schema.fields}
     assert types["n"] == types["m"] == types["bin"] == "string", types
 
@@ -94,6 +109,30 @@ def test_a_retype_re_derives_every_version_from_its_item_never_casts(
     final_columns = [c for c in spark.table(FINAL).columns if c != "_inserted_batch_id"]
     assert as_json(spark, HISTORY, "_valid_to is null", final_columns) == as_json(spark, FINAL, "true", final_columns)  # fmt: skip
     verified_as_of(capsys, f0)
+
+
+def test_a_retype_whose_old_types_expired_stops_the_merge_in_one_line(
+    spark, clean_lakehouse, project_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The types the history was written with are in the rebuild's commit; once that commit has
+    expired, the history can only be cast: the merge stops, naming the way out, and writes
+    nothing."""
+    _, inc = drifted(tmp_path)
+    assert main(["ingest", "--table", "shelf", str(inc)]) == 0  # adopts the drift
+    later = [modify({"id": {"S": "k1"}, "title": {"S": "k1"}}, {"id": {"S": "k1"}, "title": {"S": "k1 b"}}, 30, 1)]  # fmt: skip
+    ingest("stream", tmp_path / "streams", later, "ingest")
+    spark.sql(
+        "call lake.system.expire_snapshots(table => 'staging.shelf', "
+        "older_than => timestamp '2100-01-01 00:00:00', retain_last => 1)"
+    )
+    snapshots = {t: spark.sql(f"select count(*) from {t}.snapshots").collect()[0][0] for t in (HISTORY, FINAL)}  # fmt: skip
+    capsys.readouterr()
+    assert main(["merge", "--table", "shelf"]) == 2
+    said = capsys.readouterr().err
+    assert "no longer known" in said and "nothing was merged" in said and len(said.strip().splitlines()) == 1  # fmt: skip
+    assert {t: spark.sql(f"select count(*) from {t}.snapshots").collect()[0][0] for t in (HISTORY, FINAL)} == snapshots  # fmt: skip
+    types = {f.name: f.dataType.simpleString() for f in spark.table(HISTORY).schema.fields}
+    assert types["n"] != "string"
 
 
 def test_attributes_named_valid_from_and_valid_to_are_columns_like_any_other(
@@ -120,7 +159,9 @@ def test_attributes_named_valid_from_and_valid_to_are_columns_like_any_other(
     spark.sql(f"refresh table {HISTORY}")
     rows = spark.table(HISTORY).where("id = 'k1'").orderBy("_valid_from").collect()
     assert [(r["title"], r["valid_to"]) for r in rows] == [("one", "2030"), ("one b", "2040")]
-    version = datetime(1970, 1, 1) + timedelta(microseconds=manifest.read_export(inc).version_micros)
+    version = datetime(1970, 1, 1) + timedelta(
+        microseconds=manifest.read_export(inc).version_micros
+    )
     assert rows[0]["_valid_to"] == rows[1]["_valid_from"] == version
     # query --as-of keeps both attributes.
     moment = instant(5).isoformat() + "Z"
