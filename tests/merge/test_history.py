@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import reset_lakehouse
+from history_replay import history_rows, replayed, valid_at
 from single_table_reference import KEY_VALUES, TYPE_VALUES, USERS, change, incremental, s
 from single_table_reference import key as app_key
 from support import book
@@ -305,11 +306,6 @@ def item(key: str, title: str, pages: int) -> dict:
     return {"id": {"S": key}, "title": {"S": title}, "pages": {"N": str(pages)}}
 
 
-def values(image: dict) -> dict:
-    """An item's values as the history's columns hold them."""
-    return {"title": image["title"]["S"], "pages": int(image["pages"]["N"])}
-
-
 def streamed(minutes: int) -> int:
     """A stream change's version: the last microsecond of its second (the stream gives seconds)."""
     return at(minutes) * 1_000_000 + 999_999
@@ -386,49 +382,11 @@ def chain_sources(tmp_path: Path) -> list[tuple[str, Path, list[dict] | None, li
     ]
 
 
-def replayed(changes: list[tuple], micros: int) -> dict[str, dict]:
-    """The items at an instant, by replaying every staged change up to it in (version, sequence)
-    order: a full export's items replace the state (its re-baseline), a change puts or deletes
-    its item."""
-    state: dict[str, dict] = {}
-    for version, _, key, image in sorted(changes, key=lambda c: (c[0], str(c[1]))):
-        if version > micros:
-            break
-        if key == "export":
-            state = {i: values(v) for i, v in image.items()}
-        elif image is None:
-            state.pop(key, None)
-        else:
-            state[key] = values(image)
-    return state
-
-
-def history_rows(spark) -> list[dict]:
-    spark.sql(f"refresh table {CHAIN}")
-    return [r.asDict() for r in spark.table(CHAIN).collect()]
-
-
-def valid_at(rows: list[dict], micros: int) -> dict[str, dict]:
-    """The history's items at an instant: its rows valid then (half-open), less deletes and TTL
-    expiries; an item valid twice at once is a defect."""
-    t = datetime(1970, 1, 1) + timedelta(microseconds=micros)
-    found: dict[str, dict] = {}
-    for r in rows:
-        if r["_valid_from"] <= t and (r["_valid_to"] is None or r["_valid_to"] > t):
-            assert r["id"] not in found, (r["id"], micros)
-            found[r["id"]] = r
-    return {
-        i: {"title": r["title"], "pages": int(r["pages"])}
-        for i, r in found.items()
-        if r["_operation"] not in ("delete", "ttl_delete")
-    }
-
-
 def check_chain(spark, changes: list[tuple]) -> list[dict]:
     """At every change's version (an export's instant among them), a microsecond before it and a
     second after it, the history's items are the replay's, value by value; its current rows are
     the final table's."""
-    rows = history_rows(spark)
+    rows = history_rows(spark, CHAIN)
     for version in sorted({c[0] for c in changes}):
         for micros in (version - 1, version, version + 1_000_000):
             assert valid_at(rows, micros) == replayed(changes, micros), micros
@@ -462,7 +420,7 @@ def test_the_history_equals_a_replay_of_every_change_in_the_chain(
             assert main(["sync", "--table", "shelf", str(where)]) == 0
     spark.sql(f"delete from {MERGE_LOG} where table_name = 'shelf'")
     assert main(["merge", "--table", "shelf"]) == 0
-    assert sorted(tuple(str(r[c]) for c in key) for r in history_rows(spark)) == one_by_one
+    assert sorted(tuple(str(r[c]) for c in key) for r in history_rows(spark, CHAIN)) == one_by_one
     # All at once in a fresh lakehouse: the same rows.
     reset_lakehouse(spark)
     for kind, where, records, _ in chain_sources(tmp_path / "all"):

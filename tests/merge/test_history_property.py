@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import os
 import random
-from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from conftest import reset_lakehouse
+from history_replay import history_rows, replayed, valid_at
 from test_history import HISTORY, add_shelf, at, ingest, instant
 
 from ingestion.cli import main
@@ -38,10 +38,6 @@ SEEDS = range(int(os.environ.get("LAKEHOUSE_HISTORY_SEEDS", "1")))
 
 def item(key: str, title: str, pages: str) -> dict:
     return {"id": {"S": key}, "title": {"S": title}, "pages": {"N": pages}}
-
-
-def values(image: dict) -> dict:
-    return {"title": image["title"]["S"], "pages": Decimal(image["pages"]["N"])}
 
 
 def truth(rng: random.Random) -> tuple[dict[str, dict], list[tuple]]:
@@ -140,41 +136,8 @@ def scenario(seed: int, folder: Path) -> list[tuple[str, Path, list[dict] | None
     return [(kind, where, records, staged) for _, kind, where, records, staged in arrivals]
 
 
-def replayed(changes: list[tuple], micros: int) -> dict[str, dict]:
-    state: dict[str, dict] = {}
-    for version, _, key, image in sorted(changes, key=lambda c: (c[0], str(c[1]))):
-        if version > micros:
-            break
-        if key == "export":
-            state = {k: values(v) for k, v in image.items()}
-        elif image is None:
-            state.pop(key, None)
-        else:
-            state[key] = values(image)
-    return state
-
-
-def history_rows(spark) -> list[dict]:
-    spark.sql(f"refresh table {HISTORY}")
-    return [r.asDict() for r in spark.table(HISTORY).collect()]
-
-
-def valid_at(rows: list[dict], micros: int) -> dict[str, dict]:
-    t = datetime(1970, 1, 1) + timedelta(microseconds=micros)
-    found: dict[str, dict] = {}
-    for r in rows:
-        if r["_valid_from"] <= t and (r["_valid_to"] is None or r["_valid_to"] > t):
-            assert r["id"] not in found, ("valid twice", r["id"], micros)
-            found[r["id"]] = r
-    return {
-        k: {"title": r["title"], "pages": Decimal(str(r["pages"]))}
-        for k, r in found.items()
-        if r["_operation"] not in ("delete", "ttl_delete")
-    }
-
-
 def checked(spark, changes: list[tuple], grouping: str) -> list[tuple]:
-    rows = history_rows(spark)
+    rows = history_rows(spark, HISTORY)
     for version in sorted({c[0] for c in changes}):
         for micros in (version - 1, version, version + 1):
             assert valid_at(rows, micros) == replayed(changes, micros), (grouping, micros)
