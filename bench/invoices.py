@@ -173,9 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     seconds["verify"], said = _cli(env, "verify", "--table", "invoices", now)
     assert "EQUAL" in said and "NOT EQUAL" not in said, said[-2000:]
 
-    def one(sql: str) -> str:
-        _, said = _cli(env, "query", "--engine", "duckdb", sql)
-        return said.strip().splitlines()[-1].strip(" |")
+    def one(sql: str) -> int:
+        _, said = _cli(env, "query", "--engine", "duckdb", "--format", "json", sql)
+        (row,) = [json.loads(line) for line in said.splitlines() if line.strip()]
+        return int(next(iter(row.values())))
 
     empty = one("select count(*) from lakehouse.invoices where line_items is null")
     priced = one(
@@ -183,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         f"where li.price = {NEW_PRICE}"
     )
     checks = {
-        "rows with line_items null": int(empty),
-        f"line items priced {NEW_PRICE}": int(priced),
+        "rows with line_items null": empty,
+        f"line items priced {NEW_PRICE}": priced,
         "updated items": len(updated),
     }
     assert checks["rows with line_items null"] == 0, checks
