@@ -145,7 +145,7 @@ candidates as (
     inner join touched
         on {% for key in keys %}export_line.{{ key }} = touched.{{ key }}{{ " and " if not loop.last }}{% endfor %}
     where export_line.`_operation` = 'snapshot' and export_line.`_version` > touched.`_oldest`
-      and export_line.`_version` <= {{ floor }}
+      and export_line.`_version` <= {{ floor }} and {{ guard }}
       and export_line.`_batch_id` not in ({{ dynamodb_quoted_list(batches) if batches else "''" }})
     {%- endif %}
 
@@ -231,25 +231,37 @@ closes as (
 
 {%- if incremental and late %}
 {#-
-  A late change: a key whose latest version is older than the newest full export, which the
-  change log shows did not hold it (no change of the key as new as the export), is closed at the
-  export's instant, as the final table's baseline rule removes its row.
+  A late change: a key whose latest version is older than a full export that the change log
+  shows did not hold it (no change of the key as new as the export) is closed at the FIRST such
+  export after its last change, as the final table's baseline rule removes its row; merged with
+  those exports at once, their own closes (above) end it there too.
 -#}
+{%- set exports_known = (known or {}).get('all') or [floor] -%}
+{%- set after = [] -%}
+{%- for version in exports_known if oldest is none or version > oldest -%}{%- do after.append(version) -%}{%- endfor -%}
 late_closes as (
 
     select {{ _dynamodb_history_close(columns, dynamodb_key_columns(table), 'latest', {
-        '_version': 'cast(' ~ floor ~ ' as bigint)', '_ingested_at': 'current_timestamp()'}) }}
+        '_version': 'latest.`_close_at`', '_ingested_at': 'current_timestamp()'}) }}
     from (
-        select {{ keys | join(', ') }},
-            max_by(struct(`_operation`, `_version`, {{ dynamodb_is_kept_expiry(table) }} as `_kept`), {{ order }}) as `_last`
-        from versions
-        group by {{ keys | join(', ') }}
+        select latest.*, array_min(filter(
+            array({% for version in exports_known %}cast({{ version }} as bigint){{ ", " if not loop.last }}{% endfor %}),
+            e -> e > greatest(latest.`_last`.`_version`, coalesce(held.`_newest`, latest.`_last`.`_version`))
+        )) as `_close_at`
+        from (
+            select {{ keys | join(', ') }},
+                max_by(struct(`_operation`, `_version`, {{ dynamodb_is_kept_expiry(table) }} as `_kept`), {{ order }}) as `_last`
+            from versions
+            group by {{ keys | join(', ') }}
+        ) as latest
+        left join (
+            select {{ keys | join(', ') }}, max(`_version`) as `_newest` from {{ relation }}
+            where `_version` >= {{ (after | min) if after else floor }}
+            group by {{ keys | join(', ') }}
+        ) as held
+            on {% for key in keys %}held.{{ key }} = latest.{{ key }}{{ " and " if not loop.last }}{% endfor %}
     ) as latest
-    left anti join (
-        select {{ keys | join(', ') }} from {{ relation }} where `_version` >= {{ floor }}
-    ) as held
-        on {% for key in keys %}held.{{ key }} = latest.{{ key }}{{ " and " if not loop.last }}{% endfor %}
-    where latest.`_last`.`_version` < {{ floor }}
+    where latest.`_close_at` is not null
       and not (latest.`_last`.`_operation` in {{ dynamodb_all_delete_operations() }})
       and not latest.`_last`.`_kept`
 

@@ -8,6 +8,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.config import names
+from ingestion.dynamodb.entities import final_tables
+from ingestion.dynamodb.tables import load_tables
 from ingestion.maintenance import compaction
 from ingestion.merge import merge_log
 from ingestion.staging import chain, ledger
@@ -34,11 +36,20 @@ class TableStatus:
         return chain.open_gaps(self.entries)
 
 
+def keeps_history(table: str) -> bool:
+    """Whether the final table ``table`` keeps a history (its entry's ``history``): a batch is
+    then pending until the final table and its history both hold it."""
+    return any(
+        final.history
+        for entry in load_tables().values()
+        for final in final_tables(entry)
+        if final.name == table
+    )
+
+
 def table_status(spark: SparkSession, table: str) -> TableStatus:
     merge_log.ensure_merge_log(spark)
-    # A batch is pending until the final table and its history (when kept) both hold it.
-    history = spark.catalog.tableExists(names.final_table(names.history_table(table)))
-    pending = merge_log.new_batches(spark, table, history)
+    pending = merge_log.new_batches(spark, table, keeps_history(table))
     unmerged = (
         spark.table(names.staging_table(table)).where(F.col("_batch_id").isin(pending)).count()
         if pending

@@ -176,7 +176,7 @@ def verify(
         items = items.where((valid_from <= at) & (valid_to.isNull() | (valid_to > at)))
     items = items.where(~F.col("_operation").isin(*change_order.DELETE_OPERATIONS))
     staging = spark.table(names.staging_table(table.name))
-    unmerged = merge_log.new_batches(spark, table.name)
+    unmerged = merge_log.new_batches(spark, table.name, history=as_of)  # its own rows too
     changed = staging.where(
         unmerged_until(instant, unmerged) if as_of else changed_since(instant, unmerged)
     )

@@ -48,12 +48,12 @@ class HistoryTypesError(LakehouseError):
 def retype_history(spark: SparkSession, table: TableConfig) -> tuple[str, ...]:
     """Re-derive ``table``'s history when a column of it has another type than its change log's;
     the columns that changed (empty: nothing to do, or no history)."""
+    if not table.history:
+        return ()
     history = names.final_table(names.history_table(table.name))
     entry = _entry(table)
     staging = names.staging_table(entry.name)
-    if not table.history or not spark.catalog.tableExists(history):
-        return ()
-    if not spark.catalog.tableExists(staging):
+    if not spark.catalog.tableExists(history) or not spark.catalog.tableExists(staging):
         return ()
     held = spark.table(history)
     have = {f.name: f.dataType.simpleString() for f in held.schema.fields}

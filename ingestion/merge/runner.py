@@ -483,7 +483,8 @@ def full_export_versions(
 ) -> dict[str, Any] | None:
     """The versions of the re-baseline rule (macros/baseline.sql) from the ledger, for a merge
     of ``batches`` into ``table``: the newest full export staged (``newest``) and the newest
-    among the batches (``among_batches``), each an export time in microseconds or None. A full
+    among the batches (``among_batches``), each an export time in microseconds or None, and
+    every full export's (``all``). A full
     export's rows are all `snapshot` at its export time, so this is what a `max(_version)` of
     the change log's snapshot rows finds, without that scan (two a merge, growing with the
     table): unless the export held no item, or retention pruned every row of it, where the
@@ -492,6 +493,7 @@ def full_export_versions(
     it): the macros then scan, as before."""
     newest: int | None = None
     among: int | None = None
+    every: set[int] = set()
     entries = ledger.entries(spark, table)
     if not entries:
         return None
@@ -501,10 +503,12 @@ def full_export_versions(
         if not entry.end:
             return None
         version = clock.epoch_micros(datetime.fromisoformat(entry.end))
+        every.add(version)
         newest = version if newest is None else max(newest, version)
         if entry.batch_id in batches:
             among = version if among is None else max(among, version)
-    return {"newest": newest, "among_batches": among}
+    # ``all``: every full export's version, for the history's late closes (macros/history.sql).
+    return {"newest": newest, "among_batches": among, "all": sorted(every)}
 
 
 def _dbt_run(
