@@ -266,3 +266,41 @@ def test_a_late_change_before_a_restating_full_export_ends_at_that_export(
         ingest(kind, where, records, "ingest")
     assert main(["merge", "--table", "shelf"]) == 0
     assert history() == one_by_one
+
+
+def test_a_late_change_is_closed_at_the_first_full_export_that_lacks_it(
+    spark, clean_lakehouse, project_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`k` was created at minute 15 and deleted at 17 (the delete lost); full exports at 20 and 30
+    both lack it; its creation arrives after both. Its history ends at 20, the first export that
+    lacks it, whether merged one by one or all at once."""
+    add_shelf()
+    f, k = {"id": {"S": "f"}, "title": {"S": "eff"}}, {"id": {"S": "k"}, "title": {"S": "kay"}}
+
+    def sources(folder: Path) -> list[tuple[str, Path, list[dict] | None]]:
+        exports = [
+            sample_exports.write_items_export(folder / f"e{m}", "shelf", [f], instant(m), seed=m)
+            for m in (0, 20, 30)
+        ]
+        late = [modify(None, k, 15, 1, "INSERT")]
+        return [*(("export", e, None) for e in exports), ("stream", folder / "streams", late)]
+
+    def history() -> list[tuple]:
+        spark.sql(f"refresh table {HISTORY}")
+        rows = spark.table(HISTORY).where("id = 'k'").select("_operation", "_valid_from", "_valid_to")  # fmt: skip
+        return sorted((tuple(r) for r in rows.collect()), key=lambda r: r[1])
+
+    arrivals = sources(tmp_path / "one")
+    for kind, where, records in arrivals:
+        ingest(kind, where, records, "sync")
+    assert history() == [("insert", streamed(15), instant(20)), ("delete", instant(20), None)]
+    assert sorted(queried_as_of(capsys, 16, "spark")) == ["f", "k"]
+    assert sorted(queried_as_of(capsys, 25, "spark")) == ["f"]
+    verified_as_of(capsys, arrivals[1][1])
+    one_by_one = history()
+
+    reset_lakehouse(spark)
+    for kind, where, records in sources(tmp_path / "all"):
+        ingest(kind, where, records, "ingest")
+    assert main(["merge", "--table", "shelf"]) == 0
+    assert history() == one_by_one
