@@ -33,7 +33,18 @@ from ingestion.sources import manifest
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 KEYS = [f"k{i}" for i in range(6)]
-SEEDS = range(int(os.environ.get("LAKEHOUSE_HISTORY_SEEDS", "1")))
+# Seed 5 first: it exercises every feature below (test_the_first_seed_exercises_every_feature).
+SEEDS = ([5] + [s for s in range(1000) if s != 5])[: int(os.environ.get("LAKEHOUSE_HISTORY_SEEDS", "1"))]  # fmt: skip
+FEATURES = {
+    "full export", "incremental export", "lost delete", "late record", "redelivered record",
+    "ttl expiry", "re-create", "drift", "same second",
+}  # fmt: skip
+
+
+def test_the_first_seed_exercises_every_feature(tmp_path: Path) -> None:
+    found: dict[str, int] = {}
+    scenario(SEEDS[0], tmp_path, found)
+    assert set(found) == FEATURES, found
 
 
 def item(key: str, title: str, pages: str) -> dict:
@@ -57,6 +68,10 @@ def truth(rng: random.Random) -> tuple[dict[str, dict], list[tuple]]:
         new = item(key, f"{key} m{minute}", pages)
         changes.append((minute, sequence, "MODIFY" if old else "INSERT", key, old, new, False))
         live[key] = new
+        if rng.random() < 0.15:  # a second change in the same second: its sequence orders them
+            again = item(key, f"{key} m{minute} again", pages)
+            changes.append((minute, sequence + 100, "MODIFY", key, new, again, False))
+            live[key] = again
     return state, changes
 
 
@@ -71,8 +86,16 @@ def state_at(start: dict[str, dict], changes: list[tuple], minute: int) -> dict[
     return live
 
 
-def scenario(seed: int, folder: Path) -> list[tuple[str, Path, list[dict] | None, list[tuple]]]:
-    """The arrivals: (kind, where, stream records, the changes it stages)."""
+def scenario(
+    seed: int, folder: Path, features: dict[str, int] | None = None
+) -> list[tuple[str, Path, list[dict] | None, list[tuple]]]:
+    """The arrivals: (kind, where, stream records, the changes it stages); ``features`` counts
+    what the seed exercises."""
+    seen = features if features is not None else {}
+
+    def saw(feature: str) -> None:
+        seen[feature] = seen.get(feature, 0) + 1
+
     rng = random.Random(seed)
     start, changes = truth(rng)
     # The exports' chain: a full export at 0, then three more, each full or incremental.
@@ -86,7 +109,9 @@ def scenario(seed: int, folder: Path) -> list[tuple[str, Path, list[dict] | None
         if rng.random() < 0.5:
             path = sample_exports.write_items_export(folder / f"e{i}", "shelf", list(now.values()), instant(cut), seed=seed + i)  # fmt: skip
             staged = [(manifest.read_export(path).version_micros, "", "export", dict(now))]
+            saw("full export")
         else:
+            saw("incremental export")
             before = state_at(start, changes, previous)
             # the keys changed in the window (one created and deleted in it: no line)
             changed = {c[3] for c in changes if previous < c[0] <= cut}
@@ -107,7 +132,8 @@ def scenario(seed: int, folder: Path) -> list[tuple[str, Path, list[dict] | None
     records = []
     for minute, sequence, event, key, old, new, ttl in changes:
         if event == "REMOVE" and not ttl and rng.random() < 0.3:
-            continue  # lost
+            saw("lost delete")
+            continue
         record = sample_stream.stream_record("shelf", event, {"id": {"S": key}}, old, new, at(minute), sequence, ttl=ttl)  # fmt: skip
         version = at(minute) * 1_000_000 + 999_999
         records.append((minute, record, (version, f"{sequence:021d}", key, new)))
@@ -122,13 +148,27 @@ def scenario(seed: int, folder: Path) -> list[tuple[str, Path, list[dict] | None
             if later is not None and rng.random() < 0.12:  # late: delivered in a later file
                 files[i].remove(entry)
                 files[min(later, len(files) - 1)].append(entry)
+                saw("late record")
             elif later is not None and rng.random() < 0.1:  # redelivered
                 files[min(later, len(files) - 1)].append(entry)
+                saw("redelivered record")
     arrivals: list[tuple[float, str, Path, list[dict] | None, list[tuple]]] = []
     streams = folder / "streams"
     for batch in (f for f in files if f):
         when = max(m for m, _, _ in batch) + rng.uniform(0, 10)
         arrivals.append((when, "stream", streams, [r for _, r, _ in batch], [c for _, _, c in batch]))  # fmt: skip
+    removed: set[str] = set()
+    for _, sequence, event, key, _, new, ttl in changes:
+        for feature, found in (
+            ("ttl expiry", ttl),
+            ("re-create", event == "INSERT" and key in removed),
+            ("drift", new is not None and "." in new["pages"]["N"]),
+            ("same second", sequence > 100),
+        ):
+            if found:
+                saw(feature)
+        if event == "REMOVE":
+            removed.add(key)
     export_times = sorted(cut + rng.uniform(0.5, 12) for cut, *_ in exports)
     for when, (_, kind, path, staged) in zip(export_times, exports, strict=True):
         arrivals.append((when, kind, path, None, staged))
