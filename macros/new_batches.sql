@@ -54,5 +54,5 @@
 {%- endmacro %}
 
 {% macro _dynamodb_pin(logged_as) -%}
-`dynamodb-lakehouse.pinned-batches.{{ invocation_id }}.{{ logged_as }}`
+`lakehouse-pinned-batches.{{ invocation_id }}.{{ logged_as }}`
 {%- endmacro %}
