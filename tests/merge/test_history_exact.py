@@ -37,6 +37,14 @@ def streamed(minutes: int) -> datetime:
     return datetime(1970, 1, 1) + timedelta(microseconds=at(minutes) * 1_000_000 + 999_999)
 
 
+def merged_at_once(spark, arrivals: list[tuple[str, Path, list[dict] | None]]) -> None:
+    """The same sources in a fresh lakehouse, all staged, then one merge."""
+    reset_lakehouse(spark)
+    for kind, where, records in arrivals:
+        ingest(kind, where, records, "ingest")
+    assert main(["merge", "--table", "shelf"]) == 0
+
+
 def verified_as_of(capsys: pytest.CaptureFixture[str], export: Path) -> None:
     """``verify --as-of`` of the history against ``export``: EQUAL."""
     capsys.readouterr()
@@ -218,10 +226,7 @@ def test_a_full_export_closes_the_row_valid_at_its_instant_whatever_came_after(
     verified_as_of(capsys, arrivals[-1][1])
     one_by_one = history()
 
-    reset_lakehouse(spark)  # all at once: the same rows
-    for kind, where, records in sources(tmp_path / "all"):
-        ingest(kind, where, records, "ingest")
-    assert main(["merge", "--table", "shelf"]) == 0
+    merged_at_once(spark, sources(tmp_path / "all"))
     assert history() == one_by_one
 
 
@@ -261,10 +266,7 @@ def test_a_late_change_before_a_restating_full_export_ends_at_that_export(
     verified_as_of(capsys, arrivals[1][1])
     one_by_one = history()
 
-    reset_lakehouse(spark)
-    for kind, where, records in sources(tmp_path / "all"):
-        ingest(kind, where, records, "ingest")
-    assert main(["merge", "--table", "shelf"]) == 0
+    merged_at_once(spark, sources(tmp_path / "all"))
     assert history() == one_by_one
 
 
@@ -299,8 +301,5 @@ def test_a_late_change_is_closed_at_the_first_full_export_that_lacks_it(
     verified_as_of(capsys, arrivals[1][1])
     one_by_one = history()
 
-    reset_lakehouse(spark)
-    for kind, where, records in sources(tmp_path / "all"):
-        ingest(kind, where, records, "ingest")
-    assert main(["merge", "--table", "shelf"]) == 0
+    merged_at_once(spark, sources(tmp_path / "all"))
     assert history() == one_by_one
