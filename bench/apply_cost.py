@@ -219,8 +219,9 @@ def covered(spans: list[tuple[float, float]]) -> float:
 def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
     from pyspark.sql import functions as F
 
+    from ingestion.catalog import merge_log
     from ingestion.dynamodb.tables import get_table
-    from ingestion.merge import merge_counts, merge_log, runner
+    from ingestion.merge import dbt_process, merge_counts, runner
     from ingestion.samples import sample_exports
     from ingestion.sources import manifest
     from ingestion.sources.change_file_writer import write_batch
@@ -260,7 +261,7 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
     dbt_own: list[float] = []
     spans: list[tuple[float, float]] = []
     count_sql_time(spans)
-    invoke = runner.dbt_invoke
+    invoke = dbt_process.dbt_invoke
 
     def timed_invoke(args, run_vars=None, artifacts=True):
         began = time.monotonic()
@@ -271,7 +272,7 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
             dbt_times.append((args[0], time.monotonic() - began))
             dbt_own.append(dbt_times[-1][1] - covered(spans))
 
-    runner.dbt_invoke = timed_invoke
+    dbt_process.dbt_invoke = timed_invoke
     export = manifest.read_export(folder, verify=False)
     start = export.export_time
     assert start is not None
@@ -601,9 +602,9 @@ def per_10x(runs: list[dict], case: str) -> list[float]:
 def orders_items(spark):
     """The final ``orders`` table with ``_image``: each row's item, from its columns and remainder
     (``item_json``, decision 0012)."""
+    from ingestion.catalog import table_types
     from ingestion.dynamodb.tables import get_table
     from ingestion.schema import item_json
-    from ingestion.staging import table_types
 
     schema = table_types.stored_schema(spark, get_table("orders"))
     return item_json.with_staged_image(spark.table("lake.lakehouse.orders"), schema)

@@ -115,13 +115,14 @@ def main(argv: list[str] | None = None) -> int:
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
+        from ingestion.catalog import table_types
         from ingestion.cli.app import main as cli
         from ingestion.dynamodb.tables import get_table
         from ingestion.dynamodb.values import sql_string
         from ingestion.samples import sample_exports
         from ingestion.sources import manifest
         from ingestion.spark.spark_config import build_spark
-        from ingestion.staging import append, table_types
+        from ingestion.staging import append
 
         folder = sample_exports.write_samples(scratch / "exports", args.items, 1, ["orders"])["orders"]  # fmt: skip
         spark = build_spark("bench decoder probe")

@@ -51,7 +51,7 @@ STEPS = [
         "ingestion.staging.exports",
         "stage_with_evolution",
     ),
-    ("ledger reads", "ingestion.staging.ledger", "entries"),
+    ("ledger reads", "ingestion.catalog.ledger", "entries"),
     ("drift check of unmerged batches", "ingestion.jobs.apply", "adopt_before_merge"),
     ("dbt run", "ingestion.merge.runner", "_dbt_run"),
     ("dbt run + dbt test", "ingestion.merge.runner", "dbt_invoke"),
@@ -133,11 +133,12 @@ def breakdown(spark: Any, folder: Path, table_name: str) -> dict[str, float]:
     """(c): staging's and detection's passes taken apart."""
     from datetime import datetime
 
+    from ingestion.catalog import table_types
     from ingestion.dynamodb import decode
     from ingestion.dynamodb.tables import get_table
     from ingestion.schema import detect, shapes
     from ingestion.sources import manifest
-    from ingestion.staging import append, table_types
+    from ingestion.staging import append
 
     table = get_table(table_name)
     schema = table_types.stored_schema(spark, table)

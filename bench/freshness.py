@@ -142,9 +142,8 @@ def write_changes(location: Path, names: list[str], args: argparse.Namespace) ->
 
 def latencies(names: list[str], landed: dict) -> tuple[dict[str, list[float]], int]:
     """Per table, the latency of every change (merge recorded - file landed); changes unmerged."""
-    from ingestion.merge import merge_log
+    from ingestion.catalog import ledger, merge_log
     from ingestion.spark.spark_config import build_spark
-    from ingestion.staging import ledger
 
     spark = build_spark("bench freshness results")
     merged_at = {

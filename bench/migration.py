@@ -46,10 +46,10 @@ def to_older_form() -> None:
     scan); print the final table's fingerprint and row count as one JSON line."""
     from pyspark.sql import functions as F
 
+    from ingestion.catalog import table_types
     from ingestion.dynamodb.tables import get_table
     from ingestion.schema import item_json
     from ingestion.spark.spark_config import build_spark
-    from ingestion.staging import table_types
 
     spark = build_spark("bench migration: the older form")
     schema = table_types.stored_schema(spark, get_table("orders"))

@@ -81,12 +81,12 @@ def profile(folder: str) -> None:
     """The first pass's steps, each on its own, cold then warm; prints them as one JSON line."""
     from pyspark.sql import functions as F
 
+    from ingestion.catalog import table_types
     from ingestion.config import names
     from ingestion.dynamodb import tables
     from ingestion.maintenance import fingerprints
     from ingestion.sources import manifest
     from ingestion.spark.spark_config import build_spark
-    from ingestion.staging import table_types
 
     steps: dict[str, list[float]] = {}
 

@@ -10,10 +10,10 @@ import base64
 import json
 from typing import Any
 
+from ingestion.catalog import table_types
 from ingestion.dynamodb.tables import get_table
 from ingestion.schema.canonical import number, number_text
 from ingestion.schema.item_json import final_table_schema, with_staged_image
-from ingestion.staging import table_types
 
 
 def strict(value: dict[str, Any]) -> Any:

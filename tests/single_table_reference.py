@@ -15,11 +15,11 @@ import readers
 from items_back import final_items, strict_item
 from reference import expected, same
 
+from ingestion.catalog import table_types
 from ingestion.cli import main
 from ingestion.dynamodb import tables
 from ingestion.samples import sample_exports, single_table
 from ingestion.samples.items import BASE_TIME
-from ingestion.staging import table_types
 
 USERS = 12
 KEY_VALUES = {"USER": "app__user", "ORDER": "app__order", "ADDRESS": "app__address"}

@@ -98,7 +98,7 @@ def _kept_types(table: str | None) -> Schema | None:
         return None
     if entry is None:
         return None
-    from ingestion.staging import table_types  # PySpark's modules: only on this failure's path
+    from ingestion.catalog import table_types  # PySpark's modules: only on this failure's path
 
     return table_types.kept_without_spark(entry)
 

@@ -7,6 +7,7 @@ import contextlib
 import json
 import sys
 
+from ingestion.catalog import ledger
 from ingestion.cli import output
 from ingestion.cli.arguments import (
     add_export_arguments,
@@ -29,7 +30,6 @@ from ingestion.jobs.inspection import (
 from ingestion.maintenance import verify as verifying
 from ingestion.maintenance.status import TableStatus
 from ingestion.sources.export_control import VERIFY_PREFIX
-from ingestion.staging import ledger
 
 STREAM_BATCHES_SHOWN = 5  # a watched table has one per tick: the last few are enough
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ingestion.catalog import duckdb_engine, table_metadata, table_types
 from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.entities import final_tables
@@ -24,10 +25,8 @@ from ingestion.maintenance.status import TableStatus, status_without_spark, tabl
 from ingestion.schema import schema_file, types
 from ingestion.sources.aws_errors import aws_errors
 from ingestion.spark import out_of_memory, spark_config
-from ingestion.staging import table_types
 from ingestion.staging.drift import Drift, drift_report, drift_report_without_spark
 from ingestion.staging.exports import with_keys
-from ingestion.without_spark import duckdb_engine, iceberg_metadata
 
 
 class QueryError(LakehouseError):
@@ -36,8 +35,8 @@ class QueryError(LakehouseError):
 
 def drift(table: TableConfig) -> list[Drift]:
     """Values staged that did not fit their column, per attribute and source (without a JVM
-    where the path without Spark serves: ``without_spark``)."""
-    if iceberg_metadata.available():
+    where the path without Spark serves: ``catalog.table_metadata.available``)."""
+    if table_metadata.available():
         return drift_report_without_spark(table.name)
     return drift_report(spark_config.build_spark("drift"), table.name)
 
@@ -58,9 +57,9 @@ def table_schema(table: TableConfig) -> tuple[types.Schema | None, str]:
 
 
 def statuses(tables: list[TableConfig]) -> Iterator[TableStatus]:
-    """Each table's status; without a JVM where the path without Spark serves (``without_spark``)."""
+    """Each table's status; without a JVM where the path without Spark serves (``catalog.table_metadata.available``)."""
     finals = [final for table in tables for final in final_tables(table)]  # one per entity
-    if iceberg_metadata.available():
+    if table_metadata.available():
         for final in finals:
             yield status_without_spark(final.name)
         return
@@ -83,7 +82,7 @@ def query(
 ) -> QueryResult:
     """Run ``sql``; its rows (the first ``limit`` of them, or all of them streamed to the
     driver one partition at a time when ``limit`` is None). ``engine="duckdb"``: DuckDB's SQL
-    over the tables' current state, no JVM (``without_spark``; reads only). ``moment``: the
+    over the tables' current state, no JVM (``catalog.table_metadata.available``; reads only). ``moment``: the
     final tables it names as of that instant (UTC), from their histories (``as_of``)."""
     if engine == "duckdb":
         return _duckdb_query(sql, limit, moment)
@@ -99,7 +98,7 @@ def query(
 
 
 def _duckdb_query(sql: str, limit: int | None, moment: datetime | None) -> QueryResult:
-    if not iceberg_metadata.available():
+    if not table_metadata.available():
         raise QueryError(
             "--engine duckdb reads the local and rehearsal targets' catalogs with the light extra "
             "installed (pip install -e '.[light]'); use the default engine (Spark) here"

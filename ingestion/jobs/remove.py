@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from ingestion.catalog import merge_log
 from ingestion.config import names
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
 from ingestion.maintenance import verify_log
-from ingestion.merge import merge_log
 
 
 def owned(table: TableConfig) -> list[str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from ingestion.catalog import entity_types, ledger, table_metadata
 from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs.guard import held_table
@@ -20,7 +21,6 @@ from ingestion.schema import detect, schema_file, types
 from ingestion.sources import manifest
 from ingestion.sources.stream_files import store_for
 from ingestion.spark import progress, spark_config
-from ingestion.staging import entity_types, ledger
 from ingestion.staging.chain import check_stageable
 from ingestion.staging.drift import Drift
 from ingestion.staging.exports import (
@@ -30,7 +30,6 @@ from ingestion.staging.exports import (
     ingest_export,
 )
 from ingestion.staging.streams import ingest_stream
-from ingestion.without_spark import iceberg_metadata
 
 
 @dataclass(frozen=True)
@@ -119,8 +118,8 @@ def stage_exports(
 
 def already_applied(table: TableConfig, folders: list[str]) -> list[IngestResult] | None:
     """When the ledger holds every export given, their (skipped) results, found without a JVM
-    (``without_spark``: manifests and the staging table's metadata); else None (staging starts Spark)."""
-    if not iceberg_metadata.available():
+    (``catalog.table_metadata.available``: manifests and the staging table's metadata); else None (staging starts Spark)."""
+    if not table_metadata.available():
         return None
     exports = [manifest.read_export(f, verify=False) for f in folders]
     applied = {e.source for e in ledger.entries_without_spark(table.name)}
@@ -132,8 +131,8 @@ def already_applied(table: TableConfig, folders: list[str]) -> list[IngestResult
 def nothing_to_stage(table: TableConfig, stream: StreamSource) -> int | None:
     """When the stream folder holds no settled change file the ledger lacks, and none the
     ledger holds (a cleanup left after a crash), how many files wait to settle, found without a
-    JVM (``without_spark``); else None (staging starts Spark)."""
-    if not iceberg_metadata.available():
+    JVM (``catalog.table_metadata.available``); else None (staging starts Spark)."""
+    if not table_metadata.available():
         return None
     store = store_for(stream.location, table.dynamodb_name)
     listed = store.listing()

@@ -8,14 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ingestion.catalog import ledger
 from ingestion.dynamodb.tables import TableConfig, TableConfigError
 from ingestion.jobs import apply, stage
 from ingestion.jobs.reporter import Reporter
 from ingestion.maintenance import verify as verifying
-from ingestion.merge import runner
+from ingestion.merge import dbt_process
 from ingestion.sources import export_control, manifest, recovery
 from ingestion.spark import spark_config
-from ingestion.staging import chain, ledger
+from ingestion.staging import chain
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def sync(
         )
     if given > 1:
         raise TableConfigError("give export folders, --stream or --from-dynamodb, not both")
-    runner.load_dbt_meanwhile()  # while the sources are staged: the merge after needs it
+    dbt_process.load_dbt_meanwhile()  # while the sources are staged: the merge after needs it
     changed = None
     clean: frozenset[str] = frozenset()
     if stream is not None:

@@ -25,6 +25,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from ingestion.catalog import merge_log, table_types
+from ingestion.catalog import table as catalog_table
 from ingestion.config import clock
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb import decode
@@ -33,9 +35,9 @@ from ingestion.dynamodb.tables import TableConfig
 from ingestion.jobs import table_lock
 from ingestion.jobs.guard import held_table
 from ingestion.maintenance import adopt, compaction
-from ingestion.merge import merge_counts, merge_log, runner
+from ingestion.merge import dbt_process, merge_counts, runner
 from ingestion.spark import threads
-from ingestion.staging import append, exports, streams, table_types
+from ingestion.staging import append, exports, streams
 from ingestion.staging.streams import StreamResult
 
 log = logging.getLogger(__name__)
@@ -93,7 +95,7 @@ class WatchOptions:
     test_every: int = 10
     maintain_every: int = 60  # compaction and expiry (ingestion.maintenance.compaction.maintain)
     expiry_every: timedelta = compaction.EXPIRY_EVERY  # the rest of maintain, when due
-    dbt_artifacts: bool = False  # dbt's target/*.json written every tick (runner.dbt_invoke)
+    dbt_artifacts: bool = False  # dbt's target/*.json written every tick (dbt_process.dbt_invoke)
     max_failures: int = 5
     # The whole-table data tests of each table (runner.full_check, as `maintain` ends): a tick's
     # tests look only at the rows its merges wrote (docs/exports-and-the-ledger.md, "Each
@@ -279,16 +281,17 @@ def _merge(
     merge runs the data tests, on the keys of every batch merged since the last ones."""
     if not tables:
         return {}, 0.0
-    for table in tables:
-        clean = progress.clean.get(table.name, set())
-        for line in adopt.adopt_before_merge(spark, table, known_clean=clean):
+    entries = catalog_table.load(tables, spark)
+    for entry in entries:
+        clean = progress.clean.get(entry.name, set())
+        for line in adopt.adopt_before_merge(entry, known_clean=clean):
             log.info(line)
     test = options.test_every > 0 and (progress.merged + 1) % options.test_every == 0
     also = {  # keyed by final table: a single-table design's entity tables each
         f.name: list(progress.untested.get(t.name, [])) for t in tables for f in final_tables(t)
     }
     results, merge_seconds = runner.run_merge(
-        spark, tables, test=test, also_test=also, artifacts=options.dbt_artifacts
+        spark, entries, test=test, also_test=also, artifacts=options.dbt_artifacts
     )
     progress.merged += 1
     results = merge_counts.per_entry(tables, results)
@@ -331,7 +334,7 @@ def warm_up(spark: SparkSession, table: TableConfig) -> float:
             clock.utc_now(),
         )
         rows.write.format("noop").mode("overwrite").save()
-    runner.dbt_invoke(["parse"])
+    dbt_process.dbt_invoke(["parse"])
     return time.monotonic() - started
 
 

@@ -23,16 +23,15 @@ from contextlib import AbstractContextManager, nullcontext
 
 from pyspark.sql import SparkSession
 
-from ingestion.config import names
+from ingestion.catalog import entity_types, ledger, table_types
+from ingestion.catalog.table import Table
+from ingestion.catalog.table_metadata import Snapshot
 from ingestion.config.errors import LakehouseError
-from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.maintenance import entity_moves, rebuild
-from ingestion.merge import merge_log
 from ingestion.schema import schema_file, types
-from ingestion.spark import out_of_memory, table_metadata
+from ingestion.spark import out_of_memory
 from ingestion.staging import drift as staged_drift
-from ingestion.staging import entity_types, ledger, table_types
 from ingestion.staging.drift import Drift
 
 log = logging.getLogger(__name__)
@@ -138,10 +137,7 @@ def adopt_drift(
 
 
 def adopt_before_merge(
-    spark: SparkSession,
-    table: TableConfig,
-    guard: Guard = nullcontext,
-    known_clean: Collection[str] = (),
+    table: Table, guard: Guard = nullcontext, known_clean: Collection[str] = ()
 ) -> list[str]:
     """Before a merge: the restage of a rebuild killed after its replace done
     (``rebuild.recover_lost_commits``), rows staged under the earlier key rule moved to their
@@ -149,42 +145,49 @@ def adopt_before_merge(
     (a run that staged them and failed to adopt, or was killed first); the summary lines. A
     merge never writes such a batch with its values null while the table adopts drift.
     ``known_clean``: batches this process staged and saw no drift in (its ``watch``): not read
-    again (their drift report is a Spark job on their rows, a tenth of a second every tick)."""
-    lines = [
-        f"{table.name}: batch {batch} was overwritten by a rebuild that stopped before staging "
-        "it again: staged again"
-        for batch in rebuild.recover_lost_commits(spark, table)
-    ]
-    lines += entity_moves.move_before_merge(spark, table, guard)
-    if not table.adopt_drift:
+    again (their drift report is a Spark job on their rows, a tenth of a second every tick).
+    Each step is asked only when the handle's reads say it may have work; after one that
+    changed staging, the handle reads it again."""
+    spark, config = table.spark, table.config
+    assert spark is not None, "a handle read through Spark"
+    commits = table.change_log.snapshots if table.change_log is not None else []
+    lines = []
+    if any(rebuild.REBUILT_FROM in c.summary for c in commits):
+        lines += [
+            f"{table.name}: batch {batch} was overwritten by a rebuild that stopped before "
+            "staging it again: staged again"
+            for batch in rebuild.recover_lost_commits(spark, config)
+        ]
+    if config.entities is not None and config.entities.by == "key":
+        lines += entity_moves.move_before_merge(spark, config, guard)
+    if lines:
+        table.refresh()
+    if not config.adopt_drift:
         return lines
-    merge_log.ensure_merge_log(spark)
-    clean = still_clean(spark, table.name, known_clean)
-    unmerged = {
-        b
-        for final in final_tables(table)
-        for b in merge_log.new_batches(spark, final.name, final.history)
-    }
+    clean = still_clean(commits, known_clean)
+    unmerged = {b for final in table.finals for b in final.new_batches}
     pending = sorted(unmerged - clean)
     if not pending:
         return lines
     found = staged_drift.drift_report(spark, table.name, pending)
-    return lines + adopt_drift(spark, table, found, guard)
+    adopted = adopt_drift(spark, config, found, guard)
+    if adopted:
+        table.refresh()
+    return lines + adopted
 
 
-def still_clean(spark: SparkSession, table: str, seen_clean: Collection[str]) -> set[str]:
+def still_clean(commits: list[Snapshot], seen_clean: Collection[str]) -> set[str]:
     """Of the batches seen clean when staged, those whose rows are still the staged ones: first
-    committed after the table's last rebuild (a rebuild, here or by the restage of one that was
-    stopped, decodes the rows it restages again, with the types it detected)."""
+    committed (among the change log's ``commits``) after the table's last rebuild (a rebuild,
+    here or by the restage of one that was stopped, decodes the rows it restages again, with
+    the types it detected)."""
     if not seen_clean:
         return set()
-    metadata = table_metadata.read(spark, names.staging_table(table))
-    snapshots = metadata.snapshots if metadata is not None else []
     rebuilt = max(
-        (s.sequence_number for s in snapshots if rebuild.REBUILT_FROM in s.summary), default=-1
+        (s.sequence_number for s in commits if rebuild.REBUILT_FROM in s.summary), default=-1
     )
     first: dict[str, int] = {}
-    for snapshot in sorted(snapshots, key=lambda s: s.sequence_number):
+    for snapshot in sorted(commits, key=lambda s: s.sequence_number):
         batch = snapshot.summary.get(ledger.BATCH, "")
         if batch in seen_clean:
             first.setdefault(batch, snapshot.sequence_number)

@@ -20,14 +20,15 @@ from datetime import datetime, timedelta
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from ingestion.catalog import ledger, merge_log, table_metadata
 from ingestion.config import clock, names
 from ingestion.config.names import quote_table
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.maintenance import expiry
-from ingestion.merge import merge_log, runner
-from ingestion.spark import spark_config, table_metadata
-from ingestion.staging import append, ledger
+from ingestion.merge import runner
+from ingestion.spark import spark_config
+from ingestion.staging import append
 
 log = logging.getLogger(__name__)
 

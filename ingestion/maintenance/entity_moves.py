@@ -17,11 +17,11 @@ from contextlib import AbstractContextManager
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from ingestion.catalog import table_metadata
 from ingestion.config import names
 from ingestion.dynamodb.entities import ENTITY_COLUMN
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.maintenance import rebuild
-from ingestion.spark import table_metadata
 from ingestion.staging.staging_table import ENTITY_VALUES, WHOLE_KEY
 
 

@@ -28,11 +28,11 @@ from datetime import datetime
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from ingestion.catalog import ledger
 from ingestion.config import clock, names
 from ingestion.config.names import quote, quote_table
 from ingestion.dynamodb import change_order
 from ingestion.sources.stream_files import still_there
-from ingestion.staging import ledger
 
 log = logging.getLogger(__name__)
 

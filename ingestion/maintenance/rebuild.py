@@ -31,14 +31,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion import fault_points
+from ingestion.catalog import entity_types, ledger, merge_log, table_metadata, table_types
 from ingestion.config import names
 from ingestion.dynamodb.entities import ENTITY_COLUMN, EntityRule, entity_sql, final_tables
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.merge import full_refresh, merge_log
+from ingestion.merge import full_refresh
 from ingestion.schema import detect, item_json, schema_file, type_rules, types
 from ingestion.schema.item_json import IMAGE
-from ingestion.spark import table_metadata
-from ingestion.staging import append, entity_types, exports, ledger, staging_table, table_types
+from ingestion.staging import append, exports, staging_table
 from ingestion.staging.retype import retyped
 
 log = logging.getLogger(__name__)

@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from ingestion.catalog import duckdb_engine, ledger, merge_log, table_metadata
 from ingestion.config import names
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import load_tables
 from ingestion.maintenance import compaction
-from ingestion.merge import merge_log
-from ingestion.staging import chain, ledger
-from ingestion.without_spark import duckdb_engine, iceberg_metadata
+from ingestion.staging import chain
 
 
 @dataclass(frozen=True)
@@ -97,11 +96,9 @@ def _last_verify(rows: list[tuple]) -> str | None:
 
 
 def status_without_spark(table: str) -> TableStatus:
-    """``table_status`` without Spark (``without_spark``): the ledger from the staging table's metadata,
+    """``table_status`` without Spark (``catalog.table_metadata.available``): the ledger from the staging table's metadata,
     counts from DuckDB scans that honour delete files (equal to Spark's before ``maintain``)."""
-    history = (
-        iceberg_metadata.metadata_location(names.FINAL, names.history_table(table)) is not None
-    )
+    history = table_metadata.metadata_location(names.FINAL, names.history_table(table)) is not None
     pending = merge_log.new_batches_without_spark(table, history)
     unmerged = 0
     if pending:
@@ -130,14 +127,14 @@ def status_without_spark(table: str) -> TableStatus:
 def health_without_spark(table: str) -> str | None:
     """``compaction.health`` from the final table's metadata: its current snapshot's summary
     (files, sizes), its snapshots, the metadata file's size, the last ``maintain``."""
-    final = iceberg_metadata.read_metadata(names.FINAL, table)
+    final = table_metadata.read_metadata(names.FINAL, table)
     if final is None:
         return None
     summary = final.current.summary if final.current else {}
     data = int(summary.get("total-data-files", 0))
     deletes = int(summary.get("total-delete-files", 0))
     size = int(summary.get("total-files-size", 0))
-    staging = iceberg_metadata.read_metadata(names.STAGING, names.STAGING_OF.get(table, table))
+    staging = table_metadata.read_metadata(names.STAGING, names.STAGING_OF.get(table, table))
     maintained = max(
         (s.committed_at for s in staging.snapshots if ledger.MAINTAINED in s.summary)
         if staging
@@ -148,6 +145,6 @@ def health_without_spark(table: str) -> str | None:
     return (
         f"{data} data files (average {average:.1f} MB), {deletes} delete files, "
         f"{len(final.snapshots)} snapshots, metadata "
-        f"{iceberg_metadata.size_of(final.location) / 1024:.0f} KB, "
+        f"{table_metadata.size_of(final.location) / 1024:.0f} KB, "
         f"last maintenance: {maintained.replace(tzinfo=None) if maintained else 'never'}"
     )

@@ -41,17 +41,19 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ingestion.catalog import ledger, merge_log, table_types
+from ingestion.catalog import table as catalog_table
 from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb import change_order
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.maintenance import fingerprints, first_pass, verify_log
 from ingestion.maintenance.verify_log import OUTCOMES
-from ingestion.merge import full_refresh, merge_log
+from ingestion.merge import full_refresh
 from ingestion.schema import canonical
 from ingestion.schema.types import VALID_FROM, VALID_TO, Schema
 from ingestion.sources import manifest
-from ingestion.staging import chain, ledger, table_types
+from ingestion.staging import chain
 
 SHOWN = 10  # keys reported per outcome
 DIFFERENCES = ("missing", "extra", "different", "duplicate")  # any of them: not equal
@@ -301,7 +303,8 @@ def check_verifiable(spark: SparkSession, table: TableConfig) -> Schema:
     schema = table_types.current_schema(spark, table)
     if schema is None or not spark.catalog.tableExists(names.final_table(table.name)):
         raise VerifyError(f"{table.name}: no final table yet: sync and merge it, then verify")
-    if full_refresh.needs_full_refresh(spark, table):
+    (handle,) = catalog_table.load([table], spark)
+    if full_refresh.needs_full_refresh(handle):
         raise VerifyError(
             f"{table.name}: the final table's column types differ from staging's (drift adopted "
             "since its last merge): run `ddb-lakehouse merge`, which rebuilds it, then verify"

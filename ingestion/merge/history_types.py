@@ -27,12 +27,11 @@ import logging
 from pyspark.sql import SparkSession
 from pyspark.sql.types import _parse_datatype_string
 
+from ingestion.catalog import table_metadata, table_types
 from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import TableConfig, load_tables
 from ingestion.schema import item_json, types
-from ingestion.spark import table_metadata
-from ingestion.staging import table_types
 from ingestion.staging.retype import retyped
 
 log = logging.getLogger(__name__)

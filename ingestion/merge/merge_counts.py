@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ingestion.catalog import table_metadata
+from ingestion.catalog.table_metadata import Metadata
 from ingestion.config import names
 from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge.touched_keys import TouchedKeys
 from ingestion.schema.types import INSERTED_BATCH
-from ingestion.spark import table_metadata
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ def commit_counts(
     touched: TouchedKeys,
     rebaselined: bool = False,
     after_rows: DataFrame | None = None,
+    final: Metadata | None = None,
 ) -> MergeCounts:
     """Inserted / updated / deleted rows of a merge, from what it applied, not a table diff.
 
@@ -65,26 +67,30 @@ def commit_counts(
     few touched keys are broadcast, so nothing of the table is shuffled): new there = inserted,
     gone = deleted, a newer version = updated. ``after_rows``: rows of the final table at
     ``after`` holding at least the touched keys' (with their keys, `_version` and `_sequence`),
-    already read (the rows the merge's tests read, ``runner.tested_views``: only those as new as
+    already read (the rows the merge's tests read, ``tested_rows.tested_views``: only those as new as
     the batches' oldest change, which every touched key's row is after a correct merge): then
     only the snapshot before is looked up. A full export's re-baseline also deletes keys no batch touched: its deleted rows
     are the rows before, plus those inserted, less the rows after. A first build or a full
-    refresh inserted every row."""
+    refresh inserted every row. ``final``: the final table's metadata at ``after``, when read
+    already (the merge's table handle)."""
     name = names.final_table(table.name)
     if after is None:
         return MergeCounts(table.name, 0, 0, 0, 0)
-    if before is None or not _has_snapshot(spark, name, int(before)):
+    final = final or table_metadata.read(spark, name)
+    if before is None or not _has_snapshot(final, int(before)):
         # first build, or a full refresh re-created the table
         rows = _counted(spark, table.name, int(after))
         return MergeCounts(table.name, rows, rows, 0, 0)
     if before == after or not batches:
         return MergeCounts(table.name, _counted(spark, table.name, int(after)), 0, 0, 0)
     committed = (
-        None if rebaselined else from_commit(spark, table, before, after, batches, after_rows)
+        None
+        if rebaselined
+        else from_commit(spark, table, before, after, batches, after_rows, final)
     )
     if committed is not None:
         inserted, updated, deleted = committed
-        known = _known_rows(spark, table.name, int(before), int(after))
+        known = _known_rows(spark, final, table.name, int(before), int(after))
         if known is None:
             rows = _counted(spark, table.name, int(after))
         else:
@@ -108,7 +114,7 @@ def commit_counts(
         rows_before = _rows_at(spark, table.name, int(before))
         rows = _counted(spark, table.name, int(after))
         return MergeCounts(table.name, rows, inserted, updated, rows_before + inserted - rows)
-    known = _known_rows(spark, table.name, int(before), int(after))
+    known = _known_rows(spark, final, table.name, int(before), int(after))
     if known is None:
         rows = _counted(spark, table.name, int(after))
     else:  # exact: the counts are of keys, and a final table holds each key once
@@ -123,6 +129,7 @@ def from_commit(
     after: int,
     batches: list[str] | tuple[str, ...],
     after_rows: DataFrame | None = None,
+    metadata: Metadata | None = None,
 ) -> tuple[int, int, int] | None:
     """Inserted, updated and deleted rows of the merge's commit ``after`` (child of ``before``),
     from the rows it wrote and its snapshot summaries, with no read of the table as it was
@@ -133,7 +140,7 @@ def from_commit(
     give the third: an insert wrote its own batch into `_inserted_batch_id`, an update kept the
     row's (``INSERTED_BATCH``). The rows it wrote are the live rows of the merged ``batches``
     (found by their `_batch_id`, whose bounds let Iceberg skip every older data file), in
-    ``after_rows`` when given (the merge's tests' rows: runner.tested_views).
+    ``after_rows`` when given (the merge's tests' rows: tested_rows.tested_views).
 
     A table's first merge after the column existed adds it before it merges (rows of its last
     full build hold null there: updates). None, and the caller looks the touched keys up in
@@ -143,7 +150,7 @@ def from_commit(
     not its writes), or more live rows carry the batches than the commit wrote (an earlier
     attempt of the same batches committed them: a merge whose tests failed, applied again)."""
     name = names.final_table(table.name)
-    metadata = table_metadata.read(spark, name)
+    metadata = metadata or table_metadata.read(spark, name)
     if metadata is None or INSERTED_BATCH not in metadata.columns:
         return None
     by_id = {s.snapshot_id: s for s in metadata.snapshots}
@@ -205,7 +212,9 @@ def _counted(spark: SparkSession, table: str, snapshot: int) -> int:
     return _remember(table, snapshot, int(total[0]) if total else 0)
 
 
-def _known_rows(spark: SparkSession, table: str, before: int, after: int) -> int | None:
+def _known_rows(
+    spark: SparkSession, metadata: Metadata | None, table: str, before: int, after: int
+) -> int | None:
     """The rows at ``before`` when this process knows them, and the merge's own commit is the
     only one since that changed rows: from ``after`` back to the snapshot it last counted or
     derived, one commit that is not a compaction (``replace``: the same rows), ``before``'s
@@ -214,7 +223,6 @@ def _known_rows(spark: SparkSession, table: str, before: int, after: int) -> int
     known = _rows.get(table)
     if known is None:
         return None
-    metadata = table_metadata.read(spark, names.final_table(table))
     by_id = {s.snapshot_id: s for s in (metadata.snapshots if metadata else [])}
     current, changed = by_id.get(after), []
     while current is not None and current.snapshot_id != known[0]:
@@ -229,8 +237,7 @@ def _known_rows(spark: SparkSession, table: str, before: int, after: int) -> int
     return known[1]
 
 
-def _has_snapshot(spark: SparkSession, name: str, snapshot: int) -> bool:
-    metadata = table_metadata.read(spark, name)
+def _has_snapshot(metadata: Metadata | None, snapshot: int) -> bool:
     return metadata is not None and any(s.snapshot_id == snapshot for s in metadata.snapshots)
 
 

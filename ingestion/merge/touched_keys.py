@@ -1,6 +1,6 @@
 """The keys a merge's batches touched, read from the change log once per merge and shared: the
 merge's counts (``merge_counts.commit_counts``) and the rows its scoped tests read
-(``runner.tested_views``) each looked them up themselves, three scans of the change log's key
+(``tested_rows.tested_views``) each looked them up themselves, three scans of the change log's key
 columns a merge where one does (bench/apply_cost.py, docs/performance.md)."""
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ def jars() -> Check:
 
 
 def catalog() -> Check:
-    from ingestion.without_spark.iceberg_metadata import catalog_file
+    from ingestion.catalog.table_metadata import catalog_file
 
     path = catalog_file()
     if not path.is_file():
@@ -71,11 +71,11 @@ def catalog() -> Check:
 
 
 def dbt_project() -> Check:
-    from ingestion.merge import model_tests, runner
+    from ingestion.merge import dbt_process, model_tests
 
     try:
         model_tests.migrate_models()  # a model YAML from before a test's rename parses again
-        runner.dbt_invoke(["parse"])
+        dbt_process.dbt_invoke(["parse"])
     except Exception as exc:
         return Check("dbt project", False, str(exc).splitlines()[0])
     return Check("dbt project", True, f"parsed ({settings.project_dir()})")

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import jinja2
 
+from ingestion.catalog import table_metadata
 from ingestion.config import names
 from ingestion.dynamodb.entities import final_tables, staged_under
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.schema.types import METADATA_COLUMNS
-from ingestion.without_spark import iceberg_metadata
 
 
 @cache
@@ -116,9 +116,9 @@ def rule_in_force(table: TableConfig) -> bool:
     """Whether the table's change log was staged under its configured rule, or holds nothing
     yet (read without a JVM where the path without Spark serves; else assumed). A job refuses any other
     case, naming the reset: its models are then left as they are."""
-    if not iceberg_metadata.available():
+    if not table_metadata.available():
         return True
-    staged = iceberg_metadata.read_metadata(names.STAGING, table.name)
+    staged = table_metadata.read_metadata(names.STAGING, table.name)
     if staged is None:
         return True
     return table.entities is not None and staged_under(table.entities, staged.properties)

@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion import fault_points
+from ingestion.catalog import ledger, table_metadata
 from ingestion.config import clock, names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb import decode
@@ -25,8 +26,7 @@ from ingestion.dynamodb.values import sql_string
 from ingestion.schema import item_json, typed_rows
 from ingestion.schema.types import METADATA_COLUMNS, Schema
 from ingestion.sources.manifest import FULL, Export
-from ingestion.spark import table_metadata
-from ingestion.staging import ledger, staging_table
+from ingestion.staging import staging_table
 from ingestion.staging.drift import Drift, drift_report
 
 log = logging.getLogger(__name__)

@@ -29,11 +29,11 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
+from ingestion.catalog.ledger import Entry
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.schema.types import SchemaError
 from ingestion.sources import export_control
 from ingestion.sources.manifest import FULL, INCREMENTAL, Export, ExportError, Window
-from ingestion.staging.ledger import Entry
 
 
 class ChainError(ExportError):

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from ingestion.catalog import duckdb_engine, table_metadata
 from ingestion.config import names
 from ingestion.schema.item_json import IMAGE
-from ingestion.without_spark import duckdb_engine, iceberg_metadata
 
 
 @dataclass(frozen=True)
@@ -67,8 +67,8 @@ def drift_report(
 
 
 def drift_report_without_spark(table: str) -> list[Drift]:
-    """``drift_report`` of the whole table without Spark (``without_spark``)."""
-    metadata = iceberg_metadata.read_metadata(names.STAGING, table)
+    """``drift_report`` of the whole table without Spark (``catalog.table_metadata.available``)."""
+    metadata = table_metadata.read_metadata(names.STAGING, table)
     if metadata is None or "_drift" not in metadata.columns:
         return []
     kept = _kept(list(metadata.columns))

@@ -23,12 +23,13 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ingestion.catalog import entity_types, ledger, table_types
 from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.schema import detect, schema_file, typed_columns, types
 from ingestion.sources import manifest
 from ingestion.spark import spark_config
-from ingestion.staging import append, chain, entity_types, ledger, table_types
+from ingestion.staging import append, chain
 from ingestion.staging.drift import Drift
 
 log = logging.getLogger(__name__)

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.readwriter import DataFrameWriterV2
 
+from ingestion.catalog import table_metadata, table_types
 from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 from ingestion.config.names import quote_table
@@ -21,8 +22,6 @@ from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import sql_string
 from ingestion.schema.item_json import IMAGE, set_descriptor
 from ingestion.schema.types import Schema
-from ingestion.spark import table_metadata
-from ingestion.staging import table_types
 
 log = logging.getLogger(__name__)
 

@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion import fault_points
+from ingestion.catalog import ledger, table_types
 from ingestion.config import clock
 from ingestion.dynamodb import decode
 from ingestion.dynamodb.tables import TableConfig
@@ -43,7 +44,7 @@ from ingestion.sources.stream_files import (
     store_for,
 )
 from ingestion.spark import spark_config
-from ingestion.staging import append, exports, ledger, table_types
+from ingestion.staging import append, exports
 from ingestion.staging.drift import Drift
 from ingestion.staging.stream_rejects import record_rejects, rejected_lines, with_reject_reason
 

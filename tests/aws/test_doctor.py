@@ -364,7 +364,7 @@ def test_local_checks_fail_with_their_fix(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert local.disk().line().startswith("✗ disk: ") and "free at least 1e+09 GB" in local.disk().line()  # fmt: skip
     bad = tmp_path / "catalog.db"
     bad.write_text("not a database")
-    monkeypatch.setattr("ingestion.without_spark.iceberg_metadata.catalog_file", lambda: bad)
+    monkeypatch.setattr("ingestion.catalog.table_metadata.catalog_file", lambda: bad)
     assert local.catalog().line() == f"✗ catalog: {bad} is no SQLite file: move it away"
 
 

@@ -38,7 +38,7 @@ def test_dbt_sends_no_anonymous_usage_events() -> None:
     """Each event waited on egress: in a VPC without a NAT gateway every dbt command waited."""
     from dbt.flags import get_flags
 
-    from ingestion.merge import runner
+    from ingestion.merge import dbt_process
 
-    runner.dbt_invoke(["parse"])
+    dbt_process.dbt_invoke(["parse"])
     assert get_flags().SEND_ANONYMOUS_USAGE_STATS is False

@@ -22,10 +22,10 @@ import yaml
 from items_back import final_items
 from support import ROOT
 
+from ingestion.catalog import merge_log
 from ingestion.cli import main
 from ingestion.cli.app import parser
 from ingestion.config import names
-from ingestion.merge import merge_log
 from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
@@ -230,12 +230,12 @@ def test_the_first_hours_messages_say_what_to_do(
     """A plain `dbt run` before any ingest says to ingest first (not Spark's TABLE_OR_VIEW_NOT_FOUND);
     a mistyped --table names the closest configured table; `add-table --history` on a configured
     table says how to turn its history on."""
-    from ingestion.merge import runner
+    from ingestion.merge import dbt_process
 
     assert main(["add-table", "Invoices", "--partition-key", "tenant_id:S", "--sort-key", "invoice_id:S"]) == 0  # fmt: skip
     capsys.readouterr()
-    with pytest.raises(runner.DbtError):
-        runner.dbt_invoke(["run", "--select", "invoices"])
+    with pytest.raises(dbt_process.DbtError):
+        dbt_process.dbt_invoke(["run", "--select", "invoices"])
     shown = "".join(capsys.readouterr())
     assert "table invoices: nothing is staged yet" in shown and "Ingest first: ddb-lakehouse sync --table invoices" in shown  # fmt: skip
     assert "TABLE_OR_VIEW_NOT_FOUND" not in shown

@@ -35,7 +35,7 @@ def test_a_key_type_the_export_contradicts_is_refused_before_spark(
         f"(the first 3 line(s) of {export}): check the table's partition_key/sort_key in "
         "dbt_project.yml (nothing staged)"
     ]
+    from ingestion.catalog import table_metadata
     from ingestion.config import names
-    from ingestion.without_spark import iceberg_metadata
 
-    assert iceberg_metadata.read_metadata(names.STAGING, "invoices") is None  # nothing staged
+    assert table_metadata.read_metadata(names.STAGING, "invoices") is None  # nothing staged

@@ -26,6 +26,7 @@ from single_table_reference import (
     s,
 )
 
+from ingestion.catalog import table_types
 from ingestion.cli import main
 from ingestion.dynamodb import tables
 from ingestion.samples import sample_exports, single_table
@@ -33,7 +34,6 @@ from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
 from ingestion.schema import schema_file
 from ingestion.sources.change_file_writer import write_batch
-from ingestion.staging import table_types
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

@@ -97,8 +97,8 @@ def test_the_macro_order_and_the_python_order_pick_the_same_change(spark) -> Non
 
 def test_the_merge_caches_the_change_order_columns_the_macros_read() -> None:
     """The scoped tests read the change log's change-order columns from the rows the merge
-    cached (runner.tested_views): the two lists must agree, or a test reads a missing column."""
-    from ingestion.merge import runner
+    cached (tested_rows.tested_views): the two lists must agree, or a test reads a missing column."""
+    from ingestion.merge import tested_rows
 
     compiled = compile_inline("{{ dynamodb_change_order_columns() | join(',') }}")
-    assert compiled.split(",") == runner.CHANGE_ORDER_COLUMNS
+    assert compiled.split(",") == tested_rows.CHANGE_ORDER_COLUMNS

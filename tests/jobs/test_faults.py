@@ -21,11 +21,12 @@ from orders_reference import ITEMS, assert_final_equals
 from single_table_reference import add_app, assert_entity_tables, write_chain
 from support import ROOT
 
+from ingestion.catalog import ledger, merge_log
 from ingestion.config import names
 from ingestion.dynamodb.tables import get_table
-from ingestion.merge import merge_log, runner
+from ingestion.merge import runner
 from ingestion.sources import manifest
-from ingestion.staging import exports, ledger
+from ingestion.staging import exports
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.faults]
 
@@ -153,10 +154,10 @@ def test_kill_9_before_a_first_loads_commit_then_the_same_command_again(
     it leaves no table. The same command again stages with the types of every item (here an
     item after the first 1,000 holds a fraction): never a value cast into the first items'
     ``bigint``, never a null."""
+    from ingestion.catalog import table_types
     from ingestion.project import onboarding
     from ingestion.samples import sample_exports
     from ingestion.schema import detect
-    from ingestion.staging import table_types
 
     onboarding.add_table("t", "id:S", None)
     items = [{"id": {"S": f"k{i:05d}"}, "qty": {"N": str(i)}} for i in range(detect.SAMPLE_ITEMS + 200)]  # fmt: skip

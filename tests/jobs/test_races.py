@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 from support import ROOT, book, final_ids
 
+from ingestion.catalog import ledger
 from ingestion.dynamodb.tables import get_table
 from ingestion.maintenance import rebuild
 from ingestion.merge import runner
 from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.sources.change_file_writer import write_batch
-from ingestion.staging import exports, ledger
+from ingestion.staging import exports
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -79,9 +80,9 @@ def test_a_batch_committed_while_maintain_carries_the_ledger_is_never_expired_un
     """`maintain` read the ledger, then committed its checkpoint: a batch committed in between
     was in no checkpoint, and with a small --keep-snapshots its commit expired with its entry:
     staged, never merged."""
+    from ingestion.catalog import merge_log
     from ingestion.config import names
     from ingestion.maintenance import expiry
-    from ingestion.merge import merge_log
 
     books = get_table("books")
     full = sample_exports.write_items_export(tmp_path / "f", "books", [book("a", "A")])

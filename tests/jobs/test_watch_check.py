@@ -10,7 +10,7 @@ import pytest
 
 from ingestion.dynamodb.tables import get_table
 from ingestion.jobs import watch
-from ingestion.merge import runner
+from ingestion.merge import dbt_process, runner
 
 
 def test_a_failed_whole_table_check_is_reported_and_tried_again_an_hour_later(
@@ -20,7 +20,7 @@ def test_a_failed_whole_table_check_is_reported_and_tried_again_an_hour_later(
 
     def failing(spark, tables, artifacts=True):
         calls.append(artifacts)
-        raise runner.DbtError("`dbt test --select stg_dynamodb__books+` failed")
+        raise dbt_process.DbtError("`dbt test --select stg_dynamodb__books+` failed")
 
     now = [1000.0]
     monkeypatch.setattr(runner, "full_check", failing)

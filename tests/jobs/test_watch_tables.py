@@ -9,8 +9,8 @@ import pytest
 from support import final_ids
 
 from ingestion import cli
+from ingestion.catalog import merge_log
 from ingestion.jobs import lease
-from ingestion.merge import merge_log
 from ingestion.samples import stream as sample_stream
 from ingestion.sources.change_file_writer import write_batch
 

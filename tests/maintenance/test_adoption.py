@@ -11,17 +11,19 @@ from typing import Any
 
 import pytest
 
+from ingestion.catalog import merge_log, table_metadata, table_types
+from ingestion.catalog import table as catalog_table
 from ingestion.cli import main
 from ingestion.dynamodb.tables import get_table
 from ingestion.maintenance import rebuild
-from ingestion.merge import merge_log, runner
+from ingestion.merge import dbt_process, runner
 from ingestion.project import onboarding
 from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
 from ingestion.schema import schema_file
 from ingestion.sources.change_file_writer import write_batch
-from ingestion.staging import streams, table_types
+from ingestion.staging import streams
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -141,7 +143,7 @@ def test_a_type_declared_inside_a_detected_map_is_kept_and_reported_not_adopted(
     assert column_types(spark, "lake.staging.t")["details"] == "struct<c:bigint,d:string>"
     assert final(spark)["a"]["details"] is None  # null in its column, whole in _rest
     # A plain `dbt run` of the whole change log lets that drift through too: kept null by design.
-    runner.dbt_invoke(["run", "--select", "t", "--full-refresh"])
+    dbt_process.dbt_invoke(["run", "--select", "t", "--full-refresh"])
     assert final(spark)["a"]["details"] is None
 
     # With a detected attribute's misfit in the same batch: that one is adopted (and named),
@@ -171,16 +173,16 @@ def test_drift_that_cannot_be_adopted_is_never_merged_as_null(
     assert merge_log.new_batches(spark, "t")  # the batch waits
 
     # A plain `dbt run` meets the same batch: refused in one line naming it, nothing written.
-    with pytest.raises(runner.DbtError):
-        runner.dbt_invoke(["run", "--select", "t"])
+    with pytest.raises(dbt_process.DbtError):
+        dbt_process.dbt_invoke(["run", "--select", "t"])
     shown = "".join(capsys.readouterr())
     assert "holds values that do not fit their columns (info) and that drift is not adopted yet: nothing was merged" in shown  # fmt: skip
     assert "ddb-lakehouse merge --table t" in shown
     assert "Job aborted" not in shown and "\tat " not in shown  # dbt's line, not a Spark stack
     assert final(spark)["a"]["info"] == {"color": "red"}
     # ... and `dbt test` fails: the final table lacks the batch's changes.
-    with pytest.raises(runner.DbtError):
-        runner.dbt_invoke(["test", "--select", "t"])
+    with pytest.raises(dbt_process.DbtError):
+        dbt_process.dbt_invoke(["test", "--select", "t"])
     assert "rows_match_latest_changes" in "".join(capsys.readouterr())
 
     assert table_t() == 2  # every run says it again, and merges nothing
@@ -331,14 +333,16 @@ def test_the_drift_check_before_a_merge_skips_only_batches_seen_clean(
     write_batch([modify(a, {"id": s("a"), "n": n("1.5")}, 1)], str(location))
     staged = streams.ingest_stream(spark, get_table("t"), str(location), settle_seconds=0)
     assert staged.drift  # 1.5 does not fit the bigint column; nothing adopted yet
-    assert adopt.still_clean(spark, "t", {staged.batch_id, "unknown"}) == {staged.batch_id}
-    skipped = adopt.adopt_before_merge(spark, get_table("t"), known_clean={staged.batch_id})
+    commits = lambda: table_metadata.read(spark, "lake.staging.t").snapshots  # noqa: E731
+    handle = lambda: catalog_table.load([get_table("t")], spark)[0]  # noqa: E731
+    assert adopt.still_clean(commits(), {staged.batch_id, "unknown"}) == {staged.batch_id}
+    skipped = adopt.adopt_before_merge(handle(), known_clean={staged.batch_id})
     assert skipped == [] and column_types(spark, "lake.staging.t")["n"] == "bigint"
-    lines = adopt.adopt_before_merge(spark, get_table("t"), known_clean={"another batch"})
+    lines = adopt.adopt_before_merge(handle(), known_clean={"another batch"})
     assert any("drift adopted" in line for line in lines)
     assert column_types(spark, "lake.staging.t")["n"] != "bigint"
     # A rebuild decoded the batch's rows again: what was seen at staging no longer holds.
-    assert adopt.still_clean(spark, "t", {staged.batch_id}) == set()
+    assert adopt.still_clean(commits(), {staged.batch_id}) == set()
 
     write_batch([modify(a, {"id": s("a"), "n": n("2.5")}, 2)], str(location))
     progress = watching.Progress()

@@ -14,12 +14,13 @@ from items_back import final_items, items_of, strict_item
 from pyspark.sql import functions as F
 from verifying import export_items
 
+from ingestion.catalog import ledger, table_types
 from ingestion.cli import main
 from ingestion.dynamodb.tables import get_table
 from ingestion.samples import sample_exports
 from ingestion.samples.items import BASE_TIME
 from ingestion.schema import item_json
-from ingestion.staging import drift, ledger, table_types
+from ingestion.staging import drift
 from ingestion.staging.exports import ingest_export
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from ingestion import cli
+from ingestion.catalog import merge_log
 from ingestion.config import settings
-from ingestion.merge import merge_counts, merge_log, runner
+from ingestion.merge import dbt_process, merge_counts, runner, tested_rows
 from ingestion.merge.touched_keys import TouchedKeys
 from ingestion.samples import orders_chain, sample_exports
 
@@ -34,7 +35,7 @@ def _delete(spark, key: tuple[str, str]) -> None:
 
 
 def _test(batches: list[str]) -> None:
-    runner.dbt_invoke(
+    dbt_process.dbt_invoke(
         ["test", "--select", "stg_dynamodb__orders+", "--vars",
          json.dumps({"dynamodb_test_batches": {"orders": batches}})]
     )  # fmt: skip
@@ -42,19 +43,19 @@ def _test(batches: list[str]) -> None:
 
 def _test_cached(spark, batches: list[str]) -> None:
     """The scoped tests of ``batches`` as a merge runs them: each reads the touched rows the
-    merge cached once (runner.tested_views), never the final table or the change log."""
+    merge cached once (tested_rows.tested_views), never the final table or the change log."""
     from ingestion.dynamodb.tables import get_table
 
     touched = TouchedKeys(spark)
-    views = runner.tested_views(spark, [get_table("orders")], {"orders": batches}, touched)
+    views = tested_rows.tested_views(spark, [get_table("orders")], {"orders": batches}, touched)
     assert set(views["orders"]) == {"final", "changes"}
     assert len(_tested_views_left(spark)) == 2  # registered (and so found when left behind)
     run_vars = {"dynamodb_test_batches": {"orders": batches}, "dynamodb_tested_views": views}
     try:
-        runner.dbt_invoke(["test", "--select", "stg_dynamodb__orders+"], run_vars)
+        dbt_process.dbt_invoke(["test", "--select", "stg_dynamodb__orders+"], run_vars)
     finally:
         compiled = _compiled("dynamodb_no_deleted_keys_orders_orders")
-        runner._drop(spark, views)
+        tested_rows.drop_views(spark, views)
         touched.release()
     assert views["orders"]["final"] in compiled and views["orders"]["changes"] in compiled
     assert "lakehouse.orders" not in compiled and "staging.orders" not in compiled
@@ -71,7 +72,7 @@ def _latest(changes) -> dict[tuple[str, str], str]:
 
 
 def _tested_views_left(spark) -> list[str]:
-    """The temporary views runner.tested_views registers for `orders`, where still registered."""
+    """The temporary views tested_rows.tested_views registers for `orders`, where still registered."""
     import hashlib
 
     suffix = hashlib.sha256(b"orders").hexdigest()[:12]
@@ -84,7 +85,7 @@ def _both(spark, batches: list[str], fails: bool) -> None:
     """The scoped tests, reading the tables and reading the cached rows: the same outcome."""
     for run in (lambda: _test(batches), lambda: _test_cached(spark, batches)):
         if fails:
-            with pytest.raises(runner.DbtError):
+            with pytest.raises(dbt_process.DbtError):
                 run()
         else:
             run()
@@ -92,7 +93,7 @@ def _both(spark, batches: list[str], fails: bool) -> None:
 
 def _test_whole() -> None:
     """A plain `dbt test`: whole tables, as after a first load."""
-    runner.dbt_invoke(["test", "--select", "stg_dynamodb__orders+"])
+    dbt_process.dbt_invoke(["test", "--select", "stg_dynamodb__orders+"])
 
 
 def _compiled(test: str) -> str:
@@ -183,7 +184,7 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     # A table whose rows cannot be read (no `books` here) after one that could: none left either.
 
     with pytest.raises(Exception, match="books"):
-        runner.tested_views(spark, [get_table("orders"), get_table("books")], {"orders": [batch], "books": ["x"]}, TouchedKeys(spark))  # fmt: skip
+        tested_rows.tested_views(spark, [get_table("orders"), get_table("books")], {"orders": [batch], "books": ["x"]}, TouchedKeys(spark))  # fmt: skip
     assert _tested_views_left(spark) == []
     capsys.readouterr()
     # A full check finds the damage.
@@ -201,7 +202,7 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     for scope in ([later], [batch]):
         keys, views = TouchedKeys(spark), {}
         try:
-            views = runner.tested_views(spark, [orders], {"orders": scope}, keys)
+            views = tested_rows.tested_views(spark, [orders], {"orders": scope}, keys)
             oldest = keys.oldest_version(orders, scope)
             cached = spark.table(views["orders"]["changes"])
             logged = spark.table("lake.staging.orders").join(keys.of(orders, scope), list(KEYS), "left_semi")  # fmt: skip
@@ -211,7 +212,7 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
             if scope == [batch]:  # a key whose latest change is the later batch's
                 assert any(b == later for b in _latest(cached).values())
         finally:
-            runner._drop(spark, views)
+            tested_rows.drop_views(spark, views)
             keys.release()
     later_keys = _keys(spark.table("lake.staging.orders").where(f"_batch_id = '{later}'"))
     final = _keys(spark.table("lake.lakehouse.orders"))
@@ -237,7 +238,7 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     _duplicate(spark, out_of_scope, null=True)
     spark.sql("delete from lake.lakehouse.orders where `_batch_id` = 'duplicate' and `_version` is not null")  # fmt: skip
     capsys.readouterr()
-    with pytest.raises(runner.DbtError):
+    with pytest.raises(dbt_process.DbtError):
         _test([later])
     assert "dynamodb_not_null_orders__version" in capsys.readouterr().out
     spark.sql("delete from lake.lakehouse.orders where `_version` is null")
@@ -257,15 +258,15 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     spark.sql(f"update lake.lakehouse.orders set `_version` = {oldest - 1} where `_batch_id` = 'duplicate'")  # fmt: skip
     keys, views = TouchedKeys(spark), {}
     try:
-        views = runner.tested_views(spark, [orders], {"orders": [later]}, keys)
+        views = tested_rows.tested_views(spark, [orders], {"orders": [later]}, keys)
         cached = spark.table(views["orders"]["final"])
         assert cached.where(f"_version < {oldest}").count() == 0
         assert cached.count() == len(later_keys & final)  # each touched key's row, once
     finally:
-        runner._drop(spark, views)
+        tested_rows.drop_views(spark, views)
         keys.release()
     _test_cached(spark, [later])
-    with pytest.raises(runner.DbtError):
+    with pytest.raises(dbt_process.DbtError):
         _test([later])
     capsys.readouterr()
     unique = "dynamodb_unique_combination_of_columns_orders"
@@ -312,7 +313,7 @@ def test_a_first_load_is_tested_from_its_record_counts(
 
     spark.sql(f"insert into lake.staging.orders {one_row_of('lake.staging.orders')}")
     capsys.readouterr()
-    with pytest.raises(runner.DbtError):
+    with pytest.raises(dbt_process.DbtError):
         _test_whole()
     assert "record_count" in _compiled("dynamodb_rows_match_latest_changes_orders_orders")
     assert "dynamodb_rows_match_latest_changes_orders_orders" in capsys.readouterr().out
@@ -323,7 +324,7 @@ def test_a_first_load_is_tested_from_its_record_counts(
     # Any later write to the final table (here a row of that key) ends the proof: the tests
     # scan, and find the row no change staged.
     spark.sql(f"insert into lake.lakehouse.orders {one_row_of('lake.lakehouse.orders')}")
-    with pytest.raises(runner.DbtError):
+    with pytest.raises(dbt_process.DbtError):
         _test_whole()
     assert "max_by" in _compiled("dynamodb_rows_match_latest_changes_orders_orders")
 

@@ -1,5 +1,5 @@
 """dbt's modules imported ahead, on a thread, while a command stages or starts Spark
-(ingestion.merge.runner.load_dbt_meanwhile). Each case runs in a fresh interpreter: this test
+(ingestion.merge.dbt_process.load_dbt_meanwhile). Each case runs in a fresh interpreter: this test
 process has imported dbt already."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from support import ROOT
 
 AHEAD = """
 import sys
-from ingestion.merge import runner
+from ingestion.merge import dbt_process, runner
 
 assert "dbt.cli.main" not in sys.modules  # nothing of the package imports dbt by itself
-loading = runner.load_dbt_meanwhile()
+loading = dbt_process.load_dbt_meanwhile()
 assert loading is not None and not loading.daemon
-assert runner.load_dbt_meanwhile() is None  # once a process
+assert dbt_process.load_dbt_meanwhile() is None  # once a process
 loading.join(120)
 assert "dbt.cli.main" in sys.modules
 print("loaded ahead")
@@ -34,7 +34,7 @@ class Refuse(importlib.abc.MetaPathFinder):
 
 logging.basicConfig(level=logging.DEBUG, stream=sys.stdout, format="%(message)s")
 sys.meta_path.insert(0, Refuse())
-loading = runner.load_dbt_meanwhile()
+loading = dbt_process.load_dbt_meanwhile()
 loading.join(120)
 assert "dbt.cli.main" not in sys.modules
 sys.meta_path.pop(0)

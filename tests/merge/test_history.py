@@ -19,10 +19,10 @@ from single_table_reference import KEY_VALUES, TYPE_VALUES, USERS, change, incre
 from single_table_reference import key as app_key
 from support import book
 
+from ingestion.catalog.merge_log import MERGE_LOG
 from ingestion.cli import main
 from ingestion.config.settings import project_dir
-from ingestion.merge.merge_log import MERGE_LOG
-from ingestion.merge.runner import dbt_invoke
+from ingestion.merge.dbt_process import dbt_invoke
 from ingestion.samples import sample_exports, single_table
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME

@@ -20,9 +20,9 @@ import pytest
 from conftest import reset_lakehouse
 from test_history import HISTORY, add_shelf, at, ingest, instant, modify, queried_as_of
 
+from ingestion.catalog import merge_log
 from ingestion.cli import main
-from ingestion.merge import merge_log
-from ingestion.merge.runner import DbtError, dbt_invoke
+from ingestion.merge.dbt_process import DbtError, dbt_invoke
 from ingestion.samples import sample_exports
 from ingestion.sources import manifest
 

@@ -26,13 +26,14 @@ from orders_reference import (
 )
 from support import ROOT
 
+from ingestion.catalog import ledger
 from ingestion.cli import main
 from ingestion.config import clock
 from ingestion.dynamodb.tables import get_table
-from ingestion.merge import merge_counts, runner
+from ingestion.merge import dbt_process, merge_counts, runner
 from ingestion.samples import sample_exports
 from ingestion.sources import manifest
-from ingestion.staging import exports, ledger
+from ingestion.staging import exports
 from ingestion.staging.chain import ChainError
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -164,8 +165,8 @@ def test_delete_only_export_then_rerun(spark, clean_lakehouse, chain, tmp_path: 
         "insert into lake.lakehouse.orders select *, null from lake.staging.orders "
         f"where customer_id = '{victims[0][0]}' and order_id = '{victims[0][1]}' and _operation != 'delete' limit 1"
     )
-    with pytest.raises(runner.DbtError, match="dbt test"):
-        runner.dbt_invoke(["test", "--select", "orders"])
+    with pytest.raises(dbt_process.DbtError, match="dbt test"):
+        dbt_process.dbt_invoke(["test", "--select", "orders"])
 
 
 def test_kill_after_staging_commit_then_sync_again(spark, clean_lakehouse, chain) -> None:

@@ -9,10 +9,10 @@ import pytest
 from pyspark.sql import functions as F
 from support import ROOT
 
+from ingestion.catalog import ledger
 from ingestion.config import settings
 from ingestion.dynamodb.tables import get_table
-from ingestion.merge import merge_counts, runner
-from ingestion.staging import ledger
+from ingestion.merge import dbt_process, merge_counts, runner
 from ingestion.staging.exports import ingest_export
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -304,15 +304,15 @@ def test_composite_keys_and_dbt_test_guarding_quality(spark, clean_lakehouse, sa
 
     # A duplicate key in the final table makes `dbt test` fail loudly.
     spark.sql("insert into lake.lakehouse.orders select * from lake.lakehouse.orders limit 1")
-    with pytest.raises(runner.DbtError, match="dbt test"):
-        runner.dbt_invoke(["test", "--select", "orders"])
+    with pytest.raises(dbt_process.DbtError, match="dbt test"):
+        dbt_process.dbt_invoke(["test", "--select", "orders"])
 
 
 def test_the_merge_log_is_read_again_only_after_a_commit_to_it(spark, clean_lakehouse) -> None:
     """``merged_batches`` keeps its last read while the merge log's metadata file is the same (a
     tick asks three times); any commit (a merge recorded, batches forgotten) makes it read the
     rows again."""
-    from ingestion.merge import merge_log
+    from ingestion.catalog import merge_log
 
     merge_log.ensure_merge_log(spark)
     context = spark.sparkContext

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from ingestion.catalog import merge_log
 from ingestion.cli import main
 from ingestion.config import names
 from ingestion.maintenance import status
-from ingestion.merge import merge_counts, merge_log, runner
+from ingestion.merge import dbt_process, merge_counts
 from ingestion.project import onboarding
 from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
@@ -61,7 +62,7 @@ def test_a_plain_dbt_run_records_what_it_merged(spark, table_t: Path, tmp_path: 
     (first,) = merge_log.new_batches(spark, "t", history=True)
     spark.sql(f"drop table if exists {merge_log.MERGE_LOG}")  # the hook creates it too
 
-    runner.dbt_invoke(["run", "--select", "t", HISTORY])  # the first build of both
+    dbt_process.dbt_invoke(["run", "--select", "t", HISTORY])  # the first build of both
     assert logged(spark) == {"t": {first}, HISTORY: {first}}
     assert status.table_status(spark, "t").pending == []
     # The hook's merge log is the one ddb-lakehouse creates: the same columns and properties.
@@ -90,7 +91,7 @@ def test_a_plain_dbt_run_records_what_it_merged(spark, table_t: Path, tmp_path: 
     assert main(["ingest", "--table", "t", "--stream", str(table_t), "--settle", "0"]) == 0
     (second,) = merge_log.new_batches(spark, "t", history=True)
     assert status.table_status(spark, "t").pending == [second]
-    runner.dbt_invoke(["run", "--select", "t", HISTORY])
+    dbt_process.dbt_invoke(["run", "--select", "t", HISTORY])
     assert logged(spark) == {"t": {first, second}, HISTORY: {first, second}}
     assert status.table_status(spark, "t").pending == []
     spark.sql("refresh table lake.lakehouse.t")
@@ -98,7 +99,7 @@ def test_a_plain_dbt_run_records_what_it_merged(spark, table_t: Path, tmp_path: 
 
     # Nothing new: a plain run commits nothing to either table and records nothing.
     before = snapshots(spark)
-    runner.dbt_invoke(["run", "--select", "t", HISTORY])
+    dbt_process.dbt_invoke(["run", "--select", "t", HISTORY])
     assert snapshots(spark) == before
     assert logged(spark) == {"t": {first, second}, HISTORY: {first, second}}
     # ddb-lakehouse agrees: nothing to merge.
@@ -120,7 +121,7 @@ def test_a_history_that_lags_its_final_table_gets_the_batch_at_the_next_merge(
     assert main(["ingest", "--table", "t", "--stream", str(table_t), "--settle", "0"]) == 0
     (batch,) = merge_log.new_batches(spark, "t")
 
-    runner.dbt_invoke(["run", "--select", "t"])  # the final table only
+    dbt_process.dbt_invoke(["run", "--select", "t"])  # the final table only
     assert merge_log.new_batches(spark, "t") == []
     assert merge_log.new_batches(spark, "t", history=True) == [batch]
     # `status` counts it pending until the history holds it too (docs/history.md).

@@ -14,16 +14,17 @@ import pytest
 from items_back import final_items, strict_item
 from reference import DRIFT, expected, same
 
+from ingestion.catalog import table_types
 from ingestion.cli import main
 from ingestion.dynamodb.tables import get_table
 from ingestion.maintenance import rebuild
-from ingestion.merge import runner
+from ingestion.merge import dbt_process, runner
 from ingestion.samples import items as sample_items
 from ingestion.samples import sample_exports
 from ingestion.samples.items import BASE_TIME
 from ingestion.schema import schema_file, types
 from ingestion.schema.types import parse_type
-from ingestion.staging import append, drift, exports, table_types
+from ingestion.staging import append, drift, exports
 
 pytestmark = pytest.mark.slow
 
@@ -218,7 +219,7 @@ def test_new_attribute_becomes_a_column_and_misfits_are_kept_then_adopted(
 
     # A merge of the batch before its drift is adopted is refused by the model itself, whoever
     # runs it (before, it wrote `pages` null for b): the final table keeps the first export's rows.
-    with pytest.raises(runner.DbtError):
+    with pytest.raises(dbt_process.DbtError):
         runner.run_merge(spark, [table], test=False)
     assert "holds values that do not fit their columns (pages)" in "".join(capsys.readouterr())
     rows = _final_rows(spark)

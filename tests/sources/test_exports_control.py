@@ -15,10 +15,11 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from ingestion import cli
+from ingestion.catalog import ledger
 from ingestion.sources import export_control as exports
 from ingestion.sources import manifest, recovery
 from ingestion.sources.manifest import FULL, INCREMENTAL, ExportError
-from ingestion.staging import chain, ledger
+from ingestion.staging import chain
 
 ARN = "arn:aws:dynamodb:eu-west-1:123456789012:table/orders"
 T = datetime(2026, 3, 1, 10, 7, tzinfo=UTC)  # incremental windows start on whole minutes

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingestion.merge.runner import out_of_memory_in
+from ingestion.merge.dbt_process import out_of_memory_in
 from ingestion.schema.types import Attribute, ColumnType, Schema, StructField
 from ingestion.spark import out_of_memory
 

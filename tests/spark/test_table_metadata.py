@@ -8,8 +8,8 @@ import sys
 
 from support import ROOT
 
+from ingestion.catalog import table_metadata
 from ingestion.config import clock
-from ingestion.spark import table_metadata
 
 NAME = "lake.staging.metadata_probe"
 

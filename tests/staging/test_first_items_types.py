@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from ingestion.catalog import table_types
 from ingestion.dynamodb.tables import get_table
 from ingestion.project import onboarding
 from ingestion.samples import sample_exports
 from ingestion.schema import canonical, detect, schema_file, typed_columns
 from ingestion.sources import manifest
-from ingestion.staging import append, exports, table_types
+from ingestion.staging import append, exports
 
 pytestmark = pytest.mark.slow
 

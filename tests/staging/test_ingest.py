@@ -15,13 +15,14 @@ import pytest
 from items_back import items_of, strict_item
 from verifying import export_items
 
+from ingestion.catalog import table_types
 from ingestion.dynamodb.tables import get_table
 from ingestion.dynamodb.values import sql_string
 from ingestion.samples import sample_exports
 from ingestion.samples.items import BASE_TIME
 from ingestion.schema.item_json import set_descriptor
 from ingestion.sources import manifest
-from ingestion.staging import append, exports, table_types
+from ingestion.staging import append, exports
 from ingestion.staging.exports import ingest_export
 
 pytestmark = pytest.mark.slow

@@ -26,6 +26,8 @@ import readers
 from items_back import final_items, strict_item, strict_items
 from support import ROOT, final_ids
 
+from ingestion.catalog import ledger
+from ingestion.catalog import table as catalog_table
 from ingestion.config import clock, settings
 from ingestion.dynamodb import change_order
 from ingestion.dynamodb.tables import get_table
@@ -35,7 +37,7 @@ from ingestion.samples import expected_state, sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.sources import stream_files
 from ingestion.sources.change_file_writer import write_batch
-from ingestion.staging import exports, ledger, streams
+from ingestion.staging import exports, streams
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -503,9 +505,9 @@ def test_watch_merges_a_batch_staged_but_never_merged_without_new_files(
     """A watch killed after its staging commit (or a tick whose merge failed) left a batch the
     merge log lacks; the next watch saw no new files and never merged it, on a quiet table
     maybe never, while status showed the batch like any other."""
+    from ingestion.catalog import merge_log
     from ingestion.cli import main
     from ingestion.jobs.watch import WatchOptions, watch
-    from ingestion.merge import merge_log
 
     baseline(spark, books_export)
     books = get_table("books")
@@ -538,7 +540,7 @@ def test_watch_merges_a_batch_staged_but_never_merged_without_new_files(
     assert merge_log.new_batches(spark, "books") == []
     assert main(["status", "--table", "books"]) == 0
     assert _merged_column(capsys.readouterr().out) == {"FULL": "yes", "STREAM": "yes"}
-    # A tick's dbt run and test write no artifacts (runner.dbt_invoke): a merge does.
+    # A tick's dbt run and test write no artifacts (dbt_process.dbt_invoke): a merge does.
     assert written() == before
     runner.run_merge(spark, [books], test=False, full_refresh=True)
     assert all(now is not None and now != then for now, then in zip(written(), before, strict=True))
@@ -603,7 +605,7 @@ def test_a_late_change_older_than_the_newest_full_export_never_resurrects_an_ite
 def test_a_failed_data_test_leaves_the_batch_unmerged_and_blocks_the_next_merge(
     spark, clean_lakehouse, books_export, tmp_path: Path
 ) -> None:
-    from ingestion.merge import merge_log
+    from ingestion.catalog import merge_log
     from ingestion.merge.runner import DbtError
 
     baseline(spark, books_export)
@@ -669,4 +671,4 @@ def test_drift_in_the_stream_is_adopted_without_a_manual_step(
     assert row["pages"] == Decimal("3.25") and row["_drift"] is None
     assert drift.drift_report(spark, "books") == []
     assert main(["merge", "--table", "books"]) == 0  # and the next merge is incremental again
-    assert not full_refresh.needs_full_refresh(spark, books)
+    assert not full_refresh.needs_full_refresh(catalog_table.load([books], spark)[0])

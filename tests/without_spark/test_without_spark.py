@@ -13,17 +13,16 @@ from pathlib import Path
 import pytest
 from support import ROOT
 
+from ingestion.catalog import ledger, merge_log, table_metadata
 from ingestion.cli import main
 from ingestion.dynamodb.tables import get_table
 from ingestion.jobs import inspection, stage
 from ingestion.maintenance import status
-from ingestion.merge import merge_log
 from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
 from ingestion.samples.items import BASE_TIME
 from ingestion.sources.change_file_writer import write_batch
-from ingestion.staging import drift, ledger
-from ingestion.without_spark import iceberg_metadata
+from ingestion.staging import drift
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -59,7 +58,7 @@ def books_with_deletes(spark, clean_lakehouse, tmp_path: Path) -> Path:
 def test_figures_without_spark_equal_sparks_after_a_merge_with_deletes(
     spark, books_with_deletes: Path, capsys
 ) -> None:
-    assert iceberg_metadata.available()
+    assert table_metadata.available()
     heavy = status.table_status(spark, "books")
     light = status.status_without_spark("books")
     assert light.final_rows == heavy.final_rows == 4  # position deletes honoured
@@ -138,7 +137,7 @@ def test_metadata_is_read_from_s3() -> None:
     import boto3
     import local_s3
 
-    from ingestion.without_spark import iceberg_metadata
+    from ingestion.catalog import table_metadata
 
     with local_s3.server() as endpoint:
         s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
@@ -148,4 +147,4 @@ def test_metadata_is_read_from_s3() -> None:
         )
         with pytest.MonkeyPatch.context() as env:
             env.setenv("AWS_ENDPOINT_URL_S3", endpoint)
-            assert iceberg_metadata.size_of("s3://lake/w/t/metadata/1.metadata.json") == 21
+            assert table_metadata.size_of("s3://lake/w/t/metadata/1.metadata.json") == 21

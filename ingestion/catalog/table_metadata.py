@@ -1,6 +1,7 @@
 """An Iceberg table's metadata (snapshots with their summaries, properties, columns) as the
-metadata file's JSON: read from this session's catalog through the JVM (``read``), or from the
-file itself without Spark (``ingestion.without_spark.iceberg_metadata``).
+metadata file's JSON: read from this session's catalog through the JVM (``read``), or without
+Spark from the file the embedded catalog's SQLite file points to (``read_metadata``); a
+``Reader`` is either, chosen once per job (``reader``).
 
 ``read`` costs one catalog look-up and no Spark job, where a metadata-table query
 (``<table>.snapshots``, ``show tblproperties``) is a Spark job; the merge and staging read the
@@ -12,14 +13,33 @@ session refreshes it), or re-read from the catalog first with ``fresh``.
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import sqlite3
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pyspark.sql import SparkSession
+
+from ingestion.config import names, settings
+from ingestion.sources.locations import s3_client
+from ingestion.sources.s3_uri import as_s3, is_s3, parse_s3_uri
+from ingestion.spark import spark_config
+
+# Every read of a table's state this process made, by (what, table): its metadata (by its
+# catalog name), its kept types, its ledger, its merge log rows. A test holds a merge to one
+# of each (tests/merge/test_table_handle.py); nothing else reads it.
+READS: Counter[tuple[str, str]] = Counter()
+
+
+def count(what: str, table: str) -> None:
+    READS[(what, table.replace("`", ""))] += 1
+
 
 # What Spark says of a table or namespace that does not exist.
 MISSING = ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND", "NoSuchTableException")
@@ -95,6 +115,7 @@ def read(spark: SparkSession, name: str, fresh: bool = False) -> Metadata | None
     session's catalog holds it, re-read from the catalog first when ``fresh`` (the cached table
     refreshed in place, or loaded anew when another process created the table again); None
     when there is no such table."""
+    READS[("metadata", name.replace("`", ""))] += 1
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     try:
@@ -137,3 +158,109 @@ def _forget(spark: SparkSession, name: str) -> None:
     assert jvm is not None
     found = jvm.org.apache.iceberg.spark.Spark3Util.catalogAndIdentifier(spark._jsparkSession, name)
     found.catalog().invalidateTable(found.identifier())
+
+
+# The metadata without Spark: the catalog's pointer to the current metadata file (Iceberg's JDBC
+# catalog schema, table ``iceberg_tables``, in the SQLite file the target's profile names) and
+# that file's JSON, for the targets whose catalog is a SQLite file.
+WITHOUT_SPARK_TARGETS = ("local", "rehearsal")
+
+
+def available() -> bool:
+    """The path without Spark serves this process: a target whose catalog is a SQLite file, and the
+    ``light`` extra installed."""
+    return (
+        settings.target() in WITHOUT_SPARK_TARGETS
+        and os.environ.get("LAKEHOUSE_NO_LIGHT") != "1"
+        and importlib.util.find_spec("duckdb") is not None
+    )
+
+
+def catalog_file() -> Path:
+    """The SQLite file of the target's catalog (``spark.sql.catalog.lake.uri``)."""
+    uri = spark_config.spark_conf().get(f"spark.sql.catalog.{names.CATALOG}.uri", "")
+    return Path(uri.removeprefix("jdbc:sqlite:").removeprefix("file:"))
+
+
+def metadata_location(namespace: str, table: str) -> str | None:
+    """The current metadata file of ``namespace.table``, or None when the catalog has no such
+    table (or no catalog file yet)."""
+    path = catalog_file()
+    if not path.is_file():
+        return None
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60) as db:
+        row = db.execute(
+            "select metadata_location from iceberg_tables "
+            "where table_namespace = ? and table_name = ?",
+            (namespace, table),
+        ).fetchone()
+    return str(row[0]) if row else None
+
+
+def tables(namespaces: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """(namespace, table, current metadata file) of every table the catalog holds in
+    ``namespaces``."""
+    path = catalog_file()
+    if not path.is_file():
+        return []
+    marks = ", ".join("?" for _ in namespaces)
+    query = (
+        "select table_namespace, table_name, metadata_location from iceberg_tables "
+        f"where table_namespace in ({marks}) and metadata_location is not null"
+    )
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60) as db:
+        # Schema V1 (every profile sets it) keeps views in the same table: tables only.
+        rows = db.execute(
+            query + " and coalesce(iceberg_type, 'TABLE') = 'TABLE'", namespaces
+        ).fetchall()
+    return [(str(n), str(t), str(m)) for n, t, m in rows]
+
+
+def read_metadata(namespace: str, table: str) -> Metadata | None:
+    READS[("metadata", f"{names.CATALOG}.{namespace}.{table}")] += 1
+    location = metadata_location(namespace, table)
+    if location is None:
+        return None
+    return Metadata(location, json.loads(_read(location)))
+
+
+def _read(location: str) -> bytes:
+    if is_s3(as_s3(location)):
+        bucket, key = parse_s3_uri(as_s3(location))
+        return bytes(s3_client().get_object(Bucket=bucket, Key=key)["Body"].read())
+    return Path(location.removeprefix("file:")).read_bytes()
+
+
+def size_of(location: str) -> int:
+    """The size of a metadata file, in bytes."""
+    return len(_read(location))
+
+
+class Reader(Protocol):
+    """Where a job reads tables' metadata from: its Spark session's catalog, or the files."""
+
+    def read(self, namespace: str, table: str, fresh: bool = False) -> Metadata | None: ...
+
+
+@dataclass(frozen=True)
+class SparkReader:
+    """Through the session's catalog (``read``); ``fresh`` re-reads the catalog first."""
+
+    spark: SparkSession
+
+    def read(self, namespace: str, table: str, fresh: bool = False) -> Metadata | None:
+        return read(self.spark, f"{names.CATALOG}.{namespace}.`{table}`", fresh=fresh)
+
+
+@dataclass(frozen=True)
+class FileReader:
+    """From the metadata files, without a JVM (``available``): always as committed now."""
+
+    def read(self, namespace: str, table: str, fresh: bool = False) -> Metadata | None:
+        return read_metadata(namespace, table)
+
+
+def reader(spark: SparkSession | None) -> Reader:
+    """The reader for a job: through Spark when it has a session, else from the files (the
+    caller checked ``available``)."""
+    return SparkReader(spark) if spark is not None else FileReader()

@@ -14,10 +14,9 @@ from datetime import datetime
 
 from pyspark.sql import SparkSession
 
+from ingestion.catalog import table_metadata
 from ingestion.config import names
 from ingestion.sources.manifest import FULL, Export
-from ingestion.spark import table_metadata
-from ingestion.without_spark import iceberg_metadata
 
 _KEYS = names.SUMMARY_KEYS  # the snapshot-summary keys, written once in config/names
 SOURCE, BATCH, KIND, TABLE_ARN, START, END = (
@@ -76,6 +75,7 @@ def snapshot_properties(entry: Entry) -> dict[str, str]:
 
 def entries(spark: SparkSession, table: str) -> list[Entry]:
     """The ledger, in commit order (the staging table's metadata, no Spark job)."""
+    table_metadata.count("ledger", names.STAGING_OF.get(table, table))
     metadata = table_metadata.read(spark, names.staging_table(table))
     if metadata is None:
         return []
@@ -83,8 +83,10 @@ def entries(spark: SparkSession, table: str) -> list[Entry]:
 
 
 def entries_without_spark(table: str) -> list[Entry]:
-    """The ledger read from the staging table's metadata file, without Spark (``without_spark``)."""
-    metadata = iceberg_metadata.read_metadata(names.STAGING, names.STAGING_OF.get(table, table))
+    """The ledger read from the staging table's metadata file, without Spark
+    (``table_metadata.available``)."""
+    table_metadata.count("ledger", names.STAGING_OF.get(table, table))
+    metadata = table_metadata.read_metadata(names.STAGING, names.STAGING_OF.get(table, table))
     if metadata is None:
         return []
     return entries_from([(s.committed_at, s.summary) for s in metadata.snapshots])

@@ -19,13 +19,11 @@ import logging
 
 from pyspark.sql import SparkSession
 
+from ingestion.catalog import entity_types, table_metadata
 from ingestion.config import names
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import sql_string
 from ingestion.schema import schema_file, types
-from ingestion.spark import table_metadata
-from ingestion.staging import entity_types
-from ingestion.without_spark import iceberg_metadata
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +46,7 @@ def stored_document(spark: SparkSession, table: str) -> str | None:
 def parse(text: str, table: TableConfig) -> types.Schema:
     """A stored document as a schema, its keys typed as the table declares them; for a
     single-table design, with its entities' sections (``entity_types.sections``)."""
+    table_metadata.count("types", table.name)
     where = f"{names.staging_table(table.name)} property {PROPERTY}"
     try:
         raw = json.loads(text)
@@ -69,9 +68,9 @@ def kept_without_spark(table: TableConfig) -> types.Schema | None:
     written after Spark's JVM died: ``spark.out_of_memory``), or None when they cannot be read
     there (the Glue catalog, no types kept, anything unreadable)."""
     try:
-        if not iceberg_metadata.available():
+        if not table_metadata.available():
             return None
-        metadata = iceberg_metadata.read_metadata(names.STAGING, table.name)
+        metadata = table_metadata.read_metadata(names.STAGING, table.name)
         text = metadata.properties.get(PROPERTY) if metadata is not None else None
         return parse(text, table) if text else None
     except Exception:  # noqa: BLE001 (a hint for an error message: never a second failure)

@@ -65,9 +65,9 @@ def scan(location: str) -> str:
 def query(namespace: str, table: str, sql: str, parameters: list[Any] | None = None) -> list[tuple]:
     """``sql`` with ``{table}`` standing for the table's current state; [] when the catalog does
     not hold the table."""
-    from ingestion.without_spark import iceberg_metadata
+    from ingestion.catalog import table_metadata
 
-    location = iceberg_metadata.metadata_location(namespace, table)
+    location = table_metadata.metadata_location(namespace, table)
     if location is None:
         return []
     rows: list[tuple] = (
@@ -79,10 +79,10 @@ def query(namespace: str, table: str, sql: str, parameters: list[Any] | None = N
 def with_views(namespaces: tuple[str, ...]) -> Any:
     """The connection with a schema per namespace and a view per table of the catalog
     (``lakehouse.books`` reads the table's current state): SQL names tables as with Spark."""
-    from ingestion.without_spark import iceberg_metadata
+    from ingestion.catalog import table_metadata
 
     con = connect()
-    for namespace, table, location in iceberg_metadata.tables(namespaces):
+    for namespace, table, location in table_metadata.tables(namespaces):
         con.execute(f'CREATE SCHEMA IF NOT EXISTS "{namespace}"')
         con.execute(
             f'CREATE OR REPLACE VIEW "{namespace}"."{table}" AS SELECT * FROM {scan(location)}'

@@ -10,11 +10,9 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from ingestion.catalog import duckdb_engine, ledger, table_metadata
 from ingestion.config import names
 from ingestion.dynamodb.values import sql_string
-from ingestion.spark import table_metadata
-from ingestion.staging import ledger
-from ingestion.without_spark import duckdb_engine
 
 MERGE_LOG = names.merge_log_table()
 
@@ -85,8 +83,11 @@ _read: dict[str, tuple[str, frozenset[str]]] = {}
 
 def merged_batches(spark: SparkSession, table: str) -> set[str]:
     """The batches of ``table`` the merge log holds (as this session's catalog sees the log)."""
+    table_metadata.count("merge log", table)
     metadata = table_metadata.read(spark, MERGE_LOG)
-    version = metadata.location if metadata is not None else ""
+    if metadata is None:  # no merge yet: created by the first (``ensure_merge_log``)
+        return set()
+    version = metadata.location
     known = _read.get(table)
     if known is not None and version and known[0] == version:
         return set(known[1])
@@ -104,24 +105,22 @@ def forget_table(spark: SparkSession, table: str) -> None:
 
 
 def new_batches_without_spark(table: str, history: bool = False) -> list[str]:
-    """``new_batches`` without Spark (``without_spark``): the ledger and the merge log read from their
-    metadata and data files."""
-    merged = set.intersection(
-        *(
-            {
-                str(row[0])
-                for row in duckdb_engine.query(
-                    names.STAGING,
-                    names.MERGE_LOG,
-                    "select batch_id from {table} where table_name = ?",
-                    [name],
-                )
-            }
-            for name in logged_names(table, history)
+    """``new_batches`` without Spark (``table_metadata.available``): the ledger and the merge log
+    read from their metadata and data files."""
+    merged = merged_without_spark(logged_names(table, history))
+    return unmerged(ledger.entries_without_spark(table), merged)
+
+
+def merged_without_spark(logged_as: list[str]) -> set[str]:
+    """The batches the merge log holds under every name of ``logged_as``, read with DuckDB."""
+    found = []
+    for name in logged_as:
+        table_metadata.count("merge log", name)
+        rows = duckdb_engine.query(
+            names.STAGING,
+            names.MERGE_LOG,
+            "select batch_id from {table} where table_name = ?",
+            [name],
         )
-    )
-    return [
-        e.batch_id
-        for e in ledger.entries_without_spark(table)
-        if e.batch_id and e.batch_id not in merged
-    ]
+        found.append({str(row[0]) for row in rows})
+    return set.intersection(*found)

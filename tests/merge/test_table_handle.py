@@ -1,0 +1,82 @@
+"""One merge of one table reads the table's state once: its metadata, kept types, ledger and
+merge log, through its handle (``ingestion.catalog.table``), and the table is passed on through
+few calls (``table_trace``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from table_trace import traced
+
+from ingestion.catalog import table_metadata
+from ingestion.cli import main
+from ingestion.project import onboarding
+from ingestion.samples import sample_exports
+from ingestion.samples import stream as sample_stream
+from ingestion.samples.items import BASE_TIME
+from ingestion.schema import schema_file
+from ingestion.sources.change_file_writer import write_batch
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+LATER = int(BASE_TIME.timestamp()) + 3600
+
+
+def item(key: str, title: str) -> dict[str, Any]:
+    return {"id": {"S": key}, "title": {"S": title}}
+
+
+@pytest.fixture
+def table_h(spark, clean_lakehouse, project_copy: Path, tmp_path: Path):
+    """Table ``h`` (history on), synced from a full export; yields its stream's folder, which
+    holds one staged batch not merged yet."""
+    onboarding.add_table("h", "id:S", None, history=True)
+    full = sample_exports.write_items_export(
+        tmp_path / "full", "h", [item(str(n), f"T{n}") for n in range(20)]
+    )
+    assert main(["sync", "--table", "h", str(full)]) == 0
+    streams = tmp_path / "streams"
+    record = sample_stream.stream_record(
+        "h", "MODIFY", {"id": {"S": "1"}}, item("1", "T1"), item("1", "T1b"), LATER, 1
+    )
+    assert write_batch([record], str(streams))[1] is None
+    assert main(["ingest", "--table", "h", "--stream", str(streams), "--settle", "0"]) == 0
+    yield streams
+    schema_file.schema_path("h").unlink(missing_ok=True)
+    for name in ("lake.staging.h", "lake.lakehouse.h", "lake.lakehouse.h__history"):
+        spark.sql(f"drop table if exists {name}")
+
+
+def test_one_merge_reads_each_part_of_its_tables_state_once(spark, table_h: Path) -> None:
+    """The change log's metadata, its kept types, its ledger and the merge log: once each. The
+    final table's and its history's metadata: once before the merge and once after its own
+    commit (the state the counts read), never more. No other table's metadata is read."""
+    table_metadata.READS.clear()
+    with traced("h") as trace:
+        assert main(["merge", "--table", "h"]) == 0
+    reads = dict(table_metadata.READS)
+    if os.environ.get("LAKEHOUSE_TRACE"):
+        print(reads, trace.report(), sep="\n")
+    assert reads.pop(("metadata", "lake.staging.h")) == 1
+    assert reads.pop(("types", "h")) == 1
+    assert reads.pop(("ledger", "h")) == 1
+    assert reads.pop(("merge log", "h")) == 1
+    assert reads.pop(("merge log", "h__history")) == 1
+    assert reads.pop(("metadata", "lake.lakehouse.h")) == 2
+    # Nothing else of the table's state is read (the history's column types, which its
+    # re-derivation check compares, come from Spark's catalog: merge.history_types).
+    assert all(n <= 2 for n in reads.values()), reads
+    assert {what for what, _ in reads} <= {"metadata"}, reads
+    # The merge happened: the stream's change is in the final table.
+    spark.sql("refresh table lake.lakehouse.h")
+    assert spark.table("lake.lakehouse.h").where("id = '1'").first()["title"] == "T1b"
+    # How far the table travels (tests/table_trace.py): measured, and held where it is now.
+    assert len(trace.stops) <= STOPS, trace.report()
+
+
+# The stops of one merge of one table with its history (table_trace), at most: 151 before the
+# table handle; issue "One table handle" asks for 45, which this is not yet.
+STOPS = 100
