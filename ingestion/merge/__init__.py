@@ -1,3 +1,3 @@
 """Staging change logs -> final tables: ``dbt run`` + ``dbt test`` of the tables' models
-(``merge_with_delete``) in the process's own Spark session, the merge log of the batches each
-merge applied, what each merge changed, and the full-refresh decision."""
+(``merge_with_delete``) in the process's own Spark session, what its tests read, what each
+merge changed, and the full-refresh decision."""

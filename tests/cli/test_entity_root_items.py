@@ -61,7 +61,7 @@ def held(home: Path) -> dict[str, set[tuple[str, str]]]:
 
 def no_jvm(*args: str) -> subprocess.CompletedProcess[str]:
     from test_without_spark import (
-        no_java,  # tests/without_spark: the environment in which no JVM can start
+        no_java,  # tests/catalog: the environment in which no JVM can start
     )
 
     return subprocess.run(
@@ -72,7 +72,7 @@ def no_jvm(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def no_jvm_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(ROOT / "tests" / "without_spark"))
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "catalog"))
 
 
 def test_a_root_item_is_its_own_entity_and_a_no_op_sync_needs_no_jvm(

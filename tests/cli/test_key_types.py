@@ -19,7 +19,7 @@ from ingestion.samples import sample_exports
 def test_a_key_type_the_export_contradicts_is_refused_before_spark(
     project_copy: Path, lakehouse_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.syspath_prepend(str(ROOT / "tests" / "without_spark"))
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "catalog"))
     from test_without_spark import no_java
 
     assert main(["add-table", "invoices", "--partition-key", "invoice_id:N"]) == 0
