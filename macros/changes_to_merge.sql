@@ -44,8 +44,11 @@ where change.`_batch_id` in ({{ dynamodb_quoted_list(batches) }})
   {%- else -%}
     {#- A full build reads every change; the batches are pinned first, before it reads, for a
         plain `dbt run` to record (macros/merge_log.sql): a batch committed after the pin is
-        built in and merged again next time, which changes nothing. -#}
+        built in and merged again next time, which changes nothing. It creates the final
+        table's `_inserted_batch_id` (decision 0014), null for every row it writes: the
+        incremental merges fill it (merge_with_delete). -#}
     {%- do dynamodb_new_batches(table) %}
-select * from {{ relation }} where {{ dynamodb_drift_guard(table) }}
+select *, cast(null as string) as {{ dynamodb_quote(dynamodb_inserted_batch_column()) }}
+from {{ relation }} where {{ dynamodb_drift_guard(table) }}
   {%- endif -%}
 {%- endmacro %}

@@ -142,8 +142,7 @@ def from_commit(
     (found by their `_batch_id`, whose bounds let Iceberg skip every older data file), in
     ``after_rows`` when given (the merge's tests' rows: tested_rows.tested_views).
 
-    A table's first merge after the column existed adds it before it merges (rows of its last
-    full build hold null there: updates). None, and the caller looks the touched keys up in
+    The rows of the table's last full build hold null there (an update of one keeps it). None, and the caller looks the touched keys up in
     both snapshots, whenever the argument does not hold: the commit is not this session's one
     child of ``before``, the table has no such column, the commit removed data files or has
     equality deletes (a table switched to copy-on-write rewrites files: its added records are

@@ -25,10 +25,9 @@
     - `_inserted_batch_id` (decision 0014): an insert writes the change's `_batch_id` there, an
       update keeps the row's. So the rows a merge's commit wrote tell its inserts from its
       updates, and its counts need no read of the table as it was before
-      (ingestion/merge/merge_counts.py). A final table built before this column existed gets it
-      at its next merge (an `alter table`: metadata only), and the column is null for every row
-      present since the table's last full build (a first build, a full refresh): the model's
-      own SQL never has it.
+      (ingestion/merge/merge_counts.py). A full build creates the column, null for every row it
+      writes (dynamodb_changes_to_merge); a final table without it is refused, naming the
+      rebuild that gives it the column.
 
   dbt-spark's built-in `merge` has no DELETE clause, and dbt-spark validates strategies against a
   fixed list, so its two dispatch points are overridden below to add this one.
@@ -53,8 +52,7 @@
   {%- endfor -%}
   {%- set inserted_batch = dynamodb_inserted_batch_column() -%}
   {%- if inserted_batch not in columns -%}
-    {%- do run_query('alter table ' ~ target ~ ' add columns (' ~ dynamodb_quote(inserted_batch) ~ ' string)') -%}
-    {%- set columns = columns + [inserted_batch] -%}
+    {{ exceptions.raise_compiler_error(target ~ " has no " ~ inserted_batch ~ " column, which every full build creates: run `ddb-lakehouse rebuild --table " ~ table ~ "` to build it again") }}
   {%- endif -%}
   {%- set updated = dynamodb_quote_list(columns | reject('equalto', inserted_batch) | list) -%}
   {%- set quoted = dynamodb_quote_list(columns) -%}

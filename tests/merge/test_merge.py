@@ -145,8 +145,8 @@ def test_merge_applies_upserts_deletes_and_the_version_guard(spark, clean_lakeho
     assert first_snapshot in history
     assert pyiceberg_rows(spark, "books") == 60  # an independent reader sees the deletes
 
-    # `_inserted_batch_id` (decision 0014): added by the first incremental merge, the batch of
-    # the insert for a row it inserted, null for a row of the first build (an update keeps it).
+    # `_inserted_batch_id` (decision 0014): created by the first build, null for its rows (an
+    # update keeps it), the batch of the insert for a row an incremental merge inserted.
     assert final[new]["_inserted_batch_id"] == final[new]["_batch_id"]
     assert final[updated]["_inserted_batch_id"] is None
     assert _counts_both_ways(spark, books, counts[0].batches) == (1, 1, 1)
