@@ -45,7 +45,10 @@ class Table:
         self.entry = entry or config
         self.name = config.name
         self.keys = config.keys
+        self.key_columns = [k.column for k in self.keys]
         self.history = config.history
+        self.staging_name = names.staging_table(self.entry.name)  # quoted, as SQL names it
+        self.final_name = names.final_table(self.name)
         # The names its batches are recorded under in the merge log (``merge_log.logged_names``).
         self.logged_as = [self.name, f"{self.name}__history"] if self.history else [self.name]
         self._reader = reader

@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.catalog import table_metadata
+from ingestion.catalog.table import Table
 from ingestion.catalog.table_metadata import Metadata
 from ingestion.config import names
 from ingestion.dynamodb.entities import final_tables
@@ -50,7 +51,7 @@ def current_snapshot(spark: SparkSession, table: str) -> int | None:
 
 def commit_counts(
     spark: SparkSession,
-    table: TableConfig,
+    table: Table,
     before: int | None,
     after: int | None,
     batches: list[str] | tuple[str, ...],
@@ -72,8 +73,8 @@ def commit_counts(
     only the snapshot before is looked up. A full export's re-baseline also deletes keys no batch touched: its deleted rows
     are the rows before, plus those inserted, less the rows after. A first build or a full
     refresh inserted every row. ``final``: the final table's metadata at ``after``, when read
-    already (the merge's table handle)."""
-    name = names.final_table(table.name)
+    already (the table's handle)."""
+    name = table.final_name
     if after is None:
         return MergeCounts(table.name, 0, 0, 0, 0)
     final = final or table_metadata.read(spark, name)
@@ -96,7 +97,7 @@ def commit_counts(
         else:
             rows = _remember(table.name, int(after), known + inserted - deleted)
         return MergeCounts(table.name, rows, inserted, updated, deleted)
-    keys = [k.column for k in table.keys]
+    keys = table.key_columns
     touched_keys = F.broadcast(touched.of(table, batches))  # each key once, however often changed
 
     def state(snapshot: int, side: str, rows: DataFrame | None = None) -> DataFrame:
@@ -124,7 +125,7 @@ def commit_counts(
 
 def from_commit(
     spark: SparkSession,
-    table: TableConfig,
+    table: Table,
     before: int,
     after: int,
     batches: list[str] | tuple[str, ...],
@@ -148,7 +149,7 @@ def from_commit(
     equality deletes (a table switched to copy-on-write rewrites files: its added records are
     not its writes), or more live rows carry the batches than the commit wrote (an earlier
     attempt of the same batches committed them: a merge whose tests failed, applied again)."""
-    name = names.final_table(table.name)
+    name = table.final_name
     metadata = metadata or table_metadata.read(spark, name)
     if metadata is None or INSERTED_BATCH not in metadata.columns:
         return None
@@ -240,32 +241,30 @@ def _has_snapshot(metadata: Metadata | None, snapshot: int) -> bool:
     return metadata is not None and any(s.snapshot_id == snapshot for s in metadata.snapshots)
 
 
-def versions(rows: DataFrame, table: TableConfig, side: str) -> DataFrame:
+def versions(rows: DataFrame, table: Table, side: str) -> DataFrame:
     """Each key of ``rows`` with the version of its row (``side``: old or new)."""
-    keys = [k.column for k in table.keys]
-    return rows.select(*keys, F.struct("_version", F.coalesce("_sequence", F.lit(""))).alias(side))
+    return rows.select(
+        *table.key_columns, F.struct("_version", F.coalesce("_sequence", F.lit(""))).alias(side)
+    )
 
 
-def before_refresh(spark: SparkSession, table: TableConfig) -> DataFrame | None:
+def before_refresh(spark: SparkSession, table: Table) -> DataFrame | None:
     """The final table's keys and versions before a full refresh re-creates it (kept in this
     process: the refresh drops the table's history), or None when there is no final table."""
-    name = names.final_table(table.name)
-    if not spark.catalog.tableExists(name):
+    if table.final is None:
         return None
-    return versions(spark.table(name), table, "old").localCheckpoint()
+    return versions(spark.table(table.final_name), table, "old").localCheckpoint()
 
 
 def refresh_counts(
-    spark: SparkSession, table: TableConfig, old: DataFrame, after: int | None
+    spark: SparkSession, table: Table, old: DataFrame, after: int | None
 ) -> MergeCounts:
     """What a full refresh changed: the keys and versions before it against after it (a drift
     adopted rewrites every row, but changes only the rows the new batches touched)."""
-    name = names.final_table(table.name)
     if after is None:
         return MergeCounts(table.name, 0, 0, 0, 0)
-    rows = spark.sql(f"select * from {name} version as of {int(after)}")
-    keys = [k.column for k in table.keys]
-    inserted, deleted, updated = _diff(old, versions(rows, table, "new"), keys)
+    rows = spark.sql(f"select * from {table.final_name} version as of {int(after)}")
+    inserted, deleted, updated = _diff(old, versions(rows, table, "new"), table.key_columns)
     return MergeCounts(table.name, rows.count(), inserted, updated, deleted)
 
 

@@ -80,7 +80,7 @@ def run_merge(
     refresh = {t.name for t in finals if full_refresh or needs_full_refresh(t)}
     # A refresh drops the final table's history: its keys and versions are kept for the counts.
     refreshed_from = {
-        t.name: before_refresh(spark, t.config)
+        t.name: before_refresh(spark, t)
         for t in finals
         if t.name in refresh and before[t.name] is not None
     }
@@ -172,12 +172,12 @@ def _counted(
     """What a merge changed in one final table: from its refresh, or from its commits."""
     old = refreshed_from.get(table.name)
     if old is not None:
-        return refresh_counts(spark, table.config, old, table.snapshot)
+        return refresh_counts(spark, table, old, table.snapshot)
     kinds = {e.batch_id: e.kind for e in table.ledger}
     rebaselined = any(kinds.get(b) == manifest.FULL for b in batches[table.name])
     return commit_counts(
         spark,
-        table.config,
+        table,
         before[table.name],
         table.snapshot,
         batches[table.name],

@@ -9,7 +9,6 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.catalog.table import Table
-from ingestion.config import names
 from ingestion.merge.touched_keys import TouchedKeys
 from ingestion.schema.types import INSERTED_BATCH
 from ingestion.sources import manifest
@@ -72,16 +71,16 @@ def tested_views(
             batches = scope.get(table.name)
             if not batches or table.config.staging:
                 continue
-            keys = [k.column for k in table.keys]
-            keyed = F.broadcast(touched.of(table.config, batches))
-            name = names.final_table(table.name)
+            keys = table.key_columns
+            keyed = F.broadcast(touched.of(table, batches))
+            name = table.final_name
             snapshot = (snapshots or {}).get(table.name)
             final = (
                 spark.sql(f"select * from {name} version as of {int(snapshot)}")
                 if snapshot is not None
                 else spark.table(name)
             )
-            log = spark.table(names.staging_table(table.name))
+            log = spark.table(table.staging_name)
             # Only the rows as new as the batches' oldest change, or newer, on both sides: Iceberg
             # skips every older file (given `_version`'s metrics: by default a table's first 100
             # columns keep them), so the reads follow the batches, not the tables' sizes.
@@ -93,7 +92,7 @@ def tested_views(
             # its older version and is not read here: that one guarantee (the MERGE statement
             # matched every row of its keys) moves to the whole-table tests of `merge
             # --full-check` and `maintain` (docs/exports-and-the-ledger.md, "What the tests read").
-            oldest = touched.oldest_version(table.config, batches)
+            oldest = touched.oldest_version(table, batches)
             if oldest is not None:
                 log = log.where(F.col("_version") >= F.lit(oldest))
                 final = final.where(F.col("_version") >= F.lit(oldest))

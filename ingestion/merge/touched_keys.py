@@ -10,8 +10,7 @@ from collections.abc import Iterable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ingestion.config import names
-from ingestion.dynamodb.tables import TableConfig
+from ingestion.catalog.table import Table
 
 # A change without a `_version`, in ``_oldest``: below every version (the least bigint).
 _NO_VERSION = -(2**63)
@@ -26,11 +25,11 @@ class TouchedKeys:
         self._spark = spark
         self._found: dict[tuple[str, tuple[str, ...]], tuple[DataFrame, int | None]] = {}
 
-    def of(self, table: TableConfig, batches: Iterable[str]) -> DataFrame:
+    def of(self, table: Table, batches: Iterable[str]) -> DataFrame:
         """The touched keys: the key columns, each key once."""
-        return self._read(table, batches)[0].select(*[k.column for k in table.keys])
+        return self._read(table, batches)[0].select(*table.key_columns)
 
-    def oldest_version(self, table: TableConfig, batches: Iterable[str]) -> int | None:
+    def oldest_version(self, table: Table, batches: Iterable[str]) -> int | None:
         """The lowest `_version` of the batches' changes. A touched key's latest change is at
         least as new (the change order compares `_version` first, macros/change_order.sql), so
         a read of its changes may skip older ones: Iceberg then skips every data file whose
@@ -39,13 +38,13 @@ class TouchedKeys:
         bound holds): nothing may be skipped."""
         return self._read(table, batches)[1]
 
-    def _read(self, table: TableConfig, batches: Iterable[str]) -> tuple[DataFrame, int | None]:
+    def _read(self, table: Table, batches: Iterable[str]) -> tuple[DataFrame, int | None]:
         wanted = (table.name, tuple(sorted(set(batches))))
         found = self._found.get(wanted)
         if found is None:
-            keys = [k.column for k in table.keys]
+            keys = table.key_columns
             frame = (
-                self._spark.table(names.staging_table(table.name))
+                self._spark.table(table.staging_name)
                 .where(F.col("_batch_id").isin(list(wanted[1])))
                 .groupBy(*keys)
                 .agg(F.min(F.coalesce("_version", F.lit(_NO_VERSION))).alias("_oldest"))

@@ -14,6 +14,7 @@ import pytest
 
 from ingestion import cli
 from ingestion.catalog import merge_log
+from ingestion.catalog import table as catalog_table
 from ingestion.config import settings
 from ingestion.merge import dbt_process, merge_counts, runner, tested_rows
 from ingestion.merge.touched_keys import TouchedKeys
@@ -47,7 +48,8 @@ def _test_cached(spark, batches: list[str]) -> None:
     from ingestion.dynamodb.tables import get_table
 
     touched = TouchedKeys(spark)
-    views = tested_rows.tested_views(spark, [get_table("orders")], {"orders": batches}, touched)
+    orders = catalog_table.load([get_table("orders")], spark)
+    views = tested_rows.tested_views(spark, orders, {"orders": batches}, touched)
     assert set(views["orders"]) == {"final", "changes"}
     assert len(_tested_views_left(spark)) == 2  # registered (and so found when left behind)
     run_vars = {"dynamodb_test_batches": {"orders": batches}, "dynamodb_tested_views": views}
@@ -159,7 +161,7 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     counts = runner.commit_counts
     persisted = _persisted(spark)  # earlier tests' (this session is the run's)
     with monkeypatch.context() as patched:
-        patched.setattr(runner, "commit_counts", lambda *a: given.append(a[7] is not None) or counts(*a))  # fmt: skip
+        patched.setattr(runner, "commit_counts", lambda *a, **k: given.append(a[7] is not None) or counts(*a, **k))  # fmt: skip
         assert cli.main(["merge", "--table", "orders"]) == 0
     assert given == [True]
     assert _tested_views_left(spark) == []  # the rows it cached for them are gone
@@ -168,7 +170,7 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
 
     # Its counts took the rows its tests read as the state after the merge: the same counts as
     # the snapshot's, and rows that say otherwise change them (so those rows are what is read).
-    orders = get_table("orders")
+    (orders,) = catalog_table.load([get_table("orders")], spark)
     after = merge_counts.current_snapshot(spark, "orders")
     (parent,) = spark.sql(f"select parent_id from lake.lakehouse.orders.snapshots where snapshot_id = {after}").first()  # fmt: skip
     keys = TouchedKeys(spark)
@@ -184,7 +186,7 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     # A table whose rows cannot be read (no `books` here) after one that could: none left either.
 
     with pytest.raises(Exception, match="books"):
-        tested_rows.tested_views(spark, [get_table("orders"), get_table("books")], {"orders": [batch], "books": ["x"]}, TouchedKeys(spark))  # fmt: skip
+        tested_rows.tested_views(spark, catalog_table.load([get_table("orders"), get_table("books")], spark), {"orders": [batch], "books": ["x"]}, TouchedKeys(spark))  # fmt: skip
     assert _tested_views_left(spark) == []
     capsys.readouterr()
     # A full check finds the damage.

@@ -188,8 +188,10 @@ def _counts_both_ways(spark, table, batches) -> tuple[int, int, int]:
     its summary: merge_counts.from_commit), checked equal to those from the touched keys looked
     up in both snapshots; and a row of its batches it did not write (an earlier attempt's)
     sends from_commit back to the snapshots."""
+    from ingestion.catalog import table as catalog_table
     from ingestion.merge.touched_keys import TouchedKeys
 
+    (table,) = catalog_table.load([table], spark)
     after = merge_counts.current_snapshot(spark, table.name)
     (parent,) = spark.sql(f"select parent_id from lake.lakehouse.{table.name}.snapshots where snapshot_id = {after}").first()  # fmt: skip
     found = merge_counts.from_commit(spark, table, parent, after, batches)
