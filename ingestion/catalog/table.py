@@ -26,7 +26,16 @@ from ingestion.dynamodb.tables import TableConfig
 from ingestion.schema import types
 
 # What ``refresh`` forgets: every read of the handle.
-_READS = ("change_log", "final", "snapshot", "ledger", "kept_types", "merged", "new_batches")
+_READS = (
+    "change_log",
+    "final",
+    "snapshot",
+    "history_final",
+    "ledger",
+    "kept_types",
+    "merged",
+    "new_batches",
+)
 
 
 class Table:
@@ -87,6 +96,11 @@ class Table:
     def final(self) -> Metadata | None:
         """The final table's metadata, as this job's catalog holds it."""
         return self._reader.read(names.FINAL, self.name)
+
+    @cached_property
+    def history_final(self) -> Metadata | None:
+        """The metadata of the final table's history (``history: true``), or None."""
+        return self._reader.read(names.FINAL, f"{self.name}__history") if self.history else None
 
     @cached_property
     def snapshot(self) -> int | None:

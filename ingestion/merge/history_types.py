@@ -27,10 +27,12 @@ import logging
 from pyspark.sql import SparkSession
 from pyspark.sql.types import _parse_datatype_string
 
-from ingestion.catalog import table_metadata, table_types
+from ingestion.catalog import table_types
+from ingestion.catalog.table import Table
 from ingestion.config import names
 from ingestion.config.errors import LakehouseError
-from ingestion.dynamodb.tables import TableConfig, load_tables
+from ingestion.dynamodb.tables import TableConfig
+from ingestion.merge.full_refresh import plain_type, staged_types
 from ingestion.schema import item_json, types
 from ingestion.staging.retype import retyped
 
@@ -44,28 +46,25 @@ class HistoryTypesError(LakehouseError):
     """A history's rows cannot be re-derived: the types they were written with are not known."""
 
 
-def retype_history(spark: SparkSession, table: TableConfig) -> tuple[str, ...]:
+def retype_history(spark: SparkSession, table: Table) -> tuple[str, ...]:
     """Re-derive ``table``'s history when a column of it has another type than its change log's;
-    the columns that changed (empty: nothing to do, or no history)."""
-    if not table.history:
+    the columns that changed (empty: nothing to do, or no history). Whether any did is read from
+    the two tables' metadata (the handle's): the rows are read only when one did."""
+    if not table.history or table.history_final is None or table.change_log is None:
+        return ()
+    staged = staged_types(table.change_log, table.name if table.config.staging else None)
+    changed = tuple(
+        c
+        for c, kind in table.history_final.columns.items()
+        if c not in _NOT_VALUES and c in staged and staged[c] != plain_type(kind)
+    )
+    current = table.kept_types
+    if not changed or current is None:
         return ()
     history = names.final_table(names.history_table(table.name))
-    entry = _entry(table)
-    staging = names.staging_table(entry.name)
-    if not spark.catalog.tableExists(history) or not spark.catalog.tableExists(staging):
-        return ()
     held = spark.table(history)
     have = {f.name: f.dataType.simpleString() for f in held.schema.fields}
-    wanted = _staged_columns(spark, staging, table)
-    changed = tuple(
-        c for c, t in have.items() if c not in _NOT_VALUES and c in wanted and wanted[c] != t
-    )
-    if not changed:
-        return ()
-    current = table_types.stored_schema(spark, entry)
-    if current is None:
-        return ()
-    written_with = _written_with(spark, entry, table, have, current)
+    written_with = _written_with(spark, table.entry, table.config, have, current)
     if written_with is None:
         raise HistoryTypesError(
             f"{table.name}: its history's columns {', '.join(changed)} have older types than its "
@@ -75,35 +74,14 @@ def retype_history(spark: SparkSession, table: TableConfig) -> tuple[str, ...]:
             f"{table.name}) or start it again (remove-table {table.name} --reset)"
         )
     new = item_json.final_table_schema(current, table.name)
-    rows = retyped(held, new, table, staged_with=written_with, keep=types.HISTORY_COLUMNS)
+    rows = retyped(held, new, table.config, staged_with=written_with, keep=types.HISTORY_COLUMNS)
     writer = rows.writeTo(history).using("iceberg")
-    metadata = table_metadata.read(spark, history, fresh=True)
-    for key, value in (metadata.properties if metadata else {}).items():
+    for key, value in table.history_final.properties.items():
         writer = writer.tableProperty(key, value)
     writer.createOrReplace()
+    table.refresh("history_final")
     log.info("%s: history re-derived in its new types (%s)", table.name, ", ".join(changed))
     return changed
-
-
-def _entry(table: TableConfig) -> TableConfig:
-    """The table entry ``table`` is a final table of (itself, or a single-table design's entry)."""
-    if not table.staging:
-        return table
-    entry = load_tables().get(table.staging)
-    if entry is None:
-        raise HistoryTypesError(f"{table.name}: its entry {table.staging} is not configured")
-    return entry
-
-
-def _staged_columns(spark: SparkSession, staging: str, table: TableConfig) -> dict[str, str]:
-    """The change log's column types as ``table``'s final table has them (an entity's table:
-    its struct column's fields)."""
-    fields = spark.table(staging).schema.fields
-    columns = {f.name: f.dataType.simpleString() for f in fields}
-    if table.staging:
-        entity = next((f.dataType for f in fields if f.name == table.name), None)
-        columns |= {f.name: f.dataType.simpleString() for f in getattr(entity, "fields", [])}
-    return columns
 
 
 def _written_with(

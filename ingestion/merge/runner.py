@@ -89,7 +89,7 @@ def run_merge(
     to_run = [t for t in finals if t.name in refresh or batches[t.name] or before[t.name] is None]
     for t in to_run:  # a history whose types drift adoption changed: re-derived, never cast
         if t.history:
-            retype_history(spark, t.config)
+            retype_history(spark, t)
     for flag in (False, True):
         group = [t for t in to_run if (t.name in refresh) == flag]
         if group:
