@@ -75,7 +75,7 @@ def snapshot_properties(entry: Entry) -> dict[str, str]:
 
 def entries(spark: SparkSession, table: str) -> list[Entry]:
     """The ledger, in commit order (the staging table's metadata, no Spark job)."""
-    table_metadata.count("ledger", names.STAGING_OF.get(table, table))
+    table_metadata.READS[("ledger", names.STAGING_OF.get(table, table))] += 1
     metadata = table_metadata.read(spark, names.staging_table(table))
     if metadata is None:
         return []
@@ -85,7 +85,7 @@ def entries(spark: SparkSession, table: str) -> list[Entry]:
 def entries_without_spark(table: str) -> list[Entry]:
     """The ledger read from the staging table's metadata file, without Spark
     (``table_metadata.available``)."""
-    table_metadata.count("ledger", names.STAGING_OF.get(table, table))
+    table_metadata.READS[("ledger", names.STAGING_OF.get(table, table))] += 1
     metadata = table_metadata.read_metadata(names.STAGING, names.STAGING_OF.get(table, table))
     if metadata is None:
         return []

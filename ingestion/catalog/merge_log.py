@@ -83,7 +83,7 @@ _read: dict[str, tuple[str, frozenset[str]]] = {}
 
 def merged_batches(spark: SparkSession, table: str) -> set[str]:
     """The batches of ``table`` the merge log holds (as this session's catalog sees the log)."""
-    table_metadata.count("merge log", table)
+    table_metadata.READS[("merge log", table)] += 1
     metadata = table_metadata.read(spark, MERGE_LOG)
     if metadata is None:  # no merge yet: created by the first (``ensure_merge_log``)
         return set()
@@ -115,7 +115,7 @@ def merged_without_spark(logged_as: list[str]) -> set[str]:
     """The batches the merge log holds under every name of ``logged_as``, read with DuckDB."""
     found = []
     for name in logged_as:
-        table_metadata.count("merge log", name)
+        table_metadata.READS[("merge log", name)] += 1
         rows = duckdb_engine.query(
             names.STAGING,
             names.MERGE_LOG,

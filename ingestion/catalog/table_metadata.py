@@ -37,10 +37,6 @@ from ingestion.spark import spark_config
 READS: Counter[tuple[str, str]] = Counter()
 
 
-def count(what: str, table: str) -> None:
-    READS[(what, table.replace("`", ""))] += 1
-
-
 # What Spark says of a table or namespace that does not exist.
 MISSING = ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND", "NoSuchTableException")
 

@@ -46,7 +46,7 @@ def stored_document(spark: SparkSession, table: str) -> str | None:
 def parse(text: str, table: TableConfig) -> types.Schema:
     """A stored document as a schema, its keys typed as the table declares them; for a
     single-table design, with its entities' sections (``entity_types.sections``)."""
-    table_metadata.count("types", table.name)
+    table_metadata.READS[("types", table.name)] += 1
     where = f"{names.staging_table(table.name)} property {PROPERTY}"
     try:
         raw = json.loads(text)

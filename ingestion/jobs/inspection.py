@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from ingestion.catalog import duckdb_engine, table_metadata, table_types
+from ingestion.catalog.schema_choice import with_keys
 from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.entities import final_tables
@@ -26,7 +27,6 @@ from ingestion.schema import schema_file, types
 from ingestion.sources.aws_errors import aws_errors
 from ingestion.spark import out_of_memory, spark_config
 from ingestion.staging.drift import Drift, drift_report, drift_report_without_spark
-from ingestion.staging.exports import with_keys
 
 
 class QueryError(LakehouseError):

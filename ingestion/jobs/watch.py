@@ -25,7 +25,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from ingestion.catalog import merge_log, table_types
+from ingestion.catalog import merge_log, schema_choice, table_types
 from ingestion.catalog import table as catalog_table
 from ingestion.config import clock
 from ingestion.config.errors import LakehouseError
@@ -37,7 +37,7 @@ from ingestion.jobs.guard import held_table
 from ingestion.maintenance import adopt, compaction
 from ingestion.merge import dbt_process, merge_counts, runner
 from ingestion.spark import threads
-from ingestion.staging import append, exports, streams
+from ingestion.staging import append, streams
 from ingestion.staging.streams import StreamResult
 
 log = logging.getLogger(__name__)
@@ -328,7 +328,7 @@ def warm_up(spark: SparkSession, table: TableConfig) -> float:
         rows = append.staging_rows(
             spark.createDataFrame([(json.dumps(line),)], "value string"),
             decode.stream_change_columns(),
-            exports.with_keys(table, current),
+            schema_choice.with_keys(table, current),
             "warm-up",
             "warm-up",
             clock.utc_now(),

@@ -31,14 +31,21 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion import fault_points
-from ingestion.catalog import entity_types, ledger, merge_log, table_metadata, table_types
+from ingestion.catalog import (
+    entity_types,
+    ledger,
+    merge_log,
+    schema_choice,
+    table_metadata,
+    table_types,
+)
 from ingestion.config import names
 from ingestion.dynamodb.entities import ENTITY_COLUMN, EntityRule, entity_sql, final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge import full_refresh
 from ingestion.schema import detect, item_json, schema_file, type_rules, types
 from ingestion.schema.item_json import IMAGE
-from ingestion.staging import append, exports, staging_table
+from ingestion.staging import append, staging_table
 from ingestion.staging.retype import retyped
 
 log = logging.getLogger(__name__)
@@ -113,7 +120,7 @@ def _detected(table: TableConfig, staged: DataFrame, previous: types.Schema | No
         kept.setdefault(attribute.name, {"column": attribute.column})
     stats = detect.statistics(staged.select("_image"))
     resolved = type_rules.resolve(table.name, stats, table.key_descriptors, kept, source="staging")
-    return exports.with_keys(table, resolved)
+    return schema_choice.with_keys(table, resolved)
 
 
 def _changed(previous: types.Schema | None, detected: types.Schema) -> tuple[str, ...]:
@@ -264,7 +271,7 @@ def recover_lost_commits(spark: SparkSession, table: TableConfig) -> tuple[str, 
         if lost and schema is not None:
             kept = replace.summary.get(TYPES_BEFORE)  # none: a replace by an older version
             before = table_types.parse(kept, table) if kept else None
-            restaged += restage_lost_commits(spark, table, exports.with_keys(table, schema), lost, before)  # fmt: skip
+            restaged += restage_lost_commits(spark, table, schema_choice.with_keys(table, schema), lost, before)  # fmt: skip
     return tuple(restaged)
 
 

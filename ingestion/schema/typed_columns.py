@@ -44,7 +44,7 @@ from ingestion.schema.type_rules import DETECTED_MARK
 from ingestion.schema.types import Attribute, ColumnType
 
 # The message a batch staged with types from its first items (``Schema.sampled``) fails with when
-# a value does not fit them: staging (ingestion/staging/exports.py) then detects the types from
+# a value does not fit them: staging (ingestion/catalog/schema_choice.py) then detects the types from
 # every item and stages the batch again.
 SAMPLE_MISFIT = "dynamodb-lakehouse: values the first items' types do not describe"
 
@@ -123,7 +123,7 @@ def _quote(name: str) -> str:
 
 
 # The message an item with attributes the schema does not know yet fails its batch with:
-# staging (ingestion/staging/exports.py) adds them to the schema and stages the batch again.
+# staging (ingestion/catalog/schema_choice.py) adds them to the schema and stages the batch again.
 NEW_ATTRIBUTES = "dynamodb-lakehouse: attributes not in the schema yet"
 UNKNOWN_DESCRIPTOR = (
     "table {table}: a value with an unknown type descriptor (expected one of "

@@ -150,7 +150,7 @@ class Schema:
     conflicts: tuple[str, ...] = ()
     # Types learnt from the first ``sampled`` items only, not yet proven on the rest: staging
     # such a schema fails on any value they would not describe exactly (``typed_columns``), and
-    # the source is then detected whole (``staging.exports.stage_with_evolution``). None: the
+    # the source is then detected whole (``catalog.schema_choice.stage_with_evolution``). None: the
     # types are proven (detected from every item, declared, or kept by a commit).
     sampled: int | None = None
     # A single-table design's (decision 0009): one schema per entity, named by its final table,

@@ -16,14 +16,14 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion import fault_points
-from ingestion.catalog import ledger, table_metadata
+from ingestion.catalog import ledger, schema_choice, table_metadata
 from ingestion.config import clock, names
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb import decode
 from ingestion.dynamodb.entities import ENTITY_COLUMN
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.dynamodb.values import sql_string
-from ingestion.schema import item_json, typed_rows
+from ingestion.schema import item_json, typed_columns, typed_rows
 from ingestion.schema.types import METADATA_COLUMNS, Schema
 from ingestion.sources.manifest import FULL, Export
 from ingestion.staging import staging_table
@@ -92,6 +92,24 @@ def read_export(
     )
     columns = (operation, version, F.lit(None).cast("string"))
     return staging_rows(lines, columns, schema, export.export_arn, batch_id, ingested_at)
+
+
+class StagedNewAttributes(StagingError, schema_choice.NewAttributes):
+    """A batch holds attributes its types lack (the decode's ``NEW_ATTRIBUTES``)."""
+
+
+class StagedSampleMisfit(StagingError, schema_choice.SampleMisfit):
+    """A batch holds values its first items' types do not describe (``SAMPLE_MISFIT``)."""
+
+
+def _staging_error(reason: str) -> type[StagingError]:
+    """The error a failed write raises, typed by what the decode said (its ``raise_error``
+    marks): the one place a Spark failure's text is read for its kind."""
+    if typed_columns.NEW_ATTRIBUTES in reason:
+        return StagedNewAttributes
+    if typed_columns.SAMPLE_MISFIT in reason:
+        return StagedSampleMisfit
+    return StagingError
 
 
 def spark_reason(exc: Exception) -> str:
@@ -172,7 +190,9 @@ def append_batch(
         reason = spark_reason(exc)
         if create and "already exists" in str(exc).lower():
             reason = _meanwhile(table)
-        raise StagingError(f"{table.name}: nothing staged from {where}: {reason}") from exc
+        raise _staging_error(reason)(
+            f"{table.name}: nothing staged from {where}: {reason}"
+        ) from exc
     fault_points.point("after-staging-commit")
     _keep_first_commit(spark, table.name, entry)
     metrics = observation.get

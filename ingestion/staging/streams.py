@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ingestion import fault_points
-from ingestion.catalog import ledger, table_types
+from ingestion.catalog import ledger, schema_choice, table_types
 from ingestion.config import clock
 from ingestion.dynamodb import decode
 from ingestion.dynamodb.tables import TableConfig
@@ -44,7 +44,7 @@ from ingestion.sources.stream_files import (
     store_for,
 )
 from ingestion.spark import spark_config
-from ingestion.staging import append, exports
+from ingestion.staging import append
 from ingestion.staging.drift import Drift
 from ingestion.staging.stream_rejects import record_rejects, rejected_lines, with_reject_reason
 
@@ -143,7 +143,7 @@ def _staged(
 ) -> tuple[append.StagedBatch, list[str], str]:
     """``good`` (the lines to stage) staged in one commit, ``rejects`` set aside before it: the
     batch, what changed in the table's types, and the batch id."""
-    current, changes = exports.schema_for(
+    current, changes = schema_choice.schema_for(
         spark, table, label, lambda: detect.stream_images(good), store.location
     )
     ingested_at = clock.utc_now()
@@ -174,7 +174,7 @@ def _staged(
         rows = rows.dropDuplicates([*keys, "_version", "_sequence", "_operation"])
         return append.append_batch(spark, table, rows, entry, label, ingested_at, columns_schema)
 
-    batch, added = exports.stage_with_evolution(
+    batch, added = schema_choice.stage_with_evolution(
         spark, stage, table, label, lambda: detect.stream_images(good), store.location, current
     )
     return batch, changes + added, batch_id

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.catalog import table_types
+from ingestion.catalog import schema_choice, table_types
 from ingestion.dynamodb.tables import get_table
 from ingestion.project import onboarding
 from ingestion.samples import sample_exports
@@ -55,7 +55,7 @@ def _whole(spark, folder: Path) -> dict[str, str]:
     """The types a detection over every item gives (what `detect-schema` writes)."""
     export = manifest.read_export(str(folder), verify=False)
     table = get_table("t")
-    return _types(exports.with_keys(table, exports.detect_table_schema(spark, export, table)))
+    return _types(schema_choice.with_keys(table, exports.detect_table_schema(spark, export, table)))
 
 
 @pytest.fixture
