@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ingestion.config import names
@@ -101,7 +101,9 @@ def register_tables(
     done = []
     published = [final for entry in tables for final in final_tables(entry)]  # per entity
     # and each one's history (docs/history.md), Athena's as-of queries read it
-    published += [replace(f, name=names.history_table(f.name)) for f in published if f.history]
+    published += [
+        f.model_copy(update={"name": names.history_table(f.name)}) for f in published if f.history
+    ]
     for table in published:
         if not spark.catalog.tableExists(names.final_table(table.name)):
             report(f"{table.name}: no final table yet, skipped")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 
 from ingestion.aws import glue
 from ingestion.cli.arguments import add_entity_rule_arguments
@@ -158,7 +157,9 @@ def run_remove_table(args: argparse.Namespace) -> int:
     for item in remove.drop_table_data(table):
         print(f"dropped {item}")
     finals = final_tables(table) if args.glue_database else []  # each entity's table
-    histories = [replace(f, name=names.history_table(f.name)) for f in finals]  # docs/history.md
+    histories = [
+        f.model_copy(update={"name": names.history_table(f.name)}) for f in finals
+    ]  # docs/history.md
     for final in finals + histories:
         if glue.deregister(final, args.glue_database, args.glue_endpoint):
             print(f"deleted Glue table {args.glue_database}.{final.name}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ingestion.config import names
@@ -56,7 +56,7 @@ def final_tables(table: Any) -> list[Any]:
     rule = table.entities
     if rule is None or table.staging:  # no rule, or an entity's final table already
         return [table]
-    return [replace(table, name=f, staging=table.name) for f in rule.finals]
+    return [table.model_copy(update={"name": f, "staging": table.name}) for f in rule.finals]
 
 
 def register_finals(tables: list[Any]) -> None:

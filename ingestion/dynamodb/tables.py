@@ -23,6 +23,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
@@ -59,40 +60,6 @@ class Key:
     @property
     def column(self) -> str:
         return column_name(self.name)
-
-
-@dataclass(frozen=True)
-class TableConfig:
-    """A table's identity and keys. Its other columns live in its schema file (ingestion.schema.types)."""
-
-    name: str  # the lakehouse name: staging.<name>, lakehouse.<name>, the dbt models
-    partition_key: Key
-    sort_key: Key | None = None
-    ttl_deletes: str = "delete"  # what a TTL expiry does to the final row: delete | keep
-    table_arn: str | None = None  # the DynamoDB table, for `export`
-    export_to: str | None = None  # s3://BUCKET/PREFIX where `export` asks DynamoDB to write
-    buckets: int | None = None  # final table partitioned by bucket(N, partition key column)
-    adopt_drift: bool = True  # a value that does not fit its column widens it (maintenance.adopt)
-    dynamodb_table: str = ""  # the DynamoDB table's own name (default: ``name``)
-    cadence: str = "daily"  # how a deployment syncs it: daily | stream (Cadence)
-    heal: bool = False  # sync --from-dynamodb heals a broken chain with a full export
-    verify: str = "weekly"  # how often a deployment verifies it (VerifySchedule)
-    entities: EntityRule | None = None  # a single-table design's rule (ingestion.dynamodb.entities)
-    staging: str = ""  # an entity's final table: the entry whose change log it reads
-    history: bool = False  # lakehouse.<final>__history: every version (docs/history.md)
-
-    @property
-    def dynamodb_name(self) -> str:
-        """The DynamoDB table's name: what its exports' ARNs and its stream files are under."""
-        return self.dynamodb_table or self.name
-
-    @property
-    def keys(self) -> tuple[Key, ...]:
-        return (self.partition_key,) + ((self.sort_key,) if self.sort_key else ())
-
-    @property
-    def key_descriptors(self) -> dict[str, str]:
-        return {k.name: k.descriptor for k in self.keys}
 
 
 def _key_problem(spec: str) -> str | None:
@@ -135,23 +102,26 @@ def check_dynamodb_name(dynamodb_name: str) -> None:
 Buckets = Annotated[int, Field(strict=True, ge=2, le=MAX_BUCKETS)]
 
 
-class TableEntry(BaseModel):
-    """One entry of ``vars: dynamodb_tables:``, validated here and only here: the keys a table
-    entry may hold, their types and defaults. Each field's description is its row of the docs'
-    table of entry keys (``entry_keys_table``, in docs/tables-and-types.md; a test keeps them
-    equal). Validated with the entry's lakehouse name as context (``name``)."""
+class TableConfig(BaseModel):
+    """A table: one entry of ``vars: dynamodb_tables:``, validated here and only here
+    (``table_from_entry``): the keys an entry may hold, their types and defaults, and what they
+    are read into (its keys as ``Key``s, its entity rule). Each entry key's description is its
+    row of the docs' table of entry keys (``entry_keys_table``, in docs/tables-and-types.md; a
+    test keeps them equal). ``name`` (the entry's own key in the mapping) and ``staging`` (an
+    entity's final table, ``entities.final_tables``) are no entry keys."""
 
     # A number where a name or ARN goes (YAML reads an unquoted 2024 as one) is taken as its text.
     model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
 
-    partition_key: str = Field(
+    name: str = Field(description="", json_schema_extra={"entry_key": False})
+    partition_key: Key = Field(
         description="`ATTRIBUTE:TYPE`, TYPE `S`, `N` or `B` (required; a type every one of an "
         "export's first 10 data lines contradicts is refused before Spark starts; a stream "
         "file's, by the ingest)"
     )
-    sort_key: str | None = Field(None, description="`ATTRIBUTE:TYPE`")
-    dynamodb_table: str | None = Field(
-        None,
+    sort_key: Key | None = Field(None, description="`ATTRIBUTE:TYPE`")
+    dynamodb_table: str = Field(
+        "",
         description="the DynamoDB table's own name, when it differs from the entry's",
         json_schema_extra={"shown_default": "the entry's name"},
     )
@@ -204,7 +174,7 @@ class TableEntry(BaseModel):
         "export a day, and a weekly `maintain`)",
     )
     # Its rule is read and checked by its own parser (ingestion.dynamodb.entities.parse_rule).
-    entities: Any = Field(
+    entities: EntityRule | None = Field(
         None,
         description="a single-table design's rule: `key: KEY` (the text before the first `#` of "
         "a string key, all of it without one) or `attribute: ATTR` (its string value), and "
@@ -213,26 +183,54 @@ class TableEntry(BaseModel):
         "designs](single-table-design.md))",
         json_schema_extra={"shown_default": "none: one final table"},
     )
+    staging: str = Field("", description="", json_schema_extra={"entry_key": False})
 
-    @field_validator("sort_key", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _no_sort_key(cls, value: Any) -> Any:
-        return value or None  # empty, null or false: the table has no sort key
+    def _entry(cls, entry: Any, info: ValidationInfo) -> Any:
+        """An entry as its mapping holds it: named by the context, its rule read by its parser
+        once its keys are valid (their errors come first)."""
+        name = (info.context or {}).get("name")
+        if name is None or not isinstance(entry, dict):
+            return entry  # a copy of a validated table, or no mapping (refused below)
+        own = sorted(k for k in ("name", "staging") if k in entry)
+        if own:  # the names a table is given, never an entry's keys
+            raise ValueError(
+                f"unknown key(s) {', '.join(own)}; a table entry may hold "
+                f"{', '.join(ENTRY_KEYS)} (docs/tables-and-types.md)"
+            )
+        keys = [entry.get("partition_key"), entry.get("sort_key") or None]
+        found = [str(k) for k in keys if k is not None and not _key_problem(str(k))]
+        rule = entry.get("entities")
+        if rule is not None and len(found) == len([k for k in keys if k is not None]):
+            descriptors = dict(k.rpartition(":")[::2] for k in found)
+            rule = parse_rule(name, rule, descriptors)
+        return {**entry, "name": name, "entities": rule}
 
-    @field_validator("partition_key", "sort_key")
+    @field_validator("partition_key", "sort_key", mode="before")
     @classmethod
-    def _key(cls, spec: str | None) -> str | None:
-        problem = None if spec is None else _key_problem(spec)
+    def _key(cls, spec: Any, info: ValidationInfo) -> Any:
+        """``ATTRIBUTE:TYPE`` read into a ``Key``; an empty, null or false sort key: none."""
+        if info.field_name == "sort_key" and not spec:
+            return None
+        if isinstance(spec, Key):
+            return spec
+        if isinstance(spec, (int, float)) and not isinstance(spec, bool):
+            spec = str(spec)  # as every other text of an entry (``coerce_numbers_to_str``)
+        if not isinstance(spec, str):
+            raise PydanticCustomError("string_type", "Input should be a valid string")
+        problem = _key_problem(spec)
         if problem:
             raise ValueError(problem)
-        return spec
+        name, _, descriptor = spec.rpartition(":")
+        return Key(name, descriptor)
 
-    @field_validator("dynamodb_table")
+    @field_validator("dynamodb_table", mode="before")
     @classmethod
-    def _dynamodb_name(cls, name: str | None) -> str | None:
+    def _dynamodb_name(cls, name: Any) -> Any:
         if name:
-            check_dynamodb_name(name)
-        return name or None
+            check_dynamodb_name(str(name))
+        return name or ""
 
     @field_validator("table_arn")
     @classmethod
@@ -260,22 +258,39 @@ class TableEntry(BaseModel):
         return "off" if value is False else value  # YAML reads a bare `off` as false
 
     @model_validator(mode="after")
-    def _one_table(self, info: ValidationInfo) -> TableEntry:
-        name = (info.context or {}).get("name", "")
+    def _one_table(self) -> TableConfig:
         found = _TABLE_ARN.match(self.table_arn) if self.table_arn else None
-        if found and found.group(1) != (self.dynamodb_table or name):
+        if found and found.group(1) != self.dynamodb_name:
             raise ValueError(
                 f"table_arn names table {found.group(1)!r}, but this entry is DynamoDB table "
-                f"{self.dynamodb_table or name!r}"
+                f"{self.dynamodb_name!r}"
             )
-        if self.sort_key:
-            column = column_name(self.sort_key.rpartition(":")[0])
-            if column == column_name(self.partition_key.rpartition(":")[0]):
-                raise ValueError(f"partition and sort key map to one column {column!r}")
+        if self.sort_key and self.sort_key.column == self.partition_key.column:
+            raise ValueError(f"partition and sort key map to one column {self.sort_key.column!r}")
+        if self.dynamodb_table == self.name:  # the default, written out
+            return self.model_copy(update={"dynamodb_table": ""})
         return self
 
+    @property
+    def dynamodb_name(self) -> str:
+        """The DynamoDB table's name: what its exports' ARNs and its stream files are under."""
+        return self.dynamodb_table or self.name
 
-ENTRY_KEYS = tuple(TableEntry.model_fields)
+    @property
+    def keys(self) -> tuple[Key, ...]:
+        return (self.partition_key,) + ((self.sort_key,) if self.sort_key else ())
+
+    @property
+    def key_descriptors(self) -> dict[str, str]:
+        return {k.name: k.descriptor for k in self.keys}
+
+
+def _entry_key(field: Any) -> bool:
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    return extra.get("entry_key", True) is not False
+
+
+ENTRY_KEYS = tuple(k for k, f in TableConfig.model_fields.items() if _entry_key(f))
 
 
 def _problem(errors: list[Any]) -> str:
@@ -302,15 +317,17 @@ def _problem(errors: list[Any]) -> str:
     if error["type"] == "bool_type":
         return f"{key} is {value!r}; expected true or false"
     if error["type"] == "literal_error":
-        choices = get_args(TableEntry.model_fields[key].annotation)
+        choices = get_args(TableConfig.model_fields[key].annotation)
         return f"{key} is {value!r}; expected one of {', '.join(choices)}"
     return f"{key} is {value!r}: {error['msg']}"
 
 
 def entry_keys_table() -> str:
-    """The docs' table of entry keys (docs/tables-and-types.md), from ``TableEntry``."""
+    """The docs' table of entry keys (docs/tables-and-types.md), from ``TableConfig``."""
     rows = ["| key | value | default |", "|---|---|---|"]
-    for key, field in TableEntry.model_fields.items():
+    for key, field in TableConfig.model_fields.items():
+        if not _entry_key(field):
+            continue
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
         if "shown_default" in extra:
             default = str(extra["shown_default"])
@@ -346,29 +363,9 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
             "ATTR:TYPE, ...; docs/tables-and-types.md)"
         )
     try:
-        valid = TableEntry.model_validate(entry, context={"name": name})
+        return TableConfig.model_validate(entry, context={"name": name})
     except ValidationError as exc:
         raise TableConfigError(f"table {name}: {_problem(exc.errors())}") from None
-    partition_key = parse_key(valid.partition_key, name)
-    sort_key = parse_key(valid.sort_key, name) if valid.sort_key else None
-    keys = (partition_key,) + ((sort_key,) if sort_key else ())
-    dynamodb_table = valid.dynamodb_table or ""
-    return TableConfig(
-        name,
-        partition_key,
-        sort_key,
-        valid.ttl_deletes,
-        valid.table_arn,
-        valid.export_to,
-        valid.buckets,
-        valid.adopt_drift,
-        dynamodb_table if dynamodb_table != name else "",
-        valid.cadence,
-        valid.heal,
-        valid.verify,
-        parse_rule(name, valid.entities, {k.name: k.descriptor for k in keys}),
-        history=valid.history,
-    )
 
 
 def project_file() -> Path:

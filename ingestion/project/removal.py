@@ -8,7 +8,7 @@ configuration without that one table before anything is written.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -42,7 +42,7 @@ def table_files(table: TableConfig, root: Path | None = None) -> list[Path]:
     before `history: true` was taken out: it would name a staging model no longer there) and its
     schema file."""
     root = root or settings.project_dir()
-    models = scaffold.files_for(replace(table, history=True), root)
+    models = scaffold.files_for(table.model_copy(update={"history": True}), root)
     owned = [*models, schema_file.schema_path(table.name)]
     return [p for p in owned if p.exists()]
 

@@ -12,7 +12,6 @@ exactly what this module renders (a test checks it), so every table is built the
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -104,7 +103,7 @@ def replaced_models(table: TableConfig, root: Path) -> tuple[list[Path], list[Pa
     and returned apart, to be named. (deleted, edited)"""
     if table.entities is None:
         return [], []
-    unsplit = files_for(replace(table, entities=None), root)
+    unsplit = files_for(table.model_copy(update={"entities": None}), root)
     found = {path: text for path, text in unsplit.items() if path.exists()}
     deleted = [path for path, text in found.items() if path.read_text() == text]
     for path in deleted:

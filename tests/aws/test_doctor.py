@@ -29,7 +29,7 @@ def _client(service: str) -> Any:
 
 
 def _table() -> Any:
-    return replace(get_table("orders"), table_arn=ARN)
+    return get_table("orders").model_copy(update={"table_arn": ARN})
 
 
 def test_doctor_on_this_machine(capsys: pytest.CaptureFixture[str]) -> None:
@@ -397,9 +397,9 @@ def test_last_verify() -> None:
             "✗ orders: last verify: 2026-11-22 05:31 UTC: 3 item(s) differ from DynamoDB: "
             "ddb-lakehouse verify --table orders --from-dynamodb --repair --metrics"
         )
-        assert account_doctor.last_verify(watch, replace(_table(), verify="off")).line() == (
-            "✓ orders: last verify: no schedule (verify: off in the table's entry)"
-        )
+        assert account_doctor.last_verify(
+            watch, _table().model_copy(update={"verify": "off"})
+        ).line() == ("✓ orders: last verify: no schedule (verify: off in the table's entry)")
 
 
 def test_the_probe_reaches_each_service_of_the_job_or_names_its_endpoint(

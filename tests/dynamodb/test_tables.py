@@ -106,7 +106,7 @@ def test_an_entry_takes_its_defaults_and_a_bare_off() -> None:
 
 
 def test_the_docs_list_every_entry_key_as_the_model_does() -> None:
-    """docs/tables-and-types.md's table of entry keys is TableEntry's rendering: a key added,
+    """docs/tables-and-types.md's table of entry keys is TableConfig's rendering: a key added,
     renamed or re-described in the model and not in the docs fails here."""
     doc = (ROOT / "docs" / "tables-and-types.md").read_text()
     start = doc.index("\n", doc.index("<!-- entry-keys:start")) + 1
