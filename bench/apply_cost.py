@@ -86,7 +86,7 @@ FLOOR = "lake.bench.orders_floor"
 # hour 5, its changes at hour 4: newer than the hot case's, which the floor (no version guard) needs.
 HOURS = {"first random": 0, "first hot": 1, "random": 1, "hot": 3, "untested random": 4, "untested hot": 5}  # fmt: skip
 WINDOW_STARTS = {"untested random": 2}
-# Each case's seed: the timed cases' the same as before the first ones were added.
+# Each case's seed, fixed: a case draws the same changes in every run.
 SEEDS = {"first random": 5, "first hot": 6, "random": 7, "hot": 8, "untested random": 9, "untested hot": 10}  # fmt: skip
 LATEST = "lake.bench.latest_changes"
 

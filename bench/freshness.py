@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         "rate_changes_per_s": args.rate,
         "writer_seconds": args.seconds,
         "watch_interval_s": args.interval,
-        # The first run's figures, as before (one table, `books`):
+        # One table's figures (`books`), under the keys the report reads:
         "changes_written": one["changes_written"],
         "changes_measured": one["changes_measured"],
         "changes_not_merged": one["changes_not_merged"],

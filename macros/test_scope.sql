@@ -92,7 +92,7 @@ where ({{ keys | join(', ') }}) in (
   distinct: when the two tables hold as many rows (Iceberg's record counts) and the key test
   (`dynamodb_unique_combination_of_columns` on the keys, or `dynamodb_unique` on a table's one key, run
   whole, at error severity, in this same `dbt test`) passes. Without such a key test in the run
-  (not declared, `severity: warn`, not selected) the tests scan, as before. A first load is
+  (not declared, `severity: warn`, not selected) the tests scan the tables. A first load is
   tested at the cost of its keys, not of two scans and an aggregation of the whole table
   (bench/export_to_final.py). Never with `merge --full-check` or `maintain`, which pass
   `dynamodb_full_check` and scan.

@@ -36,8 +36,8 @@ def document(schema: types.Schema) -> str:
 
 
 def stored_document(spark: SparkSession, table: str) -> str | None:
-    """The property's text, or None (no staging table yet, or one staged by an earlier version
-    that kept types only in the schema file)."""
+    """The property's text, or None (no staging table yet, or one whose types are kept in no
+    property: then only in the schema file)."""
     # Fresh from the catalog: another process may have rebuilt the table.
     metadata = table_metadata.read(spark, names.staging_table(table), fresh=True)
     return metadata.properties.get(PROPERTY) if metadata is not None else None
@@ -80,7 +80,7 @@ def kept_without_spark(table: TableConfig) -> types.Schema | None:
 
 def current_schema(spark: SparkSession, table: TableConfig) -> types.Schema | None:
     """The table's types: those kept with its staging table; before its first commit (or for a
-    table staged by an earlier version), a complete schema file; else None (detect them)."""
+    staging table that keeps none), a complete schema file; else None (detect them)."""
     stored = stored_schema(spark, table)
     if stored is not None:
         return stored

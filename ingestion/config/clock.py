@@ -1,8 +1,8 @@
 """Time, explicitly in UTC. Every time the project compares is an aware UTC ``datetime``.
 
 Two sources give naive times: PySpark turns a Spark timestamp (an instant: Iceberg's
-``committed_at``) into a naive datetime in the *process's local time zone*, and older callers pass
-naive times meaning UTC. Each is converted where it enters (``from_spark``, ``utc``); Spark SQL
+``committed_at``) into a naive datetime in the *process's local time zone*, and a caller may pass a
+naive time meaning UTC. Each is converted where it enters (``from_spark``, ``utc``); Spark SQL
 reads literals in the session time zone, which every profile sets to UTC.
 """
 

@@ -1,6 +1,6 @@
 """Rows of a single-table design's change log that belong to another entity now: under a key
 rule a key with no ``#`` is its own entity value (``sk = PROFILE`` is entity ``PROFILE``), where
-a change log staged by an earlier version sent such items to ``<table>__unmatched``.
+a change log staged under the rule's first reading sent such items to ``<table>__unmatched``.
 
 Once per change log, before a merge: when its unmatched rows hold a key whose whole text is a
 listed value, staging is rebuilt (each row's ``_entity`` derived again, its entity's columns

@@ -60,8 +60,8 @@ def _droppable(entry: ledger.Entry, merged: set[str], cutoff: datetime) -> bool:
 
 
 def _committed(entry: ledger.Entry) -> datetime:
-    """When the entry's commit was made, in UTC (a ledger carried by an older version may
-    hold a naive time in the local zone of the process that wrote it)."""
+    """When the entry's commit was made, in UTC (an entry's time may be naive:
+    the local zone of the process that wrote it)."""
     moment = datetime.fromisoformat(entry.committed_at)
     return clock.from_spark(moment) if moment.tzinfo is None else clock.utc(moment)
 

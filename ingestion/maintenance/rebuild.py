@@ -269,7 +269,7 @@ def recover_lost_commits(spark: SparkSession, table: TableConfig) -> tuple[str, 
     for replace in replaces:
         lost = lost_commits(commits, int(replace.summary[REBUILT_FROM]), head)
         if lost and schema is not None:
-            kept = replace.summary.get(TYPES_BEFORE)  # none: a replace by an older version
+            kept = replace.summary.get(TYPES_BEFORE)  # none: a replace that kept no types
             before = table_types.parse(kept, table) if kept else None
             restaged += restage_lost_commits(spark, table, schema_choice.with_keys(table, schema), lost, before)  # fmt: skip
     return tuple(restaged)

@@ -2,14 +2,13 @@
 
 ``dynamodb_unique`` and ``dynamodb_not_null`` (``macros/tests/``) answer dbt's ``unique`` and
 ``not_null`` at the cost of the merge (scoped to the keys it touched; Iceberg's null counts). A
-model YAML written by an earlier ``add-table`` still says ``unique``/``not_null``, which now
-means dbt's whole-table tests: rather than let every merge read the whole table unnoticed, the
+model YAML that says ``unique``/``not_null`` asks for dbt's whole-table tests: rather than let every merge read the whole table unnoticed, the
 merge stops before it starts with one line naming the test to write instead.
 
 Decision: refuse, not rewrite the user's YAML: it is the user's file (descriptions, tests of
 their own), and the fix is one word per column. A test that was only renamed is the exception
 (``RENAMED``): the merge's own ``unique_combination_of_columns`` became
-``dynamodb_unique_combination_of_columns`` so that it no longer shadows dbt-utils' test of that
+``dynamodb_unique_combination_of_columns`` so that it does not shadow dbt-utils' test of that
 name (docs/decisions/0011). Its arguments and meaning are the same, so there is nothing for the
 user to decide: the merge rewrites that one word in the table's YAML and says so.
 """
@@ -30,8 +29,8 @@ from ingestion.dynamodb.tables import TableConfig
 log = logging.getLogger(__name__)
 
 SCOPED = {"unique": "dynamodb_unique", "not_null": "dynamodb_not_null"}
-# Generic tests of the project renamed, old name -> new: the YAML written by an earlier
-# ``add-table`` is migrated in place (same arguments, same meaning).
+# Generic tests of the project renamed, old name -> new: a YAML that names the old one is
+# rewritten in place (same arguments, same meaning).
 RENAMED = {"unique_combination_of_columns": "dynamodb_unique_combination_of_columns"}
 
 

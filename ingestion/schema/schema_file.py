@@ -103,8 +103,8 @@ def parse_document(
 # Decision: an entry a person wrote is told from one detection wrote by ``dynamodb_types``
 # (``type_rules.DETECTED_MARK``): detection records the DynamoDB types it saw on every entry it
 # types; a person's entry does not carry them. Only a person's type is a declaration, which
-# adoption never changes; every other entry (detected, or written by an earlier version's
-# detection, such as the shipped ``books``/``orders`` files) keeps adopting drift.
+# adoption never changes; every other entry (detection's, such as the shipped ``books`` and
+# ``orders`` files') keeps adopting drift.
 DETECTED_MARK = type_rules.DETECTED_MARK
 
 

@@ -319,7 +319,7 @@ def _attribute(name: str) -> str:
 
 # Up to this many attributes, nested attributes are decoded from a typed parse of the image and
 # a top-level map by compiled expressions (its fields' decode twice in the plan, evaluated once).
-# Beyond, the text path alone, as before: the generated code of a wide item must stay within a
+# Beyond, the text path alone: the generated code of a wide item must stay within a
 # 1 GB driver heap (tests/dynamodb/test_hostile.py: 1,000 attributes ran out of it in Janino).
 TYPED_ATTRIBUTES = 100
 

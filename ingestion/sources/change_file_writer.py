@@ -146,7 +146,7 @@ def change_line(record: dict[str, Any]) -> dict[str, Any]:
 def object_name(lines: list[dict[str, Any]]) -> str:
     """``<earliest change time>-<latest change time>-<digest of the event ids>.json.gz``: sorts
     by time, says the time range its changes span (``status`` shows it), and the same batch
-    always gets the same name. (Files named by earlier versions hold the earliest time only.)"""
+    always gets the same name. (A name with one time is read as the earliest time only.)"""
     times = [float(line["ApproximateCreationDateTime"]) for line in lines]
     earliest, latest = (datetime.fromtimestamp(t, UTC) for t in (min(times), max(times)))
     digest = hashlib.sha256()

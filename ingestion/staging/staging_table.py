@@ -44,8 +44,8 @@ TABLE_PROPERTIES = {
 ENTITIES_MOVED = "dynamodb-lakehouse.entities-moved"
 
 
-# How a staging write lays its rows out, whatever the table's property says (tables staged by
-# earlier versions included): as they come. Iceberg's default for a partitioned table, `hash`,
+# How a staging write lays its rows out, whatever the table's property says (a table created with
+# another one included): as they come. Iceberg's default for a partitioned table, `hash`,
 # shuffles every row by partition first; but every row of a batch has the batch's one
 # `_ingested_at`, so that shuffle sends each row to the same single partition and only costs: the
 # whole export serialised once more on a first load, two stages instead of one on a `watch` tick.

@@ -249,8 +249,8 @@ def test_each_table_is_verified_by_its_verify_key(project_copy: Path) -> None:
 def test_what_lambda_still_drops_is_reported_and_every_failure_notifies() -> None:
     """The event source mapping retried 100 times with no on-failure destination: a poison
     record vanished unrecorded, and nothing said the writer was falling behind. Then the
-    alarms had no action and nothing watched the queues or the job runs: a failure told
-    nobody. Now every alarm and failed job run goes to the notification topic, when given."""
+    alarms with no action and nothing watching the queues or the job runs would tell nobody of a
+    failure: every alarm and failed job run goes to the notification topic, when given."""
     resources = _template()["Resources"]
     mapping = resources["BooksStreamMapping"]["Properties"]
     destination = mapping["DestinationConfig"]["OnFailure"]["Destination"]
@@ -362,8 +362,8 @@ def test_a_job_without_a_region_is_refused_before_anything_is_built(
 def test_the_books_watch_is_one_streaming_run_that_never_overlaps(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """`books` ran as a job every minute that took about 1.5 minutes: runs overlapped on one
-    table. Now one long-running watch: a STREAMING run (the service restarts it), started
+    """`books` as a job every minute that takes about 1.5 minutes would overlap runs on one
+    table: it is one long-running watch instead, a STREAMING run (the service restarts it), started
     hourly with --if-free (a run that finds a live watch's lease exits with success), the same
     run `emr submit -- watch ...` starts."""
     import json
@@ -605,8 +605,9 @@ def test_render_says_a_single_table_design_is_not_verified(
 
 
 def test_the_template_fits_an_account_that_already_has_its_bucket() -> None:
-    """The template always created the data bucket: an existing name failed the stack, a new
-    one left the old exports out of the job's reach. Now the bucket's creation is a parameter
+    """A template that always created the data bucket would fail the stack on an existing name,
+    and a new one would leave the old exports out of the job's reach: the bucket's creation is a
+    parameter
     (every path is a prefix of BucketName either way), its KMS key too."""
     template = _template()
     parameters, conditions = template["Parameters"], template["Conditions"]
@@ -669,8 +670,8 @@ def test_every_arn_the_template_writes_is_in_the_stacks_partition() -> None:
 
 
 def test_the_lambda_key_is_named_by_its_content(tmp_path: Path) -> None:
-    """A zip uploaded again under the same key never updated the function: CloudFormation
-    sees no change. The key now holds a digest of the files in the zip."""
+    """A zip uploaded again under the same key would never update the function (CloudFormation
+    sees no change): the key holds a digest of the files in the zip."""
     import shutil
 
     key = packaging.lambda_key(ROOT)

@@ -28,7 +28,7 @@ from ingestion.samples import stream as sample_stream
 from ingestion.sources import change_file_writer
 
 BUCKET = "lake-streams"
-# The mapping as it was: ten retries, then the records were gone for good.
+# A mapping capped at ten retries: after them the records are gone for good.
 CAPPED = {"BatchSize": 1000, "MaximumRetryAttempts": 10}
 
 

@@ -146,8 +146,8 @@ def test_item_with_a_thousand_attributes(tmp_path: Path) -> None:
     and the generated code fit the driver's heap.
 
     `ddb-lakehouse sync` runs in a Spark process of its own, with a lakehouse of its own: the
-    largest plans and generated code of the suite. On a busy machine it once ran the shared test
-    JVM out of heap (Janino's code generation), and every test after it failed; now an
+    largest plans and generated code of the suite. In the shared test JVM it could run the heap
+    out on a busy machine (Janino's code generation) and fail every test after it: an
     OutOfMemoryError fails this test alone. DuckDB reads the final table (no JVM here)."""
     kinds = [
         lambda i: {"N": str(i)},

@@ -177,9 +177,9 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
 def test_a_stream_batch_stays_in_the_ledger_while_its_files_are_there(
     spark, clean_lakehouse, tmp_path: Path
 ) -> None:
-    """maintain dropped merged stream batches from the ledger after the retention even when
-    their files were still there (a failed delete, a kill before cleanup): the next ingest then
-    staged them again. An entry now goes only once its files are gone."""
+    """maintain keeps a merged stream batch in the ledger after the retention while its files
+    are still there (a failed delete, a kill before cleanup): dropped, the next ingest would
+    stage them again. An entry goes only once its files are gone."""
     books = get_table("books")
     export = sample_exports.write_samples(tmp_path / "exports", ITEMS, SEED, ["books"])["books"]
     exports.ingest_export(spark, books, str(export))

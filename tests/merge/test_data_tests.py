@@ -292,7 +292,7 @@ def test_a_first_load_is_tested_from_its_record_counts(
 ) -> None:
     """The first build copies one full export (macros/one_full_export.sql): its change-log tests
     are answered from Iceberg's record counts, the key test still reads the keys, and `merge
-    --full-check` scans as before (macros/test_scope.sql, dynamodb_copied_full_export)."""
+    --full-check` scans (macros/test_scope.sql, dynamodb_copied_full_export)."""
     full = sample_exports.write_samples(tmp_path, 80, 5, ["orders"])["orders"]
     assert cli.main(["sync", "--table", "orders", str(full)]) == 0
     rows_match = _compiled("dynamodb_rows_match_latest_changes_orders_orders")

@@ -65,8 +65,8 @@ def test_a_stream_change_and_an_incremental_export_of_the_same_second_order_by_t
 ) -> None:
     """The stream has `a` -> "stream" at second S (written at S.1); its next write, S.5 ->
     "export", reached only the incremental export that fills the stream's gap. The stream's
-    version (the end of second S) used to beat the export's WriteTimestampMicros (S.5): the
-    final table said "stream". An incremental line is the item's state at the window's end, so
+    version (the end of second S) must not beat the export's WriteTimestampMicros (S.5), or the
+    final table says "stream". An incremental line is the item's state at the window's end, so
     the export wins; a stream change made after the window (`b`) still beats it."""
     books = get_table("books")
     start, end = BASE_TIME, BASE_TIME + timedelta(hours=1)

@@ -75,9 +75,9 @@ def test_a_rebaseline_over_delete_files_counts_each_row_once(
 def test_a_full_export_of_an_empty_table_deletes_every_older_row(
     spark, clean_lakehouse, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The re-baseline's version comes from the ledger (ingestion/merge/runner.py,
+    """The re-baseline's version comes from the ledger (ingestion/merge/full_exports.py,
     full_export_versions), not from a scan of the change log's `snapshot` rows: an export of an
-    empty table stages none, and the scan found no re-baseline, leaving every row it no longer
+    empty table stages none, and a scan would find no re-baseline, leaving every row it no longer
     holds. A row newer than the export (a stream change after it) stays."""
     f0 = export(tmp_path, "f0", [book("a", "A"), book("b", "B")], 0)
     assert cli.main(["sync", "--table", "books", str(f0)]) == 0

@@ -166,7 +166,7 @@ def test_the_first_items_counted_in_the_driver_as_spark_counts_them(spark) -> No
     ],
 )
 def test_what_the_driver_does_not_count_spark_does(spark, monkeypatch, item: str) -> None:
-    """A first item unlike what DynamoDB writes is counted (or reported) by Spark, as before;
+    """A first item unlike what DynamoDB writes is counted (or reported) by Spark;
     DynamoDB's own items never reach Spark for it."""
     line = '{"Item": ' + item + "}"
     assert item_statistics.of_texts([item], False, detect.MAX_PATHS) is None
@@ -204,7 +204,7 @@ def test_the_misfits_are_read_with_a_plan_the_size_of_the_shapes(spark) -> None:
     """The generic path reads the items the shape missed through a filter on the misfit flag.
     Spark pushes that filter below the projection of the path columns, writing each column as its
     expression; the flag read the path columns, so the item's parse was written out once per path
-    (for 24 paths of a staging table's items, 8.8 MB of plan). It follows the shape's tree now, the
+    (for 24 paths of a staging table's items, 8.8 MB of plan). It follows the shape's tree, the
     item bound once: the filtered plan parses the item once."""
     from ingestion.samples import deep_items
 

@@ -319,7 +319,7 @@ def test_what_glue_would_refuse_is_kept_as_json_text_or_refused_naming_the_limit
     attribute = schema.get("m")
     assert attribute is not None and attribute.type.sql() == "string"
     assert "over the 131072 the Glue Data Catalog accepts" in attribute.info["note"]
-    # Under the limit: a struct as before.
+    # Under the limit: a struct.
     assert type_of({("m",): {"M": one()}, ("m", "k"): {"S": one()}}, "m") == "struct<`k`:string>"
 
     name = "a" * 256

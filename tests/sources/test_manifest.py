@@ -89,7 +89,7 @@ def test_a_damaged_list_of_files_is_refused_by_its_md5(export: Path) -> None:
         manifest.ExportError, match="manifest-files.json: MD5 .* manifest-files.md5"
     ):
         manifest.read_export(export)
-    (export / "manifest-files.md5").unlink()  # an export without it is read as before
+    (export / "manifest-files.md5").unlink()  # an export without it is read all the same
     assert manifest.read_export(export).item_count == summary["itemCount"]
 
 

@@ -36,8 +36,8 @@ def test_malformed_locations_are_refused_before_any_call(uri: str) -> None:
 
 
 def test_the_lambda_writer_refuses_a_location_that_is_not_s3(tmp_path: Path) -> None:
-    # Before one parser, "https://b/p" was taken apart as bucket ":" and "s3:///x" ended in a
-    # traceback; a destination with a scheme is now s3:// or an error naming it.
+    # One parser: "https://b/p" is not taken apart as bucket ":", "s3:///x" is no traceback; a
+    # destination with a scheme is s3:// or an error naming it.
     with pytest.raises(LocationError, match="https://b/p"):
         change_file_writer.put("https://b/p", "books", "x.json.gz", b"")
     written = change_file_writer.put(str(tmp_path), "books", "x.json.gz", b"data")

@@ -448,7 +448,7 @@ def test_every_creation_time_form_the_writer_accepts_is_ingested_exactly(
     spark, clean_lakehouse, tmp_path: Path
 ) -> None:
     """A float ApproximateCreationDateTime (1767225600.0, which Spark renders as 1.7672256E9)
-    was accepted by the writer and rejected by the ingest: the stream stalled. Now the writer
+    accepted by the writer and rejected by the ingest would stall the stream: the writer
     normalises every form and the ingest reads any JSON number exactly."""
     books = get_table("books")
     location = tmp_path / "streams"
@@ -569,8 +569,8 @@ def test_a_late_change_older_than_the_newest_full_export_never_resurrects_an_ite
     spark, clean_lakehouse, tmp_path: Path
 ) -> None:
     """F0 holds a and b, F1 (an hour later) only a: b is gone. A stream file arriving late with
-    `MODIFY b` from between the two used to insert b again in the incremental merge (the full
-    build would not), and `dbt test` then failed after the batch was recorded as merged."""
+    `MODIFY b` from between the two must not insert b again in the incremental merge (the full
+    build would not), nor fail `dbt test` after the batch was recorded as merged."""
 
     from ingestion.samples.items import BASE_TIME
 
