@@ -74,6 +74,7 @@ import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import project
 import results_file  # bench/ is on sys.path when a benchmark runs as a script
@@ -83,11 +84,26 @@ CHANGES = 10_000
 FLOOR = "lake.bench.orders_floor"
 # Each case's start, in hours after the full export: its window's (an export) or its changes'.
 # The untested random export's window starts where the random one's ended (hour 2) and ends at
-# hour 5, its changes at hour 4: newer than the hot case's, which the floor (no version guard) needs.
-HOURS = {"first random": 0, "first hot": 1, "random": 1, "hot": 3, "untested random": 4, "untested hot": 5}  # fmt: skip
+# hour 5, its changes at hour 4: newer than the hot case's, which the floor (no version guard)
+# needs.
+HOURS = {
+    "first random": 0,
+    "first hot": 1,
+    "random": 1,
+    "hot": 3,
+    "untested random": 4,
+    "untested hot": 5,
+}
 WINDOW_STARTS = {"untested random": 2}
 # Each case's seed, fixed: a case draws the same changes in every run.
-SEEDS = {"first random": 5, "first hot": 6, "random": 7, "hot": 8, "untested random": 9, "untested hot": 10}  # fmt: skip
+SEEDS = {
+    "first random": 5,
+    "first hot": 6,
+    "random": 7,
+    "hot": 8,
+    "untested random": 9,
+    "untested hot": 10,
+}
 LATEST = "lake.bench.latest_changes"
 
 
@@ -315,7 +331,9 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
             began = time.monotonic()
             streams.ingest_stream(spark, orders, str(location), settle_seconds=0)
         ingest_s = time.monotonic() - began
-        changes = spark.table("lake.staging.orders").where(F.col("_batch_id").isin(merge_log.new_batches(spark, "orders")))  # fmt: skip
+        changes = spark.table("lake.staging.orders").where(
+            F.col("_batch_id").isin(merge_log.new_batches(spark, "orders"))
+        )
         keys = changes.select("customer_id", "order_id").distinct().count()
         staged = changes.count()
         (batch,) = merge_log.new_batches(spark, "orders")  # not timed: the merge asks it again
@@ -356,7 +374,7 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
                     counts[0].inserted,
                     counts[0].updated,
                     counts[0].deleted,
-                ],  # fmt: skip
+                ],
                 "changed_partitions": summary.get("changed-partition-count"),
             }
         )
@@ -429,7 +447,7 @@ def _column(path: str, kind, read) -> str:
                 f"{path}.M.`{f.name}`",
                 f.dataType,
                 given[f.name].dataType if f.name in known else None,
-            )  # fmt: skip
+            )
             for f in kind.fields
         )
         return of("M", f"if({path}.M is null, null, named_struct({fields}))")
@@ -459,7 +477,7 @@ def plain_merge_job(folder: Path, schema_file: Path) -> None:
     columns = ", ".join(
         f"coalesce(NewImage.{f.name}.S, Keys.{f.name}.S) as {f.name}"
         if f.name in keys
-        else f"{_column(f'NewImage.`{f.name}`', f.dataType, new_image[f.name].dataType if f.name in known else None)} as `{f.name}`"  # fmt: skip
+        else f"{_new_image_column(f, new_image, known)} as `{f.name}`"
         for f in target.fields
     )
     spark.sql(
@@ -559,7 +577,9 @@ def process_run(scratch: Path, size: int, buckets: int | None, log: Path) -> dic
     start = manifest.read_export(folder, verify=False).export_time
     assert start is not None
     incremental = incremental_export(scratch, process_lines(images, new_items, start), start, rng)
-    subprocess.run([*here, "--process-setup", str(picked), str(incremental), str(schema)], env=env, check=True)  # fmt: skip
+    subprocess.run(
+        [*here, "--process-setup", str(picked), str(incremental), str(schema)], env=env, check=True
+    )
     conf = spark_config.spark_conf()  # the profile's master and driver memory, as sync has them
     spark_submit = str(Path(sys.executable).parent / "spark-submit")
     plain = [spark_submit, "--master", conf.get("spark.master", "local[*]")]
@@ -567,18 +587,22 @@ def process_run(scratch: Path, size: int, buckets: int | None, log: Path) -> dic
     plain += ["--plain-merge", str(incremental), str(schema)]
     submit_env = dict(env, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     floor_s, floor_rss = export_to_final.timed(plain, submit_env, log)
-    sync_s, sync_rss = export_to_final.timed([*cli, "sync", "--table", "orders", str(incremental)], env, log)  # fmt: skip
+    sync_s, sync_rss = export_to_final.timed(
+        [*cli, "sync", "--table", "orders", str(incremental)], env, log
+    )
     checked = scratch / "check.json"
     subprocess.run([*here, "--process-check", str(checked)], env=env, check=True)
     check = json.loads(checked.read_text())
-    assert check["differ"] == 0, f"the final table and the plain table differ in {check['differ']} rows"  # fmt: skip
+    assert check["differ"] == 0, (
+        f"the final table and the plain table differ in {check['differ']} rows"
+    )
     return {
         "size": size,
         "changes": {
             "updates": PROCESS_UPDATES,
             "inserts": PROCESS_INSERTS,
             "deletes": PROCESS_DELETES,
-        },  # fmt: skip
+        },
         "table_rows_after": check["rows"],
         "first_sync_seconds": round(baseline_s, 1),
         "plain_merge_job_seconds": floor_s,
@@ -712,3 +736,9 @@ def processes(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _new_image_column(field: Any, new_image: Any, known: Any) -> str:
+    """The column of ``field`` read from the stream line's NewImage (the floor's decode)."""
+    found = new_image[field.name].dataType if field.name in known else None
+    return _column(f"NewImage.`{field.name}`", field.dataType, found)

@@ -127,7 +127,11 @@ def measure(scratch: Path, items: int) -> list[dict]:
                 keys = {"customer_id": image["customer_id"], "order_id": image["order_id"]}
                 new = dict(image, status={"S": rng.choice(STATUSES)})
                 second = int(moment.timestamp())
-                records.append(sample_stream.stream_record("orders", "MODIFY", keys, image, new, second, sequence))  # fmt: skip
+                records.append(
+                    sample_stream.stream_record(
+                        "orders", "MODIFY", keys, image, new, second, sequence
+                    )
+                )
                 sequence += 1
             location = scratch / f"stream-{number}-{tick}"
             written, failed = write_batch(records, str(location))
@@ -150,7 +154,9 @@ def measure(scratch: Path, items: int) -> list[dict]:
         began = time.monotonic()
         runner.run_merge(spark, [orders])
         batch_s, batch_commit = time.monotonic() - began, last_commit(spark)
-        files = spark.sql("select count(*) from lake.lakehouse.orders.files where content = 0").first()[0]  # fmt: skip
+        files = spark.sql(
+            "select count(*) from lake.lakehouse.orders.files where content = 0"
+        ).first()[0]
         median = sorted(ticks, key=lambda t: t[0])[len(ticks) // 2]
         cases = [
             {
@@ -167,7 +173,14 @@ def measure(scratch: Path, items: int) -> list[dict]:
                 "changed_buckets": batch_commit.get("changed-partition-count"),
             },
         ]
-        runs.append({"buckets": buckets, "rebuild_seconds": round(rebuild_s, 1), "data_files": files, "cases": cases})  # fmt: skip
+        runs.append(
+            {
+                "buckets": buckets,
+                "rebuild_seconds": round(rebuild_s, 1),
+                "data_files": files,
+                "cases": cases,
+            }
+        )
         print(f"buckets: {runs[-1]}", flush=True)
     return runs
 

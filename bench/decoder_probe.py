@@ -124,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
         from ingestion.spark.spark_config import build_spark
         from ingestion.staging import append
 
-        folder = sample_exports.write_samples(scratch / "exports", args.items, 1, ["orders"])["orders"]  # fmt: skip
+        folder = sample_exports.write_samples(scratch / "exports", args.items, 1, ["orders"])[
+            "orders"
+        ]
         spark = build_spark("bench decoder probe")
         if cli(["ingest", "--table", "orders", str(folder)]) != 0:
             raise SystemExit("decoder_probe: ingest failed")

@@ -6,7 +6,8 @@ a price and a string set, and the list one level down): depth 2 and depth 8 (the
 larger at width 2). Through the CLI in one process (warm Spark), each table: `write-export` of
 ITEMS items, `add-table --history`, `sync` of the full export (first load), `sync` of an
 incremental export whose changes widen a decimal at the deepest typed level of every item (the
-third: deeper is JSON text; drift adoption and the full refresh it needs), `verify` (equal), `rebuild`, `verify --as-of` of the history. Floor: Spark
+third: deeper is JSON text; drift adoption and the full refresh it needs), `verify` (equal),
+`rebuild`, `verify --as-of` of the history. Floor: Spark
 reads the full export's lines and parses each item in DynamoDB JSON's generic form
 (`from_json` to a map of text), then counts them.
 
@@ -63,7 +64,10 @@ def _run(scratch: Path, depth: int, items: int, width: int, spark) -> dict:
 
     name = f"Deep{depth}"
     table = name.lower()
-    rows = [{"id": {"S": f"i{i}"}, "deep": deep_items.nested(depth, width, "1.5", i)} for i in range(items)]  # fmt: skip
+    rows = [
+        {"id": {"S": f"i{i}"}, "deep": deep_items.nested(depth, width, "1.5", i)}
+        for i in range(items)
+    ]
     wider = []
     for row in rows:
         changed = json.loads(json.dumps(row))
@@ -72,14 +76,28 @@ def _run(scratch: Path, depth: int, items: int, width: int, spark) -> dict:
     out = scratch / f"exports-{depth}"
 
     def export(*args: str) -> str:
-        _, said = _cli("write-export", "--table", name, "--partition-key", "id:S", "--out", str(out), *args)  # fmt: skip
-        return next(line.split(": ", 1)[1] for line in said.splitlines() if line.startswith("export written: "))  # fmt: skip
+        _, said = _cli(
+            "write-export", "--table", name, "--partition-key", "id:S", "--out", str(out), *args
+        )
+        return next(
+            line.split(": ", 1)[1]
+            for line in said.splitlines()
+            if line.startswith("export written: ")
+        )
 
     full = export("--items", _jsonl(scratch / f"items-{depth}.jsonl", rows), "--at", T0.isoformat())
-    changes = [{"Keys": {"id": o["id"]}, "OldImage": o, "NewImage": c} for o, c in zip(rows, wider, strict=True)]  # fmt: skip
+    changes = [
+        {"Keys": {"id": o["id"]}, "OldImage": o, "NewImage": c}
+        for o, c in zip(rows, wider, strict=True)
+    ]
     window = ["--from", T0.isoformat(), "--to", (T0 + timedelta(hours=1)).isoformat()]
     incremental = export("--changes", _jsonl(scratch / f"changes-{depth}.jsonl", changes), *window)
-    now = export("--items", _jsonl(scratch / f"now-{depth}.jsonl", wider), "--at", (T0 + timedelta(hours=2)).isoformat())  # fmt: skip
+    now = export(
+        "--items",
+        _jsonl(scratch / f"now-{depth}.jsonl", wider),
+        "--at",
+        (T0 + timedelta(hours=2)).isoformat(),
+    )
 
     data = [str(p) for p in Path(full).glob("data/*.json.gz")]
     floor = spark.read.text(data).select(
@@ -136,10 +154,17 @@ def main(argv: list[str] | None = None) -> int:
         "step_ratios": growth,
         "at_most_linear": all(r <= size_ratio for r in growth.values()),
     }
-    results_file.write("deep_items", figures, f".venv/bin/python bench/deep_items.py --items {args.items} --width {args.width}")  # fmt: skip
+    results_file.write(
+        "deep_items",
+        figures,
+        f".venv/bin/python bench/deep_items.py --items {args.items} --width {args.width}",
+    )
     print(f"\n| step | depth 2 s | depth 8 s | ratio (item size ratio {size_ratio:.0f}x) |")
     print("|---|---|---|---|")
-    print(f"| floor (read + parse) | {small['floor_seconds']} | {large['floor_seconds']} | {figures['floor_ratio']}x |")  # fmt: skip
+    print(
+        f"| floor (read + parse) | {small['floor_seconds']} | {large['floor_seconds']} | "
+        f"{figures['floor_ratio']}x |"
+    )
     for step in STEPS:
         print(f"| {step} | {small['seconds'][step]} | {large['seconds'][step]} | {growth[step]}x |")
     spark.stop()

@@ -111,10 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     results_file.write(
         "detect_schema",
         {"table": args.table, "runs": runs},
-        f".venv/bin/python bench/detect_schema.py --items {args.items} --small {args.small} --table {args.table}",
+        f".venv/bin/python bench/detect_schema.py --items {args.items} --small {args.small} "
+        f"--table {args.table}",
     )
     print(
-        "\n| items | floor s | detect s | items/s | detect / floor | peak heap MB (floor / detect) |"
+        "\n| items | floor s | detect s | items/s | detect / floor | peak heap MB (floor / detect) "
+        "|"
     )
     print("|---|---|---|---|---|---|")
     for r in runs:

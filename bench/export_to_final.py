@@ -133,7 +133,9 @@ def design_floor_process(folder: Path, schema_file: Path, image: bool) -> None:
     started = time.monotonic()
     if image:
         lines = spark.read.text(paths)
-        parsed = lines.select(F.from_json("value", schema).alias("line"), F.col("value").alias("_image"))  # fmt: skip
+        parsed = lines.select(
+            F.from_json("value", schema).alias("line"), F.col("value").alias("_image")
+        )
         parsed = parsed.select("line.*", "_image")
     else:
         parsed = spark.read.schema(schema).json(paths)
@@ -143,7 +145,8 @@ def design_floor_process(folder: Path, schema_file: Path, image: bool) -> None:
     for attribute in item.fields:
         value = attribute.dataType
         one = isinstance(value, StructType) and len(value.fields) == 1
-        path = f"Item.`{attribute.name}`" + (f".`{value.fields[0].name}`" if one else "")  # type: ignore[union-attr]
+        inner = f".`{value.fields[0].name}`" if one else ""  # type: ignore[union-attr]
+        path = f"Item.`{attribute.name}`" + inner
         columns.append(F.col(path).alias(attribute.name))
     rows = parsed.where("Item is not null").select(*columns, *(["_image"] if image else []))
     spark.sql("create namespace if not exists lake.bench")
@@ -219,7 +222,9 @@ def timed(args: list[str], env: dict[str, str], log: Path) -> tuple[float, float
             time.sleep(0.5)
     seconds = time.monotonic() - began
     if process.returncode != 0:
-        raise SystemExit(f"export_to_final: `{' '.join(args)}` exited {process.returncode}; see {log}")  # fmt: skip
+        raise SystemExit(
+            f"export_to_final: `{' '.join(args)}` exited {process.returncode}; see {log}"
+        )
     return round(seconds, 1), round(peak)
 
 
@@ -238,7 +243,8 @@ def parquet_bytes(env: dict[str, str], table: str) -> dict[str, int]:
     code = (
         "from ingestion.spark.spark_config import build_spark;"
         "s = build_spark('bench bytes');"
-        f"print(*(s.sql(f'select coalesce(sum(file_size_in_bytes), 0) from lake.{{n}}.{table}.files')"
+        f"print(*(s.sql(f'select coalesce(sum(file_size_in_bytes), 0) from "
+        f"lake.{{n}}.{table}.files')"
         ".first()[0] for n in ('staging', 'lakehouse')))"
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
@@ -271,9 +277,7 @@ def run(scratch: Path, table: str, items: int, log: Path) -> dict:
     started = time.monotonic()
     folder = write_export(scratch, table, items)
     generated_s = time.monotonic() - started
-    raw_mb = sum(
-        len(gzip.open(p).read()) for p in (folder / "data").glob("*.json.gz")
-    ) / 2**20  # fmt: skip
+    raw_mb = sum(len(gzip.open(p).read()) for p in (folder / "data").glob("*.json.gz")) / 2**20
     base = step_environment(project)
     cli = [sys.executable, "-m", "ingestion.cli"]
     schema_file = project / "schemas" / f"{table}.json"
@@ -281,17 +285,19 @@ def run(scratch: Path, table: str, items: int, log: Path) -> dict:
     (project / "schemas").mkdir()
     typed = scratch / "typed_schema.json"
     env = dict(base, LAKEHOUSE_HOME=str(scratch / "home-a"))
-    subprocess.run([sys.executable, str(HERE), "--infer", str(folder), str(typed)], env=env, check=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, str(HERE), "--infer", str(folder), str(typed)], env=env, check=True
+    )
     steps: dict[str, tuple[float, float]] = {
         "floor": timed([sys.executable, str(HERE), "--floor", str(folder), str(typed)], env, log),
         "design_floor": timed(
             [sys.executable, str(HERE), "--design-floor", str(folder), str(typed), "image"],
             env,
             log,
-        ),  # fmt: skip
+        ),
         "design_floor_no_image": timed(
             [sys.executable, str(HERE), "--design-floor", str(folder), str(typed), "none"], env, log
-        ),  # fmt: skip
+        ),
         "detect": timed([*cli, "detect-schema", "--table", table, str(folder)], env, log),
     }
     assert schema_file.exists(), f"detect-schema wrote no {schema_file}"
@@ -326,15 +332,29 @@ def design_floor_rounds(scratch: Path, table: str, items: int, rounds: int, log:
     folder = write_export(scratch, table, items)
     env = dict(step_environment(project), LAKEHOUSE_HOME=str(scratch / "home"))
     typed = scratch / "typed_schema.json"
-    subprocess.run([sys.executable, str(HERE), "--infer", str(folder), str(typed)], env=env, check=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, str(HERE), "--infer", str(folder), str(typed)], env=env, check=True
+    )
     done = []
     for _ in range(rounds):
-        step = {"floor": timed([sys.executable, str(HERE), "--floor", str(folder), str(typed)], env, log)[0]}  # fmt: skip
+        step = {
+            "floor": timed(
+                [sys.executable, str(HERE), "--floor", str(folder), str(typed)], env, log
+            )[0]
+        }
         for name, image in (("design_floor", "image"), ("design_floor_no_image", "none")):
-            step[name] = timed([sys.executable, str(HERE), "--design-floor", str(folder), str(typed), image], env, log)[0]  # fmt: skip
+            step[name] = timed(
+                [sys.executable, str(HERE), "--design-floor", str(folder), str(typed), image],
+                env,
+                log,
+            )[0]
         done.append(step)
         print(f"export_to_final --rounds: {table} {items}: {step}", flush=True)
-    parts = [line.split(": ")[1] for line in log.read_text().splitlines() if line.startswith("design floor parts")]  # fmt: skip
+    parts = [
+        line.split(": ")[1]
+        for line in log.read_text().splitlines()
+        if line.startswith("design floor parts")
+    ]
     return {"table": table, "items": items, "rounds": done, "parts_s": parts}
 
 

@@ -96,7 +96,9 @@ def floors(spark: Any, folder: Path, typed: Any) -> dict[str, float]:
         lines = spark.read.text(paths).select(F.from_json("value", envelope).alias("l"))
         images = lines.select(F.col("l.Item").alias("_image"))
         item = typed["Item"].dataType
-        return images.select(F.from_json("_image", item).alias("i"), "_image").select("i.*", "_image")  # fmt: skip
+        return images.select(F.from_json("_image", item).alias("i"), "_image").select(
+            "i.*", "_image"
+        )
 
     def write(frame: Any, name: str) -> None:
         frame.writeTo(f"lake.bench_floor.{name}").using("iceberg").tableProperty(
@@ -194,7 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         from ingestion.sources import manifest
         from ingestion.spark.spark_config import build_spark
 
-        folder = sample_exports.write_samples(scratch / "exports", args.items, 1, [args.table])[args.table]  # fmt: skip
+        folder = sample_exports.write_samples(scratch / "exports", args.items, 1, [args.table])[
+            args.table
+        ]
         spark = build_spark("bench first load")
         paths = [str(f.path) for f in manifest.read_export(folder, verify=False).files]
         typed = StructType.fromJson(json.loads(spark.read.json(paths).schema.json()))
@@ -211,7 +215,10 @@ def main(argv: list[str] | None = None) -> int:
         parts = breakdown(spark, folder, args.table)
         steps = {label: round(times.get(label, 0.0), 1) for label, _, _ in STEPS}
         steps["dbt test"] = round(steps["dbt run + dbt test"] - steps["dbt run"], 1)
-        least = floor["text, envelope + item parsed, _image kept, written"] + floor["a second table written from that one"]  # fmt: skip
+        least = (
+            floor["text, envelope + item parsed, _image kept, written"]
+            + floor["a second table written from that one"]
+        )
         results_file.write(
             "first_load_profile",
             {
@@ -227,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
                 "sync_vs_parse_stage_copy": round(total / least, 2),
                 "final_rows": rows,
             },
-            f".venv/bin/python bench/first_load_profile.py --items {args.items} --table {args.table}",
+            f".venv/bin/python bench/first_load_profile.py --items {args.items} --table "
+            f"{args.table}",
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -57,10 +57,18 @@ def hot_tables(count: int) -> list[str]:
     names = ["books"] + [f"hot_{i:02d}" for i in range(2, count + 1)]
     for name in names[1:]:
         done = subprocess.run(
-            [str(Path(sys.executable).parent / "ddb-lakehouse"), "add-table", name,
-             "--partition-key", "id:S", "--cadence", "stream"],
-            capture_output=True, text=True,
-        )  # fmt: skip
+            [
+                str(Path(sys.executable).parent / "ddb-lakehouse"),
+                "add-table",
+                name,
+                "--partition-key",
+                "id:S",
+                "--cadence",
+                "stream",
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
     return names
 
@@ -80,7 +88,10 @@ def set_up(scratch: Path, names: list[str], items_count: int) -> None:
     exports.ingest_export(spark, get_table("books"), str(full["books"]))
     for name in names[1:]:
         rng = random.Random(name)
-        records = [_record(name, "INSERT", f"book-{i:08d}", i, rng, 10**19 + i)[0] for i in range(items_count)]  # fmt: skip
+        records = [
+            _record(name, "INSERT", f"book-{i:08d}", i, rng, 10**19 + i)[0]
+            for i in range(items_count)
+        ]
         written, failed = write_batch(records, str(scratch / "seed"))
         assert failed is None and written
         streams.ingest_stream(spark, get_table(name), str(scratch / "seed"), settle_seconds=0)
@@ -100,7 +111,9 @@ def _record(table: str, event: str, key: str, number: int, rng: random.Random, s
         "REMOVE": ({"id": {"S": key}}, None),
     }[event]
     keys = {"id": {"S": key}}
-    return sample_stream.stream_record(table, event, keys, old, new, int(time.time()), sequence), key  # fmt: skip
+    return sample_stream.stream_record(
+        table, event, keys, old, new, int(time.time()), sequence
+    ), key
 
 
 def write_changes(location: Path, names: list[str], args: argparse.Namespace) -> dict:

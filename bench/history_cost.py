@@ -111,7 +111,7 @@ def side(scratch: Path, items: int, history: bool) -> dict:
         "final_rows": final.count(),
         "final_checksum": final.select(
             F.sum(F.xxhash64("customer_id", "order_id", "_version"))
-        ).first()[0],  # fmt: skip
+        ).first()[0],
     }
     if history:
         table = spark.table("lake.lakehouse.orders__history")
@@ -144,7 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"history_cost: {name} history: {sides[name]}", flush=True)
         subprocess.run(["rm", "-rf", str(scratch)], check=False)
     without, with_ = sides["without"], sides["with"]
-    assert (without["final_rows"], without["final_checksum"]) == (with_["final_rows"], with_["final_checksum"]), "the two final tables differ"  # fmt: skip
+    assert (without["final_rows"], without["final_checksum"]) == (
+        with_["final_rows"],
+        with_["final_checksum"],
+    ), "the two final tables differ"
     results_file.write(
         "history_cost",
         {

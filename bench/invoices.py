@@ -72,10 +72,10 @@ def invoice(i: int, items: int) -> dict:
                 "name": _s(f"Customer {i}"),
                 "address": {
                     "M": {"city": _s(["Lisbon", "Oslo", "Lima"][i % 3]), "zip": _s(f"{i:05d}")}
-                },  # fmt: skip
+                },
                 "vip": {"BOOL": i % 7 == 0},
             }
-        },  # fmt: skip
+        },
         "line_items": {"L": lines},
         "total": _n(f"{1 + i % 9}{'2' * 27}.{i % 10}33333"),  # 34 digits
         "rate": _n(f"0.{i % 9 + 1}23456789012"),
@@ -97,8 +97,11 @@ def _cli(env: dict[str, str], *args: str) -> tuple[float, str]:
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "ingestion.cli", *args],
-        env=env, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     seconds = time.monotonic() - started
     said = done.stdout + done.stderr
     if done.returncode != 0:
@@ -141,7 +144,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def export(*given: str) -> str:
         _, said = _cli(env, "write-export", *keys, *out, *given)
-        return next(line.split(": ", 1)[1] for line in said.splitlines() if line.startswith("export written: "))  # fmt: skip
+        return next(
+            line.split(": ", 1)[1]
+            for line in said.splitlines()
+            if line.startswith("export written: ")
+        )
 
     _cli(env, "init")
     items = [invoice(i, n) for i in range(n)]
@@ -151,18 +158,31 @@ def main(argv: list[str] | None = None) -> int:
     changes, after = [], {(i["tenant_id"]["S"], i["invoice_id"]["S"]): i for i in items}
     for old in updated:
         new = json.loads(json.dumps(old))
-        new["line_items"]["L"].append({"M": {"sku": _s("SKU-NEW"), "qty": _n("1"), "price": _n(NEW_PRICE)}})  # fmt: skip
-        changes.append({"Keys": {k: old[k] for k in ("tenant_id", "invoice_id")}, "OldImage": old, "NewImage": new})  # fmt: skip
+        new["line_items"]["L"].append(
+            {"M": {"sku": _s("SKU-NEW"), "qty": _n("1"), "price": _n(NEW_PRICE)}}
+        )
+        changes.append(
+            {
+                "Keys": {k: old[k] for k in ("tenant_id", "invoice_id")},
+                "OldImage": old,
+                "NewImage": new,
+            }
+        )
         after[(old["tenant_id"]["S"], old["invoice_id"]["S"])] = new
     for old in deleted:
-        changes.append({"Keys": {k: old[k] for k in ("tenant_id", "invoice_id")}, "OldImage": old})  # fmt: skip
+        changes.append({"Keys": {k: old[k] for k in ("tenant_id", "invoice_id")}, "OldImage": old})
         del after[(old["tenant_id"]["S"], old["invoice_id"]["S"])]
     for new in inserted:
-        changes.append({"Keys": {k: new[k] for k in ("tenant_id", "invoice_id")}, "NewImage": new})  # fmt: skip
+        changes.append({"Keys": {k: new[k] for k in ("tenant_id", "invoice_id")}, "NewImage": new})
         after[(new["tenant_id"]["S"], new["invoice_id"]["S"])] = new
     window = ["--from", T0.isoformat(), "--to", (T0 + timedelta(hours=1)).isoformat()]
     incremental = export("--changes", _jsonl(scratch / "changes.jsonl", changes), *window)
-    now = export("--items", _jsonl(scratch / "now.jsonl", list(after.values())), "--at", (T0 + timedelta(hours=2)).isoformat())  # fmt: skip
+    now = export(
+        "--items",
+        _jsonl(scratch / "now.jsonl", list(after.values())),
+        "--at",
+        (T0 + timedelta(hours=2)).isoformat(),
+    )
 
     floor = _floor(env, full)
     seconds = {}

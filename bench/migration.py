@@ -108,10 +108,14 @@ def run(scratch: Path, items: int, log: Path) -> dict:
     here, probe = str(export_to_final.HERE), str(Path(__file__).resolve())
     typed = scratch / "typed_schema.json"
     subprocess.run([sys.executable, here, "--infer", str(folder), str(typed)], env=env, check=True)
-    floor_s, _ = export_to_final.timed([sys.executable, here, "--floor", str(folder), str(typed)], env, log)  # fmt: skip
-    sync_s, sync_rss = export_to_final.timed([*cli, "sync", "--table", "orders", str(folder)], env, log)  # fmt: skip
+    floor_s, _ = export_to_final.timed(
+        [sys.executable, here, "--floor", str(folder), str(typed)], env, log
+    )
+    sync_s, sync_rss = export_to_final.timed(
+        [*cli, "sync", "--table", "orders", str(folder)], env, log
+    )
     before = last_json([sys.executable, probe, "--to-older"], env)
-    rebuild_s, rebuild_rss = export_to_final.timed([*cli, "rebuild", "--table", "orders"], env, log)  # fmt: skip
+    rebuild_s, rebuild_rss = export_to_final.timed([*cli, "rebuild", "--table", "orders"], env, log)
     after = last_json([sys.executable, probe, "--after"], env)
     assert before["rows"] == items, f"{before['rows']} rows before the rebuild, not {items}"
     assert after == before, f"the rebuild changed the final table: {before} -> {after}"

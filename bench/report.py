@@ -63,7 +63,9 @@ def _against_floor(runs: list[dict], stage: str, title: str, name: str) -> None:
     ax.bar([i - 0.2 for i in x], [r["floor_seconds"] for r in runs], 0.4, label="floor")
     ax.bar([i + 0.2 for i in x], [r[f"{stage}_seconds"] for r in runs], 0.4, label=stage)
     for i, r in enumerate(runs):
-        ax.annotate(f"{r['ratio_to_floor']}x", (i + 0.2, r[f"{stage}_seconds"]), ha="center", va="bottom")  # fmt: skip
+        ax.annotate(
+            f"{r['ratio_to_floor']}x", (i + 0.2, r[f"{stage}_seconds"]), ha="center", va="bottom"
+        )
     ax.set_xticks(list(x), [_label(r["items"]) + " items" for r in runs])
     ax.set_ylabel("seconds")
     ax.set_title(title)
@@ -73,7 +75,9 @@ def _against_floor(runs: list[dict], stage: str, title: str, name: str) -> None:
 
 def ingest(doc: dict) -> list[Row]:
     runs = doc["runs"]
-    _against_floor(runs, "ingest", f"Full-export ingest ({doc['table']}) vs floor", "ingest_full_export")  # fmt: skip
+    _against_floor(
+        runs, "ingest", f"Full-export ingest ({doc['table']}) vs floor", "ingest_full_export"
+    )
     target = doc.get("target_ratio_to_floor", 2.0)
     return [
         (
@@ -183,7 +187,12 @@ def apply_cost(doc: dict) -> list[Row]:
         ]
         sizes = [n for n, _ in points]
         ax.plot(sizes, [c["apply_seconds"] for _, c in points], "o-", label=f"apply ({case})")
-        ax.plot(sizes, [c["floor_merge_seconds"] for _, c in points], "x--", label=f"MERGE INTO ({case})")  # fmt: skip
+        ax.plot(
+            sizes,
+            [c["floor_merge_seconds"] for _, c in points],
+            "x--",
+            label=f"MERGE INTO ({case})",
+        )
         for n, c in points:
             rows.append(
                 (
@@ -209,7 +218,8 @@ def apply_cost(doc: dict) -> list[Row]:
                 (
                     f"apply growth ({case})",
                     f"{_label(n)} → {_label(m)} rows",
-                    f"{a['apply_seconds']} s → {b['apply_seconds']} s = **{per_10x:.2f}x per 10x**; "
+                    f"{a['apply_seconds']} s → {b['apply_seconds']} s = **{per_10x:.2f}x per "
+                    f"10x**; "
                     f"MERGE INTO {a['floor_merge_seconds']} s → {b['floor_merge_seconds']} s = "
                     f"{merge_10x:.2f}x per 10x",
                     f"≤ {doc['target_growth_per_10x']}x the MERGE INTO's growth ({allowed:.2f}x)",
@@ -222,7 +232,8 @@ def apply_cost(doc: dict) -> list[Row]:
             rows.append(
                 (
                     f"apply without its tests vs plain MERGE ({c['case'].split()[1]})",
-                    f"{c['changes']:,} changes of {c['keys']:,} keys into {_label(run['table_rows'])} rows",
+                    f"{c['changes']:,} changes of {c['keys']:,} keys into "
+                    f"{_label(run['table_rows'])} rows",
                     f"{c['apply_seconds']} s vs {c['floor_merge_seconds']} s = "
                     f"**{c['ratio_to_floor']}x** (ingest {c['ingest_seconds']} s, dbt "
                     + ", ".join(f"{k} {v} s" for k, v in c["dbt_seconds"].items())
@@ -246,7 +257,9 @@ def buckets(doc: dict) -> list[Row]:
     fig, ax = plt.subplots(figsize=(6, 3.6))
     names = [str(r["buckets"] or "none") for r in runs]
     for offset, case in ((-0.2, "tick"), (0.2, "batch")):
-        ratios = [next(c for c in r["cases"] if c["case"] == case)["ratio_to_unbucketed"] for r in runs]  # fmt: skip
+        ratios = [
+            next(c for c in r["cases"] if c["case"] == case)["ratio_to_unbucketed"] for r in runs
+        ]
         ax.bar([i + offset for i in range(len(runs))], ratios, 0.4, label=case)
     ax.axhline(1.0, color="grey", linestyle="--")
     ax.set_xticks(list(range(len(runs))), names)
@@ -286,13 +299,17 @@ def daily(doc: dict) -> list[Row]:
     ax.set_title(f"Daily sync of orders ({doc['items']:,} items, {doc['increments']} incrementals)")
     ax.legend()
     _save(fig, "daily_sync")
-    before, after = doc["data_and_delete_files_before_maintain"], doc["data_and_delete_files_after_maintain"]  # fmt: skip
+    before, after = (
+        doc["data_and_delete_files_before_maintain"],
+        doc["data_and_delete_files_after_maintain"],
+    )
     incrementals = [s for s in steps if s["step"] != "full export"]
     target = doc.get("target_seconds_each", 30)  # written before issue 53: its issue's 30 s
     return [
         (
             "daily sync (orders)",
-            f"full export of {doc['items']:,} + {doc['increments']} incrementals (6% each) + maintain",
+            f"full export of {doc['items']:,} + {doc['increments']} incrementals (6% each) + "
+            f"maintain",
             f"{doc['total_seconds']:.0f} s in all; files {before[0]} data + {before[1]} delete → "
             f"{after[0]} + {after[1]} after maintain; {doc['rows_after']:,} rows = expected",
             "rows equal plain Python",
@@ -349,10 +366,16 @@ def freshness(doc: dict) -> list[Row]:
 
 def maintenance(doc: dict) -> list[Row]:
     keys = ["data_files", "delete_files", "snapshots"]
-    stages = [("after merges", doc["before"]), ("maintain", doc["after_maintain"]), ("2 days later", doc["after_maintain_2_days_later"])]  # fmt: skip
+    stages = [
+        ("after merges", doc["before"]),
+        ("maintain", doc["after_maintain"]),
+        ("2 days later", doc["after_maintain_2_days_later"]),
+    ]
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for i, (label, values) in enumerate(stages):
-        ax.bar([k + i * 0.27 for k in range(len(keys))], [values[k] for k in keys], 0.27, label=label)  # fmt: skip
+        ax.bar(
+            [k + i * 0.27 for k in range(len(keys))], [values[k] for k in keys], 0.27, label=label
+        )
     ax.set_xticks([k + 0.27 for k in range(len(keys))], keys)
     ax.set_title(f"Maintenance after {doc['merges']} merges")
     ax.legend()
@@ -445,7 +468,10 @@ def design_floor(doc: dict) -> list[Row]:
     """bench/export_to_final.py --rounds: the design's own floor against the floor, each round."""
     rows: list[Row] = []
     for r in doc["runs"]:
-        for name, what in (("design_floor", "with `_image`"), ("design_floor_no_image", "without `_image`")):  # fmt: skip
+        for name, what in (
+            ("design_floor", "with `_image`"),
+            ("design_floor_no_image", "without `_image`"),
+        ):
             ratios = [round(x[name] / x["floor"], 2) for x in r["rounds"]]
             rows.append(
                 (
@@ -464,10 +490,15 @@ def single_table(doc: dict) -> list[Row]:
     """bench/single_table.py: a single-table design's sync split, against the same unsplit."""
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for offset, rule in ((-0.2, "key"), (0.2, "attribute")):
-        ratios = [next(r for r in round_ if r["rule"] == rule)["ratio_to_unsplit"] for round_ in doc["rounds"]]  # fmt: skip
+        ratios = [
+            next(r for r in round_ if r["rule"] == rule)["ratio_to_unsplit"]
+            for round_ in doc["rounds"]
+        ]
         ax.bar([i + offset for i in range(len(ratios))], ratios, 0.4, label=f"split by {rule}")
     ax.axhline(1.0, color="grey", linestyle="--")
-    ax.set_xticks(list(range(len(doc["rounds"]))), [f"round {i + 1}" for i in range(len(doc["rounds"]))])  # fmt: skip
+    ax.set_xticks(
+        list(range(len(doc["rounds"]))), [f"round {i + 1}" for i in range(len(doc["rounds"]))]
+    )
     ax.set_ylabel("sync seconds / unsplit")
     ax.set_title(f"A single-table design of {_label(doc['items'])} items, split")
     ax.legend()
@@ -548,7 +579,8 @@ def first_load_profile(doc: dict) -> list[Row]:
 
 
 def apply_process(doc: dict) -> list[Row]:
-    """bench/apply_cost.py --processes: ``sync`` of an incremental against a plain MERGE INTO job."""
+    """bench/apply_cost.py --processes: ``sync`` of an incremental against a plain MERGE INTO
+    job."""
     return [
         (
             "apply as processes: `sync` vs a plain MERGE INTO job",
@@ -643,17 +675,20 @@ def deep_items(doc: dict) -> list[Row]:
 
 
 def invoices(doc: dict) -> list[Row]:
-    """bench/invoices.py: a new user's own nested table, each step a process on the default driver."""
+    """bench/invoices.py: a new user's own nested table, each step a process on the default
+    driver."""
     s, r = doc["seconds"], doc["ratios"]
     return [
         (
-            "a table of one's own, deep items (`Invoices`: full, then incremental export with drift)",
+            "a table of one's own, deep items (`Invoices`: full, then incremental export with "
+            "drift)",
             f"{doc['items']:,} items; {doc['changes']['updated']} updates adding a wider nested "
             f"decimal, {doc['changes']['deleted']} deletes, {doc['changes']['inserted']} inserts; "
             "each step a process, the default driver",
             f"`sync` full {s['sync full']} s ({r['sync full']}x the floor), incremental "
             f"{s['sync incremental']} s ({r['sync incremental']}x); `verify` EQUAL in "
-            f"{s['verify']} s; `line_items` null in {doc['checks']['rows with line_items null']} rows",
+            f"{s['verify']} s; `line_items` null in {doc['checks']['rows with line_items null']} "
+            f"rows",
             f"each `sync` under {doc['target_seconds']:.0f} s, no traceback",
             _met(doc["target_met"]),
         )

@@ -42,7 +42,7 @@ RULES = {
         "order",
         "--entity",
         "address",
-    ],  # fmt: skip
+    ],
 }
 
 

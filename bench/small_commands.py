@@ -33,11 +33,19 @@ TARGET_RATIO = 4.0
 def run(args: list[str], env: dict[str, str]) -> float:
     """One command's seconds: the CLI's, or (``dbt`` first) dbt's own as a user types it."""
     started = time.monotonic()
-    command = [str(Path(sys.executable).parent / "dbt"), *args[1:]] if args[0] == "dbt" else [sys.executable, "-m", "ingestion.cli", *args]  # fmt: skip
+    command = (
+        [str(Path(sys.executable).parent / "dbt"), *args[1:]]
+        if args[0] == "dbt"
+        else [sys.executable, "-m", "ingestion.cli", *args]
+    )
     done = subprocess.run(
         command,
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     seconds = time.monotonic() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
@@ -77,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             "--engine",
             "duckdb",
             "select count(*) from lakehouse.books",
-        ],  # fmt: skip
+        ],
         "status on Spark (before)": ["status", "--table", "books"],
         "merge, nothing new, on Spark": ["merge", "--table", "books"],
         # A plain `dbt run` (issue 73): it starts Spark as dbt-spark does, asks which batches are
@@ -95,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             str(scratch / "target"),
             "--log-path",
             str(scratch / "logs"),
-        ],  # fmt: skip
+        ],
     }
     seconds: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(args.rounds):

@@ -71,7 +71,7 @@ KINDS = (
     ("describe", "describe"),
     ("select max", "max(_version)"),
     ("merge", "merge"),
-)  # noqa: E501
+)
 
 
 def last_statements(log: Path) -> dict[str, list[str]]:
@@ -120,11 +120,14 @@ def floor(spark, tables: int, changes: int, ticks: int) -> float:
     spark.sql("create namespace if not exists lake.floor")
     for t in range(tables):
         spark.sql(
-            f"create table lake.floor.s{t} (id string, price double, v bigint, op string) using iceberg"
-        )  # noqa: E501
+            f"create table lake.floor.s{t} (id string, price double, v bigint, op string) using "
+            f"iceberg"
+        )
         spark.sql(
-            f"create table lake.floor.f{t} (id string, price double, v bigint) using iceberg tblproperties ('write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read')"
-        )  # noqa: E501
+            f"create table lake.floor.f{t} (id string, price double, v bigint) using iceberg "
+            f"tblproperties ('write.delete.mode'='merge-on-read', "
+            f"'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read')"
+        )
         spark.sql(f"insert into lake.floor.f{t} select concat('k', id), 1.0, 0 from range(500)")
     source = Path(tempfile.mkdtemp(prefix="floor-"))
     took = []
@@ -138,7 +141,7 @@ def floor(spark, tables: int, changes: int, ticks: int) -> float:
                         "v": tick * 1000 + i,
                         "op": "D" if i % 20 == 0 else "U",
                     }
-                )  # noqa: E501
+                )
                 for i in range(changes)
             )
             (source / f"t{t}.json").write_text("\n".join(lines))
@@ -150,7 +153,8 @@ def floor(spark, tables: int, changes: int, ticks: int) -> float:
                 using (select * from lake.floor.s{t} where v >= {tick * 1000}) s on f.id = s.id
                 when matched and s.op = 'D' then delete
                 when matched then update set price = s.price, v = s.v
-                when not matched and s.op != 'D' then insert (id, price, v) values (s.id, s.price, s.v)""")  # noqa: E501
+                when not matched and s.op != 'D' then
+                    insert (id, price, v) values (s.id, s.price, s.v)""")
         took.append(time.monotonic() - started)
     return sum(took[1:]) / max(1, len(took) - 1)
 

@@ -58,14 +58,19 @@ def run(scratch: Path, items: int) -> dict:
     typed = scratch / "typed_schema.json"
     here = str(export_to_final.HERE)
     subprocess.run([sys.executable, here, "--infer", str(folder), str(typed)], env=env, check=True)
-    floor_s, _ = export_to_final.timed([sys.executable, here, "--floor", str(folder), str(typed)], env, log)  # fmt: skip
+    floor_s, _ = export_to_final.timed(
+        [sys.executable, here, "--floor", str(folder), str(typed)], env, log
+    )
     verify_s, rss = export_to_final.timed(
         [*cli, "verify", "--table", "orders", str(folder)], env, log
     )  # exits 0 only when the table is equal (export_to_final.timed stops the run otherwise)
     profiled = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--profile", str(folder)],
-        env=env, check=True, capture_output=True, text=True,
-    )  # fmt: skip
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return {
         "items": items,
         "profile": json.loads(profiled.stdout.strip().splitlines()[-1]),
@@ -117,10 +122,27 @@ def profile(folder: str) -> None:
     final = spark.table(names.final_table("orders"))
     plain = F.xxhash64(*[a.column for a in schema.attributes]).alias("h")
     for _ in range(2):
-        timed("export: parse", lambda: items.select(F.size("Item").alias("h")).agg(F.sum("h")).collect())  # fmt: skip
-        timed("export: parse + fingerprint", lambda: fingerprints.export_fingerprints(items, schema).agg(F.sum(F.col(fingerprints.FINGERPRINT))).collect())  # fmt: skip
+        timed(
+            "export: parse",
+            lambda: items.select(F.size("Item").alias("h")).agg(F.sum("h")).collect(),
+        )
+        timed(
+            "export: parse + fingerprint",
+            lambda: (
+                fingerprints.export_fingerprints(items, schema)
+                .agg(F.sum(F.col(fingerprints.FINGERPRINT)))
+                .collect()
+            ),
+        )
         timed("final: read", lambda: final.select(plain).agg(F.sum("h")).collect())
-        timed("final: read + fingerprint", lambda: fingerprints.final_fingerprints(final, schema).agg(F.sum(F.col(fingerprints.FINGERPRINT))).collect())  # fmt: skip
+        timed(
+            "final: read + fingerprint",
+            lambda: (
+                fingerprints.final_fingerprints(final, schema)
+                .agg(F.sum(F.col(fingerprints.FINGERPRINT)))
+                .collect()
+            ),
+        )
     print(json.dumps(steps))
 
 

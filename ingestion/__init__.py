@@ -12,7 +12,8 @@ The rooms, top to bottom (the order in which they may import is the contract's, 
                  adoption, moves between entities, status, ``verify`` against an export.
 - ``merge``      the dbt merge (run + scoped tests), the merge log, counts, full refresh.
 - ``staging``    sources -> staging change logs: one commit per source with its ledger entry.
-- ``catalog.table_metadata.available`` reading the catalog and tables without a JVM (``status``, ``query``
+- ``catalog.table_metadata.available`` reading the catalog and tables without a JVM (``status``,
+``query``
                  on DuckDB).
 - ``spark``      the Spark and Iceberg configuration, the session, jars, the embedded catalog.
 - ``schema``     a table's column types: model, schema file, rules, detection, typed decode.

@@ -146,9 +146,13 @@ _GLUE_TABLE = (*_GLUE_DATABASES, f"{GLUE}:table/staging/books", f"{GLUE}:table/l
 _JVM = "the job's JVM on EMR (EMRFS / Iceberg's S3FileIO and GlueCatalog, under the job role)"
 UNSEEN: tuple[Unseen, ...] = (
     *(
-        Unseen("JobRole", action, f"{DATA}/exports/AWSDynamoDB/x/data/y.json.gz",
-               "DynamoDB developer guide, exporting to S3: DynamoDB writes the export as the "
-               "caller, which needs s3:PutObject, s3:PutObjectAcl, s3:AbortMultipartUpload")
+        Unseen(
+            "JobRole",
+            action,
+            f"{DATA}/exports/AWSDynamoDB/x/data/y.json.gz",
+            "DynamoDB developer guide, exporting to S3: DynamoDB writes the export as the "
+            "caller, which needs s3:PutObject, s3:PutObjectAcl, s3:AbortMultipartUpload",
+        )
         for action in ("s3:PutObject", "s3:PutObjectAcl", "s3:AbortMultipartUpload")
     ),
     *(
@@ -156,20 +160,34 @@ UNSEEN: tuple[Unseen, ...] = (
         for action in ("s3:GetObject", "s3:PutObject", "s3:DeleteObject")
     ),
     *(
-        Unseen(role, action, KEY,
-               "S3 user guide, SSE-KMS: with the bucket's customer key, reading an object needs "
-               "kms:Decrypt and writing one kms:GenerateDataKey, as the caller (the job's exports, "
-               "warehouse and change files; the stream writer's puts)")
-        for role, action in (("JobRole", "kms:Decrypt"), ("JobRole", "kms:GenerateDataKey"),
-                             ("StreamWriterRole", "kms:GenerateDataKey"))
-    ),  # fmt: skip
-    Unseen("JobRole", "s3:AbortMultipartUpload",
-           f"{DATA}/warehouse/lakehouse/books/data/x.parquet",
-           _JVM + ": a multipart upload of a data file the writer abandons (a failed task)"),  # fmt: skip
+        Unseen(
+            role,
+            action,
+            KEY,
+            "S3 user guide, SSE-KMS: with the bucket's customer key, reading an object needs "
+            "kms:Decrypt and writing one kms:GenerateDataKey, as the caller (the job's exports, "
+            "warehouse and change files; the stream writer's puts)",
+        )
+        for role, action in (
+            ("JobRole", "kms:Decrypt"),
+            ("JobRole", "kms:GenerateDataKey"),
+            ("StreamWriterRole", "kms:GenerateDataKey"),
+        )
+    ),
+    Unseen(
+        "JobRole",
+        "s3:AbortMultipartUpload",
+        f"{DATA}/warehouse/lakehouse/books/data/x.parquet",
+        _JVM + ": a multipart upload of a data file the writer abandons (a failed task)",
+    ),
     Unseen("JobRole", "s3:ListBucket", DATA, _JVM + ": orphan files listed under the warehouse"),
-    Unseen("JobRole", "s3:GetObject", "arn:aws:s3:::code-bucket/dynamodb-lakehouse/main.py",
-           "EMR Serverless user guide, job runtime roles: the entry point and archives are read "
-           "with the job role"),  # fmt: skip
+    Unseen(
+        "JobRole",
+        "s3:GetObject",
+        "arn:aws:s3:::code-bucket/dynamodb-lakehouse/main.py",
+        "EMR Serverless user guide, job runtime roles: the entry point and archives are read "
+        "with the job role",
+    ),
     *(
         Unseen("JobRole", "glue:GetDatabase", arn, _JVM + ": GlueCatalog's GetDatabase")
         for arn in _GLUE_DATABASES
@@ -185,34 +203,54 @@ UNSEEN: tuple[Unseen, ...] = (
         for arn in _GLUE_TABLE
     ),
     *(
-        Unseen("JobRole", f"glue:{action}", arn,
-               f"dbt-spark's relation cache (show tables / show databases, each dbt run) -> "
-               f"GlueCatalog's {action} ({_JVM})")
+        Unseen(
+            "JobRole",
+            f"glue:{action}",
+            arn,
+            f"dbt-spark's relation cache (show tables / show databases, each dbt run) -> "
+            f"GlueCatalog's {action} ({_JVM})",
+        )
         for action in ("GetTables", "GetDatabases")
         for arn in _GLUE_DATABASES
-    ),  # fmt: skip
+    ),
     *(
-        Unseen("StreamWriterRole", f"dynamodb:{action}",
-               f"{TABLE}/stream/2026-01-01T00:00:00.000",
-               "Lambda developer guide, DynamoDB event source: the execution role reads the stream")
+        Unseen(
+            "StreamWriterRole",
+            f"dynamodb:{action}",
+            f"{TABLE}/stream/2026-01-01T00:00:00.000",
+            "Lambda developer guide, DynamoDB event source: the execution role reads the stream",
+        )
         for action in ("DescribeStream", "GetRecords", "GetShardIterator")
-    ),  # fmt: skip
-    Unseen("StreamWriterRole", "dynamodb:ListStreams", "*",
-           "Lambda developer guide, DynamoDB event source (ListStreams has no resource type)"),
+    ),
+    Unseen(
+        "StreamWriterRole",
+        "dynamodb:ListStreams",
+        "*",
+        "Lambda developer guide, DynamoDB event source (ListStreams has no resource type)",
+    ),
     *(
-        Unseen("StreamWriterRole", f"logs:{action}",
-               f"arn:aws:logs:eu-west-1:{ACCOUNT}:log-group:/aws/lambda/"
-               "dynamodb-lakehouse-stream-writer:log-stream:x",
-               "Lambda developer guide, execution role: the runtime writes the function's logs")
+        Unseen(
+            "StreamWriterRole",
+            f"logs:{action}",
+            f"arn:aws:logs:eu-west-1:{ACCOUNT}:log-group:/aws/lambda/"
+            "dynamodb-lakehouse-stream-writer:log-stream:x",
+            "Lambda developer guide, execution role: the runtime writes the function's logs",
+        )
         for action in ("CreateLogStream", "PutLogEvents")
-    ),  # fmt: skip
-    Unseen("StreamWriterRole", "sqs:SendMessage",
-           f"arn:aws:sqs:eu-west-1:{ACCOUNT}:dynamodb-lakehouse-stream-failures",
-           "Lambda developer guide, on-failure destinations: sent with the execution role"),
-    Unseen("SchedulerRole", "sqs:SendMessage",
-           f"arn:aws:sqs:eu-west-1:{ACCOUNT}:dynamodb-lakehouse-schedule-failures",
-           "EventBridge Scheduler user guide, dead-letter queues: sent with the schedule's role"),
-)  # fmt: skip
+    ),
+    Unseen(
+        "StreamWriterRole",
+        "sqs:SendMessage",
+        f"arn:aws:sqs:eu-west-1:{ACCOUNT}:dynamodb-lakehouse-stream-failures",
+        "Lambda developer guide, on-failure destinations: sent with the execution role",
+    ),
+    Unseen(
+        "SchedulerRole",
+        "sqs:SendMessage",
+        f"arn:aws:sqs:eu-west-1:{ACCOUNT}:dynamodb-lakehouse-schedule-failures",
+        "EventBridge Scheduler user guide, dead-letter queues: sent with the schedule's role",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -264,7 +302,8 @@ def resources(call: Call, action: str) -> list[str]:
         # moto 5.1.22 answers an export's ARN as table/<table ARN>/import/<id>; AWS's (its API
         # reference) is <table ARN>/export/<id>.
         arn = re.sub(r"^arn:.*?:table/(arn:.*:table/[^/]+)/import/", r"\1/export/", arn or "")
-        # A TableName may be the table's ARN (DynamoDB's API reference, e.g. DescribeContinuousBackups).
+        # A TableName may be the table's ARN (DynamoDB's API reference, e.g.
+        # DescribeContinuousBackups).
         name = p.get("TableName", "")
         return [arn or (name if name.startswith("arn:") else f"{head}:table/{name}")]
     if call.service == "emr-serverless":
@@ -425,7 +464,7 @@ def _policies(template: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         if resource["Type"] == "AWS::IAM::Role":
             found += [
                 (name, p["PolicyDocument"]) for p in resource["Properties"].get("Policies", [])
-            ]  # noqa: E501
+            ]
         elif resource["Type"] == "AWS::IAM::Policy":
             document = resource["Properties"]["PolicyDocument"]
             found += [(role["Ref"], document) for role in resource["Properties"]["Roles"]]
@@ -471,8 +510,9 @@ def scheduled_calls(template: dict[str, Any]) -> list[Call]:
         arn = sample(resolve(target["Arn"], template))
         service, operation, params = contracts.scheduler_request(arn, json.loads(text))
         where = f"deploy/template.yaml: {name}"
-        found.append(Call(service, operation, json.dumps(params), "eu-west-1", where,
-                          "SchedulerRole"))  # fmt: skip
+        found.append(
+            Call(service, operation, json.dumps(params), "eu-west-1", where, "SchedulerRole")
+        )
     return found
 
 

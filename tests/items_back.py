@@ -54,7 +54,9 @@ def final_items(spark, table: str, final: str | None = None) -> list[tuple[dict[
     return items_of(spark.table(f"lake.lakehouse.{name}"), spark, table, name)
 
 
-def items_of(frame, spark, table: str, final: str | None = None) -> list[tuple[dict[str, Any], Any]]:  # fmt: skip
+def items_of(
+    frame, spark, table: str, final: str | None = None
+) -> list[tuple[dict[str, Any], Any]]:
     """Rows of ``table``'s change log, or of its final table ``final``, as (item, row)."""
     schema = table_types.stored_schema(spark, get_table(table))
     assert schema is not None, f"{table}: no types kept"

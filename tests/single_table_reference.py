@@ -64,7 +64,10 @@ def assert_entity_tables(spark, home: Path, state: dict, by: str) -> None:
         back = {key(item): strict_item(item) for item, _ in final_items(spark, "app", final)}
         assert back == {k: strict_item(item) for k, item in want.items()}, final
         location = readers.metadata_location(home, "lakehouse", final)
-        columns = [r[0] for r in con.execute(f"describe select * from iceberg_scan('{location}')").fetchall()]  # fmt: skip
+        columns = [
+            r[0]
+            for r in con.execute(f"describe select * from iceberg_scan('{location}')").fetchall()
+        ]
         section = kept.entity(final)
         attributes = [a for a in section.attributes if not a.key] if section else []
         own = {a for item in want.values() for a in item} - {"pk", "sk"}
@@ -73,7 +76,9 @@ def assert_entity_tables(spark, home: Path, state: dict, by: str) -> None:
         others = {a for k, item in state.items() if k not in want for a in item}
         assert not {a.name for a in attributes} & (others - own), final  # none only others hold
         typed = [c for c in columns if not c.startswith("_")]  # order: a rebuild may re-sort
-        assert typed[:2] == ["pk", "sk"] and sorted(typed[2:]) == sorted(a.column for a in attributes)  # fmt: skip
+        assert typed[:2] == ["pk", "sk"] and sorted(typed[2:]) == sorted(
+            a.column for a in attributes
+        )
         spark.sql(f"refresh table lake.lakehouse.{final}")
         for row in spark.table(f"lake.lakehouse.{final}").collect():
             item = want[(row["pk"], row["sk"])]
@@ -87,7 +92,9 @@ def incremental(tmp_path: Path, lines: list[dict], view: str, number: int = 1) -
     windows from the full export's time)."""
     start = BASE_TIME + timedelta(minutes=10 * (number - 1))
     window = (start, start + timedelta(minutes=10))
-    return sample_exports.write_incremental_export(tmp_path / "incr", "app", lines, window, view, seed=number)  # fmt: skip
+    return sample_exports.write_incremental_export(
+        tmp_path / "incr", "app", lines, window, view, seed=number
+    )
 
 
 def change(old: dict | None, new: dict | None, view: str, number: int = 1) -> dict[str, Any]:
@@ -116,11 +123,22 @@ def write_chain(out: Path, by: str) -> tuple[list[Path], dict[tuple[str, str], d
     folders = [sample_exports.write_items_export(out, "app", items)]
     view = "NEW_AND_OLD_IMAGES" if by == "key" else "NEW_IMAGE"
     for number, u in ((1, 1), (2, 2)):
-        keys = [(f"USER#{u}", f"USER#{u}"), (f"USER#{u}", f"ORDER#{2 * u:05d}"), (f"USER#{u}", "ADDRESS#0")]  # fmt: skip
-        lines = [change(state[k], {**state[k], "note": s(f"update {number}")}, view, number) for k in keys]  # fmt: skip
+        keys = [
+            (f"USER#{u}", f"USER#{u}"),
+            (f"USER#{u}", f"ORDER#{2 * u:05d}"),
+            (f"USER#{u}", "ADDRESS#0"),
+        ]
+        lines = [
+            change(state[k], {**state[k], "note": s(f"update {number}")}, view, number)
+            for k in keys
+        ]
         if number == 2:  # a total with three decimals: drift, adopted by the orders' table only
             lines[1]["NewImage"]["total"] = {"N": "7.125"}
-        gone = [(f"USER#{u + 4}", f"USER#{u + 4}"), (f"USER#{u + 4}", f"ORDER#{2 * u + 9:05d}"), (f"USER#{u + 4}", "ADDRESS#0")]  # fmt: skip
+        gone = [
+            (f"USER#{u + 4}", f"USER#{u + 4}"),
+            (f"USER#{u + 4}", f"ORDER#{2 * u + 9:05d}"),
+            (f"USER#{u + 4}", "ADDRESS#0"),
+        ]
         lines += [change(state[k], None, view, number) for k in gone]
         new = single_table.user(100 + number, random.Random(number))
         lines.append(change(None, new, view, number))

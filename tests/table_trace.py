@@ -4,7 +4,8 @@ A *stop* is a call into a function of ``ingestion`` that receives the table: its
 handle, a list holding one of them, or one of its names (the entry's, or a catalog name holding
 it). Comprehensions and lambdas are no stops; their calls are. A file is *entered* each time a
 stop is in another file than the stop before it, on the same thread (the counts run on threads of
-their own while ``dbt test`` runs). The merge's shape, measured: ``tests/merge/test_table_handle.py``.
+their own while ``dbt test`` runs). The merge's shape, measured:
+``tests/merge/test_table_handle.py``.
 """
 
 from __future__ import annotations

@@ -141,3 +141,17 @@ def test_every_link_in_the_readme_and_docs_resolves() -> None:
             if target and not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(ROOT)} -> {link}")
     assert not broken
+
+
+def test_no_line_opts_out_of_the_format() -> None:
+    """Every line of the code, the tests and the benchmarks is `ruff format`'s and within the
+    line length (`ruff check`'s E501): none opts out with ruff's skip comment."""
+    marker = "# fmt" + ": skip"
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for room in ("ingestion", "bench", "tests")
+        for path in sorted((ROOT / room).rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if marker in line
+    ]
+    assert found == []

@@ -28,7 +28,9 @@ def synced(spark: Any, folder: Path, table: str = "orders") -> None:
     runner.run_merge(spark, [get_table(table)], test=False)
 
 
-def verified(folder: Path | None, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, Any]:  # fmt: skip
+def verified(
+    folder: Path | None, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, Any]:
     """``verify --table orders FOLDER --format json`` (or ``extra`` in place of the folder): exit
     code and the JSON report (None when nothing was printed)."""
     given = [str(folder)] if folder else []

@@ -5,7 +5,8 @@ Credentials and region (STS); the EMR Serverless application (release, architect
 for each configured table (its ``table_arn``, else its name in the region): point-in-time
 recovery and its period (exports need it), its stream and view type, and for a ``cadence:
 stream`` table its stream writer's Lambda mapping, enabled and not behind (``IteratorAge``);
-the last verify against DynamoDB (its ``VerifyDifferences`` metric); each Glue database: found, and not governed by Lake Formation (a database whose
+the last verify against DynamoDB (its ``VerifyDifferences`` metric); each Glue database: found, and
+not governed by Lake Formation (a database whose
 ``CreateTableDefaultPermissions`` is empty is, and refuses the job role until it is granted);
 the data bucket's encryption (``--bucket``): a customer KMS key, and with ``--role-arn``
 whether the job role may use it (IAM's policy simulator).
@@ -92,8 +93,12 @@ def stream(client: Any, lambdas: Any, watch: Any, table: TableConfig) -> Check:
     spec = found.get("StreamSpecification") or {}
     if not spec.get("StreamEnabled"):
         if streamed:
-            return Check(name, False, "off, but the table's cadence is stream: enable its "
-                         "stream with NEW_AND_OLD_IMAGES and deploy the rendered template")  # fmt: skip
+            return Check(
+                name,
+                False,
+                "off, but the table's cadence is stream: enable its "
+                "stream with NEW_AND_OLD_IMAGES and deploy the rendered template",
+            )
         return Check(name, True, "off (the table is synced from exports)")
     view = spec.get("StreamViewType", "")
     if view not in USABLE_VIEWS:
@@ -107,8 +112,12 @@ def stream(client: Any, lambdas: Any, watch: Any, table: TableConfig) -> Check:
     mapped = mappings.get("EventSourceMappings", [])
     if not mapped:
         if streamed:
-            return Check(name, False, f"{view}, read by no Lambda mapping: deploy the rendered "
-                         "template (its mapping feeds the watch)")  # fmt: skip
+            return Check(
+                name,
+                False,
+                f"{view}, read by no Lambda mapping: deploy the rendered "
+                "template (its mapping feeds the watch)",
+            )
         return Check(name, True, f"{view}, read by no Lambda mapping (synced from exports)")
     states = [m.get("State", "") for m in mapped]
     if "Enabled" not in states:
@@ -141,8 +150,12 @@ def _iterator_age(watch: Any, name: str, view: str, function_arn: str) -> Check:
         return Check(name, True, f"{view}, read by {function} (no records in 15 minutes)")
     age = max(p["Maximum"] for p in points) / 1000
     if age > MAX_ITERATOR_AGE:
-        return Check(name, False, f"{view}, {function} is {age:.0f}s behind the stream: see its "
-                     "errors (its log group) and the failure queue")  # fmt: skip
+        return Check(
+            name,
+            False,
+            f"{view}, {function} is {age:.0f}s behind the stream: see its "
+            "errors (its log group) and the failure queue",
+        )
     return Check(name, True, f"{view}, read by {function}, at most {age:.0f}s behind")
 
 
@@ -171,14 +184,22 @@ def last_verify(watch: Any, table: TableConfig) -> Check:
     except Exception as exc:
         return Check(name, False, _reason(exc))
     if not points:
-        return Check(name, True, f"none in 8 days (the {table.verify} schedule {table.name}-verify "
-                     f"publishes it; now: ddb-lakehouse verify --table {table.name} "
-                     "--from-dynamodb --metrics)")  # fmt: skip
+        return Check(
+            name,
+            True,
+            f"none in 8 days (the {table.verify} schedule {table.name}-verify "
+            f"publishes it; now: ddb-lakehouse verify --table {table.name} "
+            "--from-dynamodb --metrics)",
+        )
     last = max(points, key=lambda p: p["Timestamp"])
     when = last["Timestamp"].strftime("%Y-%m-%d %H:%M UTC")
     if last["Maximum"] > 0:
-        return Check(name, False, f"{when}: {last['Maximum']:.0f} item(s) differ from DynamoDB: "
-                     f"ddb-lakehouse verify --table {table.name} --from-dynamodb --repair --metrics")  # fmt: skip
+        return Check(
+            name,
+            False,
+            f"{when}: {last['Maximum']:.0f} item(s) differ from DynamoDB: "
+            f"ddb-lakehouse verify --table {table.name} --from-dynamodb --repair --metrics",
+        )
     return Check(name, True, f"{when}: equal to DynamoDB")
 
 
@@ -214,7 +235,7 @@ def bucket_key(s3: Any, iam: Any, bucket: str, role_arn: str | None) -> Check:
         if (
             exc.response.get("Error", {}).get("Code")
             == "ServerSideEncryptionConfigurationNotFoundError"
-        ):  # noqa: E501
+        ):
             return Check(name, True, "SSE-S3: no key to grant")
         return Check(name, False, _reason(exc))
     default = found["Rules"][0].get("ApplyServerSideEncryptionByDefault", {})
@@ -223,7 +244,10 @@ def bucket_key(s3: Any, iam: Any, bucket: str, role_arn: str | None) -> Check:
         return Check(name, True, f"SSE-S3 ({algorithm or 'AES256'}): no key to grant")
     if not key or key.endswith("alias/aws/s3"):
         return Check(name, True, "SSE-KMS with the AWS managed key aws/s3: no key to grant")
-    given = f"deploy with BucketKmsKeyArn={key} (the job role needs kms:Decrypt and kms:GenerateDataKey on it, the stream writer kms:GenerateDataKey)"  # noqa: E501
+    given = (
+        f"deploy with BucketKmsKeyArn={key} (the job role needs kms:Decrypt and "
+        f"kms:GenerateDataKey on it, the stream writer kms:GenerateDataKey)"
+    )
     if not role_arn or not key.startswith("arn:"):
         return Check(name, True, f"SSE-KMS with {key}: {given}; --role-arn checks the job role")
     results = iam.simulate_principal_policy(
@@ -235,7 +259,7 @@ def bucket_key(s3: Any, iam: Any, bucket: str, role_arn: str | None) -> Check:
             name,
             False,
             f"SSE-KMS with {key}: the job role may not {', '.join(denied)} on it: {given}",
-        )  # noqa: E501
+        )
     return Check(name, True, f"SSE-KMS with {key}: the job role may use it")
 
 
@@ -282,7 +306,9 @@ def aws_checks(account: Account, client: Callable[..., Any] | None = None) -> li
     glue = make("glue", region)
     checks += [database(glue, name) for name in account.databases]
     if account.bucket:
-        checks.append(bucket_key(make("s3", region), make("iam", region), account.bucket, account.role_arn))  # fmt: skip
+        checks.append(
+            bucket_key(make("s3", region), make("iam", region), account.bucket, account.role_arn)
+        )
     return checks
 
 

@@ -6,7 +6,8 @@ operation's input shape in botocore's service model: required members, types and
 lengths by botocore's own ``ParamValidator``; maximum lengths, patterns of tokens and enum
 values by ``_limits`` (the validator leaves those to the service). No AWS call is made.
 
-A Scheduler target names an SDK call as ``arn:<partition>:scheduler:::aws-sdk:<service>:<apiAction>``
+A Scheduler target names an SDK call as
+``arn:<partition>:scheduler:::aws-sdk:<service>:<apiAction>``
 and writes its input's members with a capital first letter (``ApplicationId``) where botocore's
 shapes have ``applicationId``: ``scheduler_request`` maps the names case-insensitively and
 refuses any member the shape lacks. Botocore fills an idempotency token (``clientToken``) for
@@ -37,7 +38,8 @@ def _session() -> Any:
 
 
 def operation_model(service: str, operation: str) -> Any:
-    """botocore's model of ``service``'s ``operation`` (e.g. ``emr-serverless``, ``StartJobRun``)."""
+    """botocore's model of ``service``'s ``operation`` (e.g. ``emr-serverless``,
+    ``StartJobRun``)."""
     model = _session().get_service_model(service)
     if operation not in model.operation_names:
         raise ContractError(f"{service} has no operation {operation}")

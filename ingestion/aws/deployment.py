@@ -88,23 +88,69 @@ def parameters(lambda_key: str) -> dict[str, Any]:
         return text(description, default) | pattern
 
     return {
-        "BucketName": text("S3 bucket for exports, stream change files and the Iceberg warehouse (under the prefixes below)."),  # noqa: E501
-        CREATE_BUCKET: text("true: the stack creates BucketName. false: BucketName exists already (e.g. the bucket of your exports); the stack sets no lifecycle rule, encryption or policy on it (docs/on-aws.md).", "true") | {"AllowedValues": ["true", "false"]},  # noqa: E501
-        KMS_KEY: text("ARN of the customer-managed KMS key that encrypts BucketName, if any: the job role and the stream writer may use it (a bucket the stack creates is encrypted with it). Empty: SSE-S3.", ""),  # noqa: E501
-        TOPIC: text("ARN of an SNS topic told of a stream writer behind or failing, a failed scheduled start and a failed job run; its access policy must let events.amazonaws.com publish (docs/on-aws.md). Empty: no notification.", ""),  # noqa: E501
+        "BucketName": text(
+            "S3 bucket for exports, stream change files and the Iceberg warehouse (under the "
+            "prefixes below)."
+        ),
+        CREATE_BUCKET: text(
+            "true: the stack creates BucketName. false: BucketName exists already (e.g. the bucket "
+            "of your exports); the stack sets no lifecycle rule, encryption or policy on it "
+            "(docs/on-aws.md).",
+            "true",
+        )
+        | {"AllowedValues": ["true", "false"]},
+        KMS_KEY: text(
+            "ARN of the customer-managed KMS key that encrypts BucketName, if any: the job role "
+            "and the stream writer may use it (a bucket the stack creates is encrypted with it). "
+            "Empty: SSE-S3.",
+            "",
+        ),
+        TOPIC: text(
+            "ARN of an SNS topic told of a stream writer behind or failing, a failed scheduled "
+            "start and a failed job run; its access policy must let events.amazonaws.com publish "
+            "(docs/on-aws.md). Empty: no notification.",
+            "",
+        ),
         "CodeBucket": text("Bucket holding the Lambda package and the job's code (make package)."),
-        "LambdaCodeKey": text("The stream writer's zip in CodeBucket: its name holds a digest of its content, so a new version is a new key and updates the function (make package prints it).", lambda_key),  # noqa: E501
-        "JobEntryPointKey": text("The job's entry point (ingestion/main.py) in CodeBucket.", "dynamodb-lakehouse/main.py"),  # noqa: E501
-        "JobArchiveKey": text("The package and the dbt project (ddb-lakehouse emr package) in CodeBucket.", "dynamodb-lakehouse/project.zip"),  # noqa: E501
-        "JobDecoderKey": text("Staging's decoder (dynamodb-lakehouse-decoder.jar, built by make package beside project.zip) in CodeBucket.", "dynamodb-lakehouse/dynamodb-lakehouse-decoder.jar"),  # noqa: E501
-        "JobDependenciesKey": text("The job's Python packages for the application's architecture (deps-x86_64.tar.gz or deps-arm64.tar.gz) in CodeBucket.", "dynamodb-lakehouse/deps-x86_64.tar.gz"),  # noqa: E501
-        "EmrApplicationId": text(f"EMR Serverless application (Spark, {emr.release_label(emr.RECOMMENDED_RELEASE)} or later recommended: the Iceberg line the project is tested on; {emr.release_label(emr.MIN_RELEASE)} at least) that runs the jobs."),  # noqa: E501
+        "LambdaCodeKey": text(
+            "The stream writer's zip in CodeBucket: its name holds a digest of its content, so a "
+            "new version is a new key and updates the function (make package prints it).",
+            lambda_key,
+        ),
+        "JobEntryPointKey": text(
+            "The job's entry point (ingestion/main.py) in CodeBucket.", "dynamodb-lakehouse/main.py"
+        ),
+        "JobArchiveKey": text(
+            "The package and the dbt project (ddb-lakehouse emr package) in CodeBucket.",
+            "dynamodb-lakehouse/project.zip",
+        ),
+        "JobDecoderKey": text(
+            "Staging's decoder (dynamodb-lakehouse-decoder.jar, built by make package beside "
+            "project.zip) in CodeBucket.",
+            "dynamodb-lakehouse/dynamodb-lakehouse-decoder.jar",
+        ),
+        "JobDependenciesKey": text(
+            "The job's Python packages for the application's architecture (deps-x86_64.tar.gz or "
+            "deps-arm64.tar.gz) in CodeBucket.",
+            "dynamodb-lakehouse/deps-x86_64.tar.gz",
+        ),
+        "EmrApplicationId": text(
+            f"EMR Serverless application (Spark, {emr.release_label(emr.RECOMMENDED_RELEASE)} or "
+            f"later recommended: the Iceberg line the project is tested on; "
+            f"{emr.release_label(emr.MIN_RELEASE)} at least) that runs the jobs."
+        ),
         "StreamPrefix": text("Prefix of the stream change files in BucketName.", "streams"),
-        "ExportPrefix": text("Prefix of the DynamoDB exports in BucketName (moving from AWS's sample: a prefix other than its exports').", "exports"),  # noqa: E501
+        "ExportPrefix": text(
+            "Prefix of the DynamoDB exports in BucketName (moving from AWS's sample: a prefix "
+            "other than its exports').",
+            "exports",
+        ),
         # The job reads both from its environment (LAKEHOUSE_*_DATABASE, set by the schedules).
-        STAGING_PARAMETER: database("Glue database of the staging change logs and the merge log.", names.STAGING),  # noqa: E501
-        FINAL_PARAMETER: database("Glue database of the final tables Athena queries.", names.FINAL),  # noqa: E501
-    }  # fmt: skip
+        STAGING_PARAMETER: database(
+            "Glue database of the staging change logs and the merge log.", names.STAGING
+        ),
+        FINAL_PARAMETER: database("Glue database of the final tables Athena queries.", names.FINAL),
+    }
 
 
 def conditions() -> dict[str, Any]:
@@ -214,12 +260,16 @@ def bucket_and_catalog() -> dict[str, Any]:
             "Condition": CREATES_BUCKET,
             **kept,
             "Properties": bucket,
-        }  # noqa: E501
+        }
     }
     for logical, name, what in (
-        ("LakehouseDatabase", FINAL_PARAMETER, "Final Iceberg tables (one row per DynamoDB item), queried by Athena."),  # noqa: E501
+        (
+            "LakehouseDatabase",
+            FINAL_PARAMETER,
+            "Final Iceberg tables (one row per DynamoDB item), queried by Athena.",
+        ),
         ("StagingDatabase", STAGING_PARAMETER, "Staging Iceberg change logs and the merge log."),
-    ):  # fmt: skip
+    ):
         database = {"Name": {"Ref": name}, "Description": what}
         props = {"CatalogId": {"Ref": "AWS::AccountId"}, "DatabaseInput": database}
         found[logical] = {"Type": "AWS::Glue::Database", "Properties": props}
@@ -241,26 +291,52 @@ def job_role(table_arns: list[str]) -> dict[str, Any]:
         "CreateTable",
         "UpdateTable",
         "DeleteTable",
-    ]  # noqa: E501
-    return _role("emr-serverless.amazonaws.com", "lakehouse-job", [
-        _statement("ListTheBucket", ["s3:ListBucket"], _sub(bucket)),
-        # AbortMultipartUpload: an upload the JVM abandons (S3FileIO's, EMRFS's) or an
-        # export's; the bucket's lifecycle rule aborts the ones nobody does.
-        _statement("ReadWriteTheLakehouse", ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"], _sub(bucket + "/*")),  # noqa: E501
-        _statement("ReadTheCode", ["s3:GetObject"], _sub("arn:${AWS::Partition}:s3:::${CodeBucket}/dynamodb-lakehouse/*")),  # noqa: E501
-        _statement("GlueCatalog", [f"glue:{a}" for a in glue_actions], [_sub(glue + r) for r in ["catalog", *databases, *tables]]),  # noqa: E501
-        _statement("Exports", ["dynamodb:ExportTableToPointInTime"], [{"Ref": a} for a in table_arns]),  # noqa: E501
-        # ListExports has no resource type in IAM: it is granted on "*" or not at all.
-        _statement("ListExports", ["dynamodb:ListExports"], "*"),
-        # DynamoDB writes an export's files as the caller: this on its prefix, beside
-        # s3:PutObject and s3:AbortMultipartUpload above.
-        _statement("ExportWrites", ["s3:PutObjectAcl"], _sub(bucket + "/${ExportPrefix}/*")),  # noqa: E501
-        _statement("DescribeExports", ["dynamodb:DescribeExport"], [_sub("${" + a + "}/export/*") for a in table_arns]),  # noqa: E501
-        # sync --from-dynamodb asks whether the chain can continue (point-in-time recovery).
-        _statement("RecoveryWindow", ["dynamodb:DescribeContinuousBackups"], [{"Ref": a} for a in table_arns]),  # noqa: E501
-        # verify --metrics; PutMetricData has no resource type in IAM: "*" or nothing.
-        _statement("VerifyMetrics", ["cloudwatch:PutMetricData"], "*"),
-    ])  # fmt: skip
+    ]
+    return _role(
+        "emr-serverless.amazonaws.com",
+        "lakehouse-job",
+        [
+            _statement("ListTheBucket", ["s3:ListBucket"], _sub(bucket)),
+            # AbortMultipartUpload: an upload the JVM abandons (S3FileIO's, EMRFS's) or an
+            # export's; the bucket's lifecycle rule aborts the ones nobody does.
+            _statement(
+                "ReadWriteTheLakehouse",
+                ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
+                _sub(bucket + "/*"),
+            ),
+            _statement(
+                "ReadTheCode",
+                ["s3:GetObject"],
+                _sub("arn:${AWS::Partition}:s3:::${CodeBucket}/dynamodb-lakehouse/*"),
+            ),
+            _statement(
+                "GlueCatalog",
+                [f"glue:{a}" for a in glue_actions],
+                [_sub(glue + r) for r in ["catalog", *databases, *tables]],
+            ),
+            _statement(
+                "Exports", ["dynamodb:ExportTableToPointInTime"], [{"Ref": a} for a in table_arns]
+            ),
+            # ListExports has no resource type in IAM: it is granted on "*" or not at all.
+            _statement("ListExports", ["dynamodb:ListExports"], "*"),
+            # DynamoDB writes an export's files as the caller: this on its prefix, beside
+            # s3:PutObject and s3:AbortMultipartUpload above.
+            _statement("ExportWrites", ["s3:PutObjectAcl"], _sub(bucket + "/${ExportPrefix}/*")),
+            _statement(
+                "DescribeExports",
+                ["dynamodb:DescribeExport"],
+                [_sub("${" + a + "}/export/*") for a in table_arns],
+            ),
+            # sync --from-dynamodb asks whether the chain can continue (point-in-time recovery).
+            _statement(
+                "RecoveryWindow",
+                ["dynamodb:DescribeContinuousBackups"],
+                [{"Ref": a} for a in table_arns],
+            ),
+            # verify --metrics; PutMetricData has no resource type in IAM: "*" or nothing.
+            _statement("VerifyMetrics", ["cloudwatch:PutMetricData"], "*"),
+        ],
+    )
 
 
 def key_access(role: str, actions: list[str]) -> dict[str, Any]:
@@ -283,12 +359,19 @@ WRITE_KEY = ["kms:GenerateDataKey"]
 def scheduling() -> dict[str, Any]:
     """The Scheduler's role (start the jobs, pass the job role, report failed starts) and the
     queue a start that still fails after its retries lands in."""
-    application = "arn:${AWS::Partition}:emr-serverless:${AWS::Region}:${AWS::AccountId}:/applications/${EmrApplicationId}"  # noqa: E501
-    role = _role("scheduler.amazonaws.com", "start-lakehouse-jobs", [
-        _statement("StartJobs", ["emr-serverless:StartJobRun"], _sub(application)),
-        _statement("PassTheJobRole", ["iam:PassRole"], _arn("JobRole")),
-        _statement("ReportFailedStarts", ["sqs:SendMessage"], _arn("ScheduleFailures")),
-    ])  # fmt: skip
+    application = (
+        "arn:${AWS::Partition}:emr-serverless:${AWS::Region}:${AWS::AccountId}"
+        ":/applications/${EmrApplicationId}"
+    )
+    role = _role(
+        "scheduler.amazonaws.com",
+        "start-lakehouse-jobs",
+        [
+            _statement("StartJobs", ["emr-serverless:StartJobRun"], _sub(application)),
+            _statement("PassTheJobRole", ["iam:PassRole"], _arn("JobRole")),
+            _statement("ReportFailedStarts", ["sqs:SendMessage"], _arn("ScheduleFailures")),
+        ],
+    )
     return {"SchedulerRole": role, "ScheduleFailures": _queue(SCHEDULE_FAILURES)}
 
 
@@ -296,14 +379,28 @@ def stream_writer(stream_arns: list[str]) -> dict[str, Any]:
     """The Lambda function every stream table's mapping calls (it takes the table from the
     stream's ARN), its role, logs, failure queue and lag alarm."""
     logs = {"LogGroupName": f"/aws/lambda/{FUNCTION}", "RetentionInDays": 14}
-    role = _role("lambda.amazonaws.com", "stream-writer", [
-        _statement("ReadTheStreams", ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"], [{"Ref": a} for a in stream_arns]),  # noqa: E501
-        # ListStreams has no resource type in IAM: it is granted on "*" or not at all.
-        _statement("ListStreams", ["dynamodb:ListStreams"], "*"),
-        _statement("WriteChangeFiles", ["s3:PutObject"], _sub("arn:${AWS::Partition}:s3:::${BucketName}/${StreamPrefix}/*")),  # noqa: E501
-        _statement("Logs", ["logs:CreateLogStream", "logs:PutLogEvents"], _arn("StreamWriterLogs")),  # noqa: E501
-        _statement("ReportFailedRecords", ["sqs:SendMessage"], _arn("StreamFailures")),
-    ])  # fmt: skip
+    role = _role(
+        "lambda.amazonaws.com",
+        "stream-writer",
+        [
+            _statement(
+                "ReadTheStreams",
+                ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
+                [{"Ref": a} for a in stream_arns],
+            ),
+            # ListStreams has no resource type in IAM: it is granted on "*" or not at all.
+            _statement("ListStreams", ["dynamodb:ListStreams"], "*"),
+            _statement(
+                "WriteChangeFiles",
+                ["s3:PutObject"],
+                _sub("arn:${AWS::Partition}:s3:::${BucketName}/${StreamPrefix}/*"),
+            ),
+            _statement(
+                "Logs", ["logs:CreateLogStream", "logs:PutLogEvents"], _arn("StreamWriterLogs")
+            ),
+            _statement("ReportFailedRecords", ["sqs:SendMessage"], _arn("StreamFailures")),
+        ],
+    )
     function = {
         "FunctionName": FUNCTION,
         "Runtime": "python3.11",
@@ -501,7 +598,9 @@ def job_input(name: str, arguments: list[str], watch: bool = False) -> str:
 START_JOB_RUN = "arn:${AWS::Partition}:scheduler:::aws-sdk:emrserverless:startJobRun"
 
 
-def _schedule(description: str, expression: str, name: str, arguments: list[str], watch: bool = False) -> dict[str, Any]:  # fmt: skip
+def _schedule(
+    description: str, expression: str, name: str, arguments: list[str], watch: bool = False
+) -> dict[str, Any]:
     return {
         "Type": "AWS::Scheduler::Schedule",
         "Properties": {
@@ -542,7 +641,12 @@ def _watch(tables: list[TableConfig]) -> dict[str, Any]:
 
 def _exports_of(table: TableConfig) -> list[str]:
     """The arguments that say which table DynamoDB exports, and where to."""
-    return ["--table-arn", "${" + table_arn(table) + "}", "--to", "s3://${BucketName}/${ExportPrefix}"]  # fmt: skip
+    return [
+        "--table-arn",
+        "${" + table_arn(table) + "}",
+        "--to",
+        "s3://${BucketName}/${ExportPrefix}",
+    ]
 
 
 def _daily_sync(table: TableConfig) -> dict[str, Any]:

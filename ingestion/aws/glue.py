@@ -78,7 +78,8 @@ def current_metadata_location(spark: Any, namespace: str, table: str) -> str:
     """The table's current metadata file, from Iceberg's metadata tables (any catalog)."""
 
     row = spark.sql(
-        f"select file from {names.quote_table(names.CATALOG, namespace, table)}.metadata_log_entries "
+        f"select file from "
+        f"{names.quote_table(names.CATALOG, namespace, table)}.metadata_log_entries "
         "order by timestamp desc limit 1"
     ).first()
     if row is None:

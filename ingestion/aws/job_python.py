@@ -71,10 +71,25 @@ def constraints() -> list[str]:
 
 def pip_command(target: Path, arch: str, wanted: list[str], pins: Path) -> list[str]:
     machine = ARCHITECTURES[arch]
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile",
-               "--no-warn-conflicts", "--disable-pip-version-check", "--target", str(target),
-               "--python-version", PYTHON_VERSION, "--implementation", "cp",
-               "--only-binary=:all:", "--constraint", str(pins)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-compile",
+        "--no-warn-conflicts",
+        "--disable-pip-version-check",
+        "--target",
+        str(target),
+        "--python-version",
+        PYTHON_VERSION,
+        "--implementation",
+        "cp",
+        "--only-binary=:all:",
+        "--constraint",
+        str(pins),
+    ]
     for tag in MANYLINUX:
         command += ["--platform", f"{tag}_{machine}"]
     return command + wanted

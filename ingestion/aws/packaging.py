@@ -1,7 +1,8 @@
 """What the EMR job runs, packed for S3: the project, its entry point, its Python packages.
 
 ``project.zip`` holds the ``ingestion`` package and the dbt project (``dbt_project.yml``,
-``profiles.yml``, ``models/``, ``macros/``, ``schemas/``, ``conf/``); ``main.py`` is the entry point;
+``profiles.yml``, ``models/``, ``macros/``, ``schemas/``, ``conf/``); ``main.py`` is the entry
+point;
 ``deps-<arch>.tar.gz`` the packages for the release's Python 3.11 (``job_python``);
 ``dynamodb-lakehouse-decoder.jar`` staging's decoder (decision 0013), compiled from ``java/``,
 named in the job's ``spark.jars``. Each goes to
@@ -43,7 +44,9 @@ LAMBDA_FILES = (
 class Package:
     archive: Path  # project.zip
     entry_point: Path  # ingestion/main.py
-    digest: str  # of the archive and the decoder: names the upload, so a changed project never reuses an old one
+    # Of the archive and the decoder: names the upload, so that a changed project never reuses
+    # an old one.
+    digest: str
     decoder: Path  # the decoder's jar, uploaded beside the archive
 
 

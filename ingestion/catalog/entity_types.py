@@ -56,7 +56,8 @@ def sections(schema: types.Schema, raw: Any, table: TableConfig, where: str) -> 
     if rule is None:
         raise EntityRuleChanged(
             f"table {table.name}: its change log was staged under an entity rule ({kept}), "
-            f"but its entry has no `entities`: restore the rule, or {RESET.format(table=table.name)}"
+            f"but its entry has no `entities`: restore the rule, or "
+            f"{RESET.format(table=table.name)}"
         )
     if kept is None:
         raise EntityRuleChanged(

@@ -84,14 +84,24 @@ def schema_for(
         return _detected_whole(table, label, images, source)
     sampled: types.Schema | None
     if table.entities is not None:  # each entity's first items, else that entity whole
-        split = entity_types.per_entity(table, images, lambda t, lines: detect.first_items_schema(lines(), t, _declared(t), source) or detect.detect_images(lines(), t, _declared(t), source))  # fmt: skip
+        split = entity_types.per_entity(
+            table,
+            images,
+            lambda t, lines: (
+                detect.first_items_schema(lines(), t, _declared(t), source)
+                or detect.detect_images(lines(), t, _declared(t), source)
+            ),
+        )
         if split.sampled is None:
-            return with_keys(table, split), [f"schema detected from {label} ({split.items} items)"]  # fmt: skip
+            return with_keys(table, split), [f"schema detected from {label} ({split.items} items)"]
         sampled = split
     else:
         sampled = detect.first_items_schema(images(), table, _declared(table), source)
     if sampled is not None:
-        changes = [f"schema detected from the first {sampled.items} items of {label}, checked on every item as it was staged"]  # fmt: skip
+        changes = [
+            f"schema detected from the first {sampled.items} items of {label}, checked on every "
+            f"item as it was staged"
+        ]
         return with_keys(table, sampled), changes + [f"conflict: {c}" for c in sampled.conflicts]
     return _detected_whole(table, label, images, source)
 

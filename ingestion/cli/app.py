@@ -78,9 +78,15 @@ def entity_models() -> None:
             print(f"{table.name}: wrote {path.relative_to(root)} (an entity table's dbt model)")
         deleted, edited = scaffold.replaced_models(table, root)
         for path in deleted:
-            print(f"{table.name}: deleted {path.relative_to(root)} (its entity tables' models replace it)")  # fmt: skip
+            print(
+                f"{table.name}: deleted {path.relative_to(root)} (its entity tables' models "
+                f"replace it)"
+            )
         for path in edited:
-            print(f"{table.name}: {path.relative_to(root)} is edited, left: delete it (its entity tables' models replace it)")  # fmt: skip
+            print(
+                f"{table.name}: {path.relative_to(root)} is edited, left: delete it (its entity "
+                f"tables' models replace it)"
+            )
 
 
 def _not_a_dead_jvm(record: logging.LogRecord) -> bool:

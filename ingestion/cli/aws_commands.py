@@ -32,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     a = actions.add_parser(
         "package",
-        help="build project.zip, the decoder's jar, main.py, the dependency archives and the Lambda function's zip",
+        help="build project.zip, the decoder's jar, main.py, the dependency archives and the "
+        "Lambda function's zip",
     )
     a.add_argument("--out", type=Path, default=Path("dist"), help="folder (default dist/)")
     a.add_argument(

@@ -48,7 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "incremental export",
     )
     p.add_argument("--at", help="a full export's time, ISO 8601 (default: now)")
-    p.add_argument("--from", dest="start", help="an incremental export's window start, ISO 8601 (required with --changes; the previous export's time)")  # fmt: skip
+    p.add_argument(
+        "--from",
+        dest="start",
+        help="an incremental export's window start, ISO 8601 (required with --changes; the "
+        "previous export's time)",
+    )
     p.add_argument("--to", dest="end", help="its window end, ISO 8601 (default: now)")
     p.add_argument("--out", type=Path, help="folder (default: $LAKEHOUSE_HOME/exports)")
     p.set_defaults(run=run_write_export)
@@ -62,7 +67,8 @@ def _size_and_seed(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--items",
         type=int,
-        help="items per table (default: books 500, orders 2000; for app: its users, default 200, 4.2 items each)",
+        help="items per table (default: books 500, orders 2000; for app: its users, default 200, "
+        "4.2 items each)",
     )
     p.add_argument("--seed", type=int, default=7, help="the sample data's random seed (default 7)")
 
@@ -81,7 +87,9 @@ def _instant(text: str | None, option: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise own_exports.ItemsFileError(f"{option} {text!r}: not an ISO 8601 time (e.g. 2026-12-06T09:00:00Z)") from None  # fmt: skip
+        raise own_exports.ItemsFileError(
+            f"{option} {text!r}: not an ISO 8601 time (e.g. 2026-12-06T09:00:00Z)"
+        ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
@@ -94,13 +102,18 @@ def run_write_export(args: argparse.Namespace) -> int:
         )
     else:
         if args.start is None:
-            raise own_exports.ItemsFileError("--changes needs --from: the window's start (the previous export's time)")  # fmt: skip
+            raise own_exports.ItemsFileError(
+                "--changes needs --from: the window's start (the previous export's time)"
+            )
         window = (_instant(args.start, "--from"), _instant(args.end, "--to"))
         folder = own_exports.write_incremental(out, args.table, args.changes, keys, window)
     print(f"export written: {folder}")
-    given = f"--partition-key {args.partition_key}" + (f" --sort-key {args.sort_key}" if args.sort_key else "")  # fmt: skip
+    given = f"--partition-key {args.partition_key}" + (
+        f" --sort-key {args.sort_key}" if args.sort_key else ""
+    )
     print(
-        f"next: ddb-lakehouse add-table {args.table} {given} (once; each key as ATTR:TYPE, S, N or B), then"
+        f"next: ddb-lakehouse add-table {args.table} {given} (once; each key as ATTR:TYPE, S, N or "
+        f"B), then"
     )
     print(f"      ddb-lakehouse sync --table {args.table} {folder}")
     return 0

@@ -25,7 +25,8 @@ from ingestion.schema import schema_file
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "ingest",
-        help="stage exports (folders .../AWSDynamoDB/<ExportId>) in time order, or stream change files",
+        help="stage exports (folders .../AWSDynamoDB/<ExportId>) in time order, or stream change "
+        "files",
     )
     add_export_folder_arguments(p)
     add_stream_arguments(p, required=False)

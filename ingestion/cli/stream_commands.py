@@ -15,7 +15,8 @@ from ingestion.maintenance.compaction import EXPIRY_EVERY
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "watch",
-        help="every --interval seconds: ingest new stream change files and merge (one Spark session)",
+        help="every --interval seconds: ingest new stream change files and merge (one Spark "
+        "session)",
     )
     p.add_argument(
         "--table",

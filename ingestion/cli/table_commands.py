@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ingestion.aws import glue
 from ingestion.cli.arguments import add_entity_rule_arguments
@@ -148,10 +149,13 @@ def run_remove_table(args: argparse.Namespace) -> int:
     planned = None if args.reset else removal.plan_removal(table)
     what = "reset to empty" if args.reset else "removed"
     if not args.yes:
-        print(f"{table.name} would be {what}: its staging, rejects and final tables (and their "
-              "files), its merge-log rows and its lease" + (", its Glue table" if args.glue_database else ""))  # fmt: skip
+        print(
+            f"{table.name} would be {what}: its staging, rejects and final tables (and their "
+            "files), its merge-log rows and its lease"
+            + (", its Glue table" if args.glue_database else "")
+        )
         for path in planned.paths if planned else []:
-            print(f"  {path.relative_to(settings.project_dir()) if path.is_relative_to(settings.project_dir()) else path}")  # fmt: skip
+            print(f"  {_shown(path)}")
         print("nothing deleted: run again with --yes")
         return 1
     for item in remove.drop_table_data(table):
@@ -164,6 +168,15 @@ def run_remove_table(args: argparse.Namespace) -> int:
         if glue.deregister(final, args.glue_database, args.glue_endpoint):
             print(f"deleted Glue table {args.glue_database}.{final.name}")
     for path in removal.apply_removal(planned) if planned else []:
-        print(f"  {path.relative_to(settings.project_dir()) if path.is_relative_to(settings.project_dir()) else path}")  # fmt: skip
-    print(f"{table.name} {what}" + ("" if args.reset else f": add-table {table.dynamodb_name} starts clean"))  # fmt: skip
+        print(f"  {_shown(path)}")
+    print(
+        f"{table.name} {what}"
+        + ("" if args.reset else f": add-table {table.dynamodb_name} starts clean")
+    )
     return 0
+
+
+def _shown(path: Path) -> Path:
+    """A project file as a person finds it: relative to the project, when it is inside."""
+    project = settings.project_dir()
+    return path.relative_to(project) if path.is_relative_to(project) else path

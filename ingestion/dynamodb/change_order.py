@@ -2,7 +2,8 @@
 operations delete, which change of a key is the latest, and what a full export's baseline is.
 
 The dbt side has one macro per rule (``macros/change_order.sql``, ``delete_operations.sql``,
-``baseline.sql``); ``tests/dynamodb/test_change_order.py`` compiles those macros and checks that they say the same as this module.
+``baseline.sql``); ``tests/dynamodb/test_change_order.py`` compiles those macros and checks that
+they say the same as this module.
 
 - Operations: ``snapshot`` (an item of a full export), ``insert``, ``update``, ``upsert`` (a
   ``NEW_IMAGE`` incremental line), ``delete``, ``ttl_delete`` (DynamoDB's TTL removed the item).

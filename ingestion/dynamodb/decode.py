@@ -164,7 +164,8 @@ def stream_change_columns() -> tuple[F.Column, F.Column, F.Column]:
         "NEW_AND_OLD_IMAGES) in "
     )
     operation = F.expr(
-        f"case when {event} = 'REMOVE' then (case when {ttl} then '{TTL_DELETE}' else '{DELETE}' end) "
+        f"case when {event} = 'REMOVE' then (case when {ttl} then '{TTL_DELETE}' else '{DELETE}' "
+        f"end) "
         f"when {event} in ('INSERT', 'MODIFY') and {line}.NewImage is null then {no_image} "
         f"when {event} = 'INSERT' then 'insert' when {event} = 'MODIFY' then 'update' "
         f"else {fail('a stream change whose eventName is not INSERT, MODIFY or REMOVE in ')} end"

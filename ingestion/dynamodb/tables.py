@@ -158,7 +158,8 @@ class TableConfig(BaseModel):
     heal: bool = Field(
         False,
         strict=True,
-        description="`true` or `false`: `sync --from-dynamodb` heals a chain of exports that cannot continue "
+        description="`true` or `false`: `sync --from-dynamodb` heals a chain of exports that "
+        "cannot continue "
         "with a full export, as `--heal` does ([Proving it](proving-it.md))",
     )
     verify: VerifySchedule = Field(
@@ -354,7 +355,8 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
         names.REJECTS_SUFFIX
     ):
         raise TableConfigError(
-            f"table name {name!r} is the project's own (the merge log, the verify log, the leases, or a table's "
+            f"table name {name!r} is the project's own (the merge log, the verify log, the leases, "
+            f"or a table's "
             f"staging.<table>{names.REJECTS_SUFFIX}): choose another lakehouse name (--name)"
         )
     if not isinstance(entry, dict):
@@ -394,7 +396,9 @@ def check_distinct(tables: Any) -> None:
             )
     finals = {f for t in tables for f in (t.entities.finals if t.entities else (t.name,))}
     for table in tables:
-        for final in (table.entities.finals if table.entities else (table.name,)) if table.history else ():  # fmt: skip
+        for final in (
+            (table.entities.finals if table.entities else (table.name,)) if table.history else ()
+        ):
             if names.history_table(final) in finals:
                 raise TableConfigError(
                     f"table {table.name}: its history {names.history_table(final)!r} (history: "
@@ -419,7 +423,9 @@ def get_table(name: str) -> TableConfig:
     if by_dynamodb:
         return by_dynamodb[0]
     known = ", ".join(sorted(tables)) or "none"
-    candidates = {t.name: t.name for t in tables.values()} | {t.dynamodb_name: t.name for t in tables.values()}  # fmt: skip
+    candidates = {t.name: t.name for t in tables.values()} | {
+        t.dynamodb_name: t.name for t in tables.values()
+    }
     close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     close = close or [c for c in candidates if c.lower() == name.lower()]
     if close:

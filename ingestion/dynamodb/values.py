@@ -2,7 +2,8 @@
 
 A value is parsed into ``VALUE``: a struct with one field per type descriptor. Maps and lists stay
 as their DynamoDB JSON text and are parsed again only where a rule needs their content, so a flat
-item is parsed once. An expression can't recurse, so nested values are walked by a loop: ``aggregate`` over
+item is parsed once. An expression can't recurse, so nested values are walked by a loop:
+``aggregate`` over
 ``sequence(1, 32)`` (DynamoDB's own nesting limit) carrying the work left, which costs nothing once
 the work is done. The functions build SQL text, parsed by Spark in one ``F.expr`` call.
 """
@@ -127,7 +128,8 @@ def text_sql(value: str) -> str:
         f"concat('{{\"L\":', {field(value, 'L')}, '}}'))"
     )
     return (
-        f"coalesce({field(value, 'S')}, {field(value, 'N')}, cast({field(value, 'BOOL')} as string), "
+        f"coalesce({field(value, 'S')}, {field(value, 'N')}, cast({field(value, 'BOOL')} as "
+        f"string), "
         f"{field(value, 'B')}, {_sorted_set_json(value)}, "
         f"case when {field(value, 'M')} is not null or {field(value, 'L')} is not null "
         f"then {dynamodb_to_json(nested)} end)"
@@ -141,7 +143,10 @@ _FRONTIER_DDL = f"array<struct<path:array<string>,value:{VALUE_DDL}>>"
 
 def _children(value: str) -> str:
     """Children of a map or list as ``array<struct<key, value>>``; a list element's key is null."""
-    from_list = f"transform({parse_list(value)}, x -> named_struct('key', cast(null as string), 'value', x))"
+    from_list = (
+        f"transform({parse_list(value)}, x -> named_struct('key', cast(null as string), "
+        f"'value', x))"
+    )
     return f"coalesce(map_entries({parse_map(value)}), {from_list})"
 
 

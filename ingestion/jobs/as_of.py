@@ -97,10 +97,14 @@ def spark_sql(spark: Any, sql: str, moment: datetime) -> str:
 
 
 def duckdb_views(con: Any, sql: str, moment: datetime) -> None:
-    """DuckDB's views ``lakehouse.<t>`` of each named table replaced by its state as of ``moment``."""
-    present = {row[0] for row in con.execute(
-        "select table_name from information_schema.tables where table_schema = ?", [names.FINAL]
-    ).fetchall()}  # fmt: skip
+    """DuckDB's views ``lakehouse.<t>`` of each named table replaced by its state as of
+    ``moment``."""
+    present = {
+        row[0]
+        for row in con.execute(
+            "select table_name from information_schema.tables where table_schema = ?", [names.FINAL]
+        ).fetchall()
+    }
     for table in named_tables(sql):
         history = names.history_table(table)
         if history not in present:

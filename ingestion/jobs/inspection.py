@@ -57,7 +57,8 @@ def table_schema(table: TableConfig) -> tuple[types.Schema | None, str]:
 
 
 def statuses(tables: list[TableConfig]) -> Iterator[TableStatus]:
-    """Each table's status; without a JVM where the path without Spark serves (``catalog.table_metadata.available``)."""
+    """Each table's status; without a JVM where the path without Spark serves
+    (``catalog.table_metadata.available``)."""
     finals = [final for table in tables for final in final_tables(table)]  # one per entity
     if table_metadata.available():
         for final in finals:
@@ -82,7 +83,8 @@ def query(
 ) -> QueryResult:
     """Run ``sql``; its rows (the first ``limit`` of them, or all of them streamed to the
     driver one partition at a time when ``limit`` is None). ``engine="duckdb"``: DuckDB's SQL
-    over the tables' current state, no JVM (``catalog.table_metadata.available``; reads only). ``moment``: the
+    over the tables' current state, no JVM (``catalog.table_metadata.available``; reads only).
+    ``moment``: the
     final tables it names as of that instant (UTC), from their histories (``as_of``)."""
     if engine == "duckdb":
         return _duckdb_query(sql, limit, moment)
@@ -130,7 +132,8 @@ def verify(
     reporter: Reporter | None = None,
     as_of: bool = False,
 ) -> verifying.VerifyReport:
-    """The final table of ``table`` against the full export in ``folder`` (ingestion.maintenance.verify),
+    """The final table of ``table`` against the full export in ``folder``
+    (ingestion.maintenance.verify),
     or, without a folder, against a full export taken now (``sync.verify_export``); with
     ``as_of``, its history as of the export's instant."""
     spark = spark_config.build_spark("verify")
@@ -159,7 +162,8 @@ METRICS = (  # metric name, outcomes summed
 
 def publish_metrics(report: verifying.VerifyReport, table_arn: str | None) -> None:
     """The run's counts as CloudWatch metrics (one ``PutMetricData``, dimension ``Table``), in the
-    table's region (from its ARN; else the job's, ``settings.aws_region``): an alarm on ``VerifyDifferences`` above
+    table's region (from its ARN; else the job's, ``settings.aws_region``): an alarm on
+    ``VerifyDifferences`` above
     0 says a table stopped equalling DynamoDB, and ``doctor --aws`` reads the last one."""
     region = sync.region_of(table_arn) if table_arn else settings.aws_region()
     with aws_errors(f"{report.table}: CloudWatch PutMetricData (the verify ran)"):

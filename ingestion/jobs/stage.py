@@ -83,7 +83,8 @@ def stage_exports(
     allow_gap: bool = False,
     rebaseline: bool = False,
 ) -> StagedExports:
-    """Stage export folders in time order (whatever order they were given in). ``rebaseline``: one full export staged to repair
+    """Stage export folders in time order (whatever order they were given in). ``rebaseline``: one
+    full export staged to repair
     the table (``staging.chain.check_rebaseline``)."""
     ordered = in_time_order(sources)
     if ordered != sources:
@@ -118,7 +119,8 @@ def stage_exports(
 
 def already_applied(table: TableConfig, folders: list[str]) -> list[IngestResult] | None:
     """When the ledger holds every export given, their (skipped) results, found without a JVM
-    (``catalog.table_metadata.available``: manifests and the staging table's metadata); else None (staging starts Spark)."""
+    (``catalog.table_metadata.available``: manifests and the staging table's metadata); else None
+    (staging starts Spark)."""
     if not table_metadata.available():
         return None
     exports = [manifest.read_export(f, verify=False) for f in folders]
@@ -210,7 +212,11 @@ def detect_schema(
             detected = detect_table_schema(spark, export, table)
         rule = table.entities if table is not None else None
         entity = entity or ((rule.by, rule.attribute) if rule else None)
-        values = entity_types.value_counts(detect.export_images(spark, export), *entity) if entity else None  # fmt: skip
+        values = (
+            entity_types.value_counts(detect.export_images(spark, export), *entity)
+            if entity
+            else None
+        )
     seconds = time.monotonic() - started
     written = schema_file.write_schema(detected, output) if output or table else None
     return Detected(detected, seconds, written, values)

@@ -216,7 +216,9 @@ def check_repairable(table: TableConfig, folder: str) -> None:
     chain.check_rebaseline(ledger.entries(spark, table.name), export, table.name)
 
 
-def repair(table: TableConfig, before: verifying.VerifyReport, reporter: Reporter) -> verifying.VerifyReport:  # fmt: skip
+def repair(
+    table: TableConfig, before: verifying.VerifyReport, reporter: Reporter
+) -> verifying.VerifyReport:
     """``verify --repair``: the export ``before`` verified staged as a re-baseline and merged;
     the final table verified against it again (the report returned)."""
     reporter.line(f"{table.name}: repairing: {changed_keys_line(before)}")

@@ -157,7 +157,25 @@ def tick(
     for i, table in enumerate(tables):
         named = table.name if len(tables) > 1 else ""
         if table.name in failed:
-            done.append(Tick(number, 0, 0, 0, 0, 0, None, 0.0, 0.0, 0.0, 0, None, 0, named, failed[table.name]))  # fmt: skip
+            done.append(
+                Tick(
+                    number,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    None,
+                    0.0,
+                    0.0,
+                    0.0,
+                    0,
+                    None,
+                    0,
+                    named,
+                    failed[table.name],
+                )
+            )
             continue
         maintain_seconds, maintain_error = _maintain(spark, table, options, number + i)
         check_seconds, check_error = _check(spark, table, options, progress)
@@ -182,9 +200,13 @@ def tick(
 
 def _ingest(spark: SparkSession, table: TableConfig, options: WatchOptions) -> StreamResult:
     staged = streams.ingest_stream(
-        spark, table, options.stream, options.settle, options.max_files,
+        spark,
+        table,
+        options.stream,
+        options.settle,
+        options.max_files,
         max_rejects=options.max_rejects,
-    )  # fmt: skip
+    )
     for line in adopt.adopt_drift(spark, table, staged.drift):
         log.info(line)  # the merge rebuilds the final table with the wider types
     return staged

@@ -1,6 +1,7 @@
 """Drift adopted without a manual step: when a batch holds values that do not fit their column
 (a ``bigint`` column meets ``3.25``, a 38-digit number), the table's typed columns are derived
-again from the staged raw images with types wide enough (``maintenance.rebuild``), and the next merge
+again from the staged raw images with types wide enough (``maintenance.rebuild``), and the next
+merge
 rebuilds the final table from the change log (``merge.full_refresh``), so Athena reads the exact
 value, not a null, from that merge on. The table option ``adopt_drift: false`` keeps the values
 null (listed in ``_drift``) until someone runs ``rebuild``.

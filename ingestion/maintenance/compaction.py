@@ -1,4 +1,5 @@
-"""Maintenance that never breaks a running query: compaction, then expiry (ingestion.maintenance.expiry).
+"""Maintenance that never breaks a running query: compaction, then expiry
+(ingestion.maintenance.expiry).
 
 Compaction: ``rewrite_data_files`` turns small files and files with position deletes into fewer,
 bigger files with the deletes applied, then drops the delete files that no longer apply
@@ -176,7 +177,8 @@ def maintain(
 ) -> Report:
     """Compact the final table (and its history), carry the staging ledger forward, expire
     snapshots older than ``retention`` (keeping ``keep_snapshots``) and remove old orphan files,
-    for the final table, its history, the staging change log and the merge log. With ``expiry_every`` (``watch``), only compact
+    for the final table, its history, the staging change log and the merge log. With
+    ``expiry_every`` (``watch``), only compact
     when the last maintenance is more recent than that."""
     started = time.monotonic()
     now = clock.utc(now) if now else clock.utc_now()  # a naive ``now`` is UTC

@@ -143,7 +143,10 @@ def _scalar(value: str, column: ColumnType) -> str | None:
         text = f"cast({_at(value, 'BOOL')} as string)"
         return f"case when {_at(value, 'BOOL')} is not null then {_hash('BOOL', text)} end"
     if kind == "binary":
-        return f"case when {_at(value, 'B')} is not null then {_hash('B', _bytes(_at(value, 'B')))} end"
+        return (
+            f"case when {_at(value, 'B')} is not null then "
+            f"{_hash('B', _bytes(_at(value, 'B')))} end"
+        )
     return None
 
 
@@ -175,7 +178,10 @@ def _value(value: str, column: ColumnType, lookups: _Lookups | None, level: int)
     elif column.kind == "struct" and lookups is None:  # in a lambda: the map bound once
         m = _variable()
         entries = _map(m, column.fields, None, level)
-        hashed = f"transform(array({_at(value, 'M')}), {m} -> case when {m} is not null then {entries} end)[0]"  # fmt: skip
+        hashed = (
+            f"transform(array({_at(value, 'M')}), {m} -> case when {m} is not null then "
+            f"{entries} end)[0]"
+        )
     elif column.kind == "struct":
         entries = _map(_at(value, "M"), column.fields, lookups, level)
         hashed = f"case when {_at(value, 'M')} is not null then {entries} end"
@@ -190,7 +196,10 @@ def _value(value: str, column: ColumnType, lookups: _Lookups | None, level: int)
 
 
 def _element(value: str, column: ColumnType, lookups: _Lookups | None, level: int) -> str:
-    return f"case when {_absent(value)} then {_hash('NULL')} else {_value(value, column, lookups, level)} end"  # fmt: skip
+    return (
+        f"case when {_absent(value)} then {_hash('NULL')} else "
+        f"{_value(value, column, lookups, level)} end"
+    )
 
 
 def _list(items: str, element: ColumnType, lookups: _Lookups | None, level: int) -> str:
@@ -201,11 +210,15 @@ def _list(items: str, element: ColumnType, lookups: _Lookups | None, level: int)
     unrolled = []
     for i in range(UNROLLED):
         item = lookups.add(level, f"element_at({items}, {i + 1})")
-        unrolled.append(f"case when size({items}) > {i} then {_element(item, element, lookups, level + 1)} end")  # fmt: skip
+        unrolled.append(
+            f"case when size({items}) > {i} then {_element(item, element, lookups, level + 1)} end"
+        )
     return f"case when size({items}) <= {UNROLLED} then {_hash('L', *unrolled)} else {every} end"
 
 
-def _map(entries: str, fields: Sequence[Attribute | StructField], lookups: _Lookups | None, level: int) -> str:  # fmt: skip
+def _map(
+    entries: str, fields: Sequence[Attribute | StructField], lookups: _Lookups | None, level: int
+) -> str:
     """The hash of a map of the known names ``fields``; ``UNSURE`` when it holds another name."""
     parts, known = [], []
     for f in sorted(fields, key=lambda f: f.name):
@@ -213,7 +226,9 @@ def _map(entries: str, fields: Sequence[Attribute | StructField], lookups: _Look
         value = lookups.add(level, lookup) if lookups is not None else lookup
         known.append(f"case when {value} is not null then 1 else 0 end")
         hashed = _value(value, f.type, lookups, level + 1)
-        parts.append(f"case when not {_absent(value)} then struct({sql_string(f.name)}, {hashed}) end")  # fmt: skip
+        parts.append(
+            f"case when not {_absent(value)} then struct({sql_string(f.name)}, {hashed}) end"
+        )
     count = " + ".join(known) or "0"
     return f"case when size({entries}) = {count} then {_hash('M', *parts)} else {UNSURE} end"
 
@@ -229,13 +244,16 @@ def read_export(spark: SparkSession, paths: list[str], schema: Schema) -> DataFr
     """The export's lines (``value``) and their items in DynamoDB JSON's generic shape
     (``Item``), deep enough for every column of ``schema``: the one parse both passes use, so
     an item's key is the same text in each."""
-    parsed = F.from_json("value", f"Item map<string, {parse_type([a.type for a in schema.attributes])}>")  # fmt: skip
-    return spark.read.text(paths).select("value", parsed.alias("line")).select("value", "line.Item")  # fmt: skip
+    parsed = F.from_json(
+        "value", f"Item map<string, {parse_type([a.type for a in schema.attributes])}>"
+    )
+    return spark.read.text(paths).select("value", parsed.alias("line")).select("value", "line.Item")
 
 
 def export_fingerprints(items: DataFrame, schema: Schema) -> DataFrame:
     """The key columns (``key_column``: the key attributes' text) and ``FINGERPRINT`` of each
-    item of ``read_export``'s frame: one query, its lookups in nested projections (built as one text:
+    item of ``read_export``'s frame: one query, its lookups in nested projections (built as one
+    text:
     a select per level would analyse the plan again each time)."""
     lookups = _Lookups()
     fingerprint = _map("Item", schema.attributes, lookups, 0)
@@ -284,7 +302,10 @@ def _final(value: str, column: ColumnType, bound: bool = False) -> str:
     elif kind == "struct" and bound:
         s = _variable()
         fields = {f.name: f"{s}.{quote(f.column)}" for f in column.fields}
-        return f"transform(array({value}), {s} -> case when {s} is not null then {_final_map(fields, column.fields, True)} end)[0]"  # fmt: skip
+        return (
+            f"transform(array({value}), {s} -> case when {s} is not null then "
+            f"{_final_map(fields, column.fields, True)} end)[0]"
+        )
     elif kind == "struct":
         fields = {f.name: f"{value}.{quote(f.column)}" for f in column.fields}
         hashed = _final_map(fields, column.fields)
@@ -295,20 +316,29 @@ def _final(value: str, column: ColumnType, bound: bool = False) -> str:
         hashed = _hash("L", f"transform({value}, {x} -> {element})")
         if _unrolled(column) and not bound:
             unrolled = [
-                f"case when size({value}) > {i} then coalesce({_final(f'{value}[{i}]', column.element)}, {_hash('NULL')}) end"  # fmt: skip
+                f"case when size({value}) > {i} then "
+                f"coalesce({_final(f'{value}[{i}]', column.element)}, {_hash('NULL')}) end"
                 for i in range(UNROLLED)
             ]
-            hashed = f"case when size({value}) <= {UNROLLED} then {_hash('L', *unrolled)} else {hashed} end"  # fmt: skip
+            hashed = (
+                f"case when size({value}) <= {UNROLLED} then {_hash('L', *unrolled)} else "
+                f"{hashed} end"
+            )
     else:
         raise ValueError(f"unknown column type {column.sql()}")
     return f"case when {value} is not null then {hashed} end"
 
 
-def _final_map(values: dict[str, str], fields: Sequence[Attribute | StructField], bound: bool = False) -> str:  # fmt: skip
+def _final_map(
+    values: dict[str, str], fields: Sequence[Attribute | StructField], bound: bool = False
+) -> str:
     parts = []
     for f in sorted(fields, key=lambda f: f.name):
         hashed = _final(values[f.name], f.type, bound)
-        parts.append(f"case when {values[f.name]} is not null then struct({sql_string(f.name)}, {hashed}) end")  # fmt: skip
+        parts.append(
+            f"case when {values[f.name]} is not null then struct({sql_string(f.name)}, {hashed}) "
+            f"end"
+        )
     return _hash("M", *parts)
 
 

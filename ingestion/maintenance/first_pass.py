@@ -42,7 +42,9 @@ def proved(
     sums differ, when a final row of it was written after the instant or a staged change of
     it is later than the instant (the change log decides what it held then). ``held_schema``:
     the final table's side (its own columns, ``verify.final_side_schema``)."""
-    exported = fingerprints.export_fingerprints(fingerprints.read_export(spark, paths, schema), schema)  # fmt: skip
+    exported = fingerprints.export_fingerprints(
+        fingerprints.read_export(spark, paths, schema), schema
+    )
     held = fingerprints.final_fingerprints(items, held_schema, "_version")
     sums = [F.count(F.lit(1)).alias("items")] + [
         F.sum(half).alias(name)
@@ -58,10 +60,7 @@ def proved(
         .agg(*sums, F.lit(False).alias("later"))
         .withColumn("side", F.lit("export"))
         .unionByName(
-            bucketed(held)
-            .groupBy(BUCKET)
-            .agg(*sums, later)
-            .withColumn("side", F.lit("final"))  # fmt: skip
+            bucketed(held).groupBy(BUCKET).agg(*sums, later).withColumn("side", F.lit("final"))
         )
     )
     sides: dict[str, dict[int, tuple]] = {"export": {}, "final": {}}

@@ -130,10 +130,10 @@ def _changed(previous: types.Schema | None, detected: types.Schema) -> tuple[str
         for e in detected.entities
     ]
     return tuple(
-        f"{prefix}{a.name}: {old.get(a.name).type.sql()} -> {a.type.sql()}"  # type: ignore[union-attr]
+        f"{prefix}{a.name}: {was.type.sql()} -> {a.type.sql()}"
         for prefix, old, new in pairs
         for a in new.attributes
-        if old is not None and old.get(a.name) is not None and old.get(a.name).type != a.type  # type: ignore[union-attr]
+        if old is not None and (was := old.get(a.name)) is not None and was.type != a.type
     )
 
 
@@ -199,10 +199,15 @@ def rebuild_staging(
         detected = _detected(table, staged, previous)
     else:  # each entity's types from its own staged rows (their `_entity`, kept)
         entity = F.col(ENTITY_COLUMN)
-        detected = entity_types.combined(table, [
-            _detected(e, staged.where(entity == e.name), previous.entity(e.name) if previous else None)  # fmt: skip
-            for e in entity_types.entity_tables(table)
-        ])  # fmt: skip
+        detected = entity_types.combined(
+            table,
+            [
+                _detected(
+                    e, staged.where(entity == e.name), previous.entity(e.name) if previous else None
+                )
+                for e in entity_types.entity_tables(table)
+            ],
+        )
     changed = _changed(previous, detected)
     if only_if_changed and not moved and _same_types(previous, detected):
         return None
@@ -225,7 +230,9 @@ def rebuild_staging(
         writer = writer.option(f"snapshot-property.{ledger.LEDGER}", carried)
         writer = writer.option(f"snapshot-property.{REBUILT_FROM}", str(read_id))
         if before is not None:
-            writer = writer.option(f"snapshot-property.{TYPES_BEFORE}", table_types.document(before))  # fmt: skip
+            writer = writer.option(
+                f"snapshot-property.{TYPES_BEFORE}", table_types.document(before)
+            )
         writer.createOrReplace()
     except Exception as exc:
         raise append.StagingError(
@@ -271,7 +278,9 @@ def recover_lost_commits(spark: SparkSession, table: TableConfig) -> tuple[str, 
         if lost and schema is not None:
             kept = replace.summary.get(TYPES_BEFORE)  # none: a replace that kept no types
             before = table_types.parse(kept, table) if kept else None
-            restaged += restage_lost_commits(spark, table, schema_choice.with_keys(table, schema), lost, before)  # fmt: skip
+            restaged += restage_lost_commits(
+                spark, table, schema_choice.with_keys(table, schema), lost, before
+            )
     return tuple(restaged)
 
 

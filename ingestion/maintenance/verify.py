@@ -2,7 +2,8 @@
 value, in DynamoDB JSON (docs/proving-it.md).
 
 Two passes. The first, in the JVM, reads each side once: every item's fingerprint (its key and a
-hash of its canonical DynamoDB JSON, ingestion.maintenance.fingerprints) from the export and from the
+hash of its canonical DynamoDB JSON, ingestion.maintenance.fingerprints) from the export and from
+the
 final table, summed per bucket of keys on each side (no join); a bucket whose sums agree holds
 equal items. The second runs only for the other buckets (none when the table is equal, every
 bucket holding a key changed after the instant): their export lines and final rows, read again,
@@ -11,7 +12,8 @@ go to Python workers, which put each into canonical form, pair them by key and c
 
 A key changed after the export's instant (a staged change with a later ``_version``) is compared
 as the change log held it at the instant, when the change log can say: when the export is the
-table's newest staged full export, whose rows maintenance never prunes (ingestion.maintenance.expiry),
+table's newest staged full export, whose rows maintenance never prunes
+(ingestion.maintenance.expiry),
 by the full-export rule that state is the key's row in that export, or no item when it lacks
 the key. Otherwise such a key is ``not comparable``: never counted equal or different. A final
 row kept for a delete (``ttl_deletes: keep``) is no item. A key the final table holds more than
@@ -193,7 +195,11 @@ def verify(
     first: dict[str, list[str]] = {}
     attributes: dict[str, list[str]] = {}
     for outcome in OUTCOMES[1:]:
-        shown = [] if paired is None else paired.where(F.col("outcome") == outcome).orderBy("key").limit(SHOWN).collect()  # fmt: skip
+        shown = (
+            []
+            if paired is None
+            else paired.where(F.col("outcome") == outcome).orderBy("key").limit(SHOWN).collect()
+        )
         first[outcome] = [r["key"] for r in shown]
         if outcome == "different":
             attributes = {r["key"]: list(r["attributes"]) for r in shown}
@@ -238,7 +244,9 @@ def _second_pass(
     rows may not show at the instant. ``as_of``: the rows are a history's at the instant, so
     such a key (of a batch not merged yet) is not comparable, and no later export matters."""
     keys = [k.name for k in table.keys]
-    chosen = F.broadcast(spark.createDataFrame([(b,) for b in buckets], f"`{first_pass.BUCKET}` int"))  # fmt: skip
+    chosen = F.broadcast(
+        spark.createDataFrame([(b,) for b in buckets], f"`{first_pass.BUCKET}` int")
+    )
     lines = fingerprints.read_export(spark, paths, schema)
     lines = first_pass.bucketed(lines.select("value", *fingerprints.export_keys(schema)))
     rows = first_pass.bucketed(items.select("*", *fingerprints.final_keys(schema)))
@@ -251,7 +259,14 @@ def _second_pass(
     fulls = [e for e in ledger.entries(spark, table.name) if e.kind == manifest.FULL]
     newest = max(fulls, key=lambda e: e.end or "", default=None)
     kept = newest.batch_id if newest and newest.source == export.export_arn and not as_of else None
-    rebaselined = bool(newest and not kept and not as_of and export.export_time and newest.end and datetime.fromisoformat(newest.end) > export.export_time)  # fmt: skip
+    rebaselined = bool(
+        newest
+        and not kept
+        and not as_of
+        and export.export_time
+        and newest.end
+        and datetime.fromisoformat(newest.end) > export.export_time
+    )
     later = _state_at_instant(spark, table, schema, changed, kept)
     paired = exported.fullOuterJoin(held).leftOuterJoin(later)
     return (
@@ -274,7 +289,11 @@ def changed_since(instant: int, unmerged: list[str]) -> Column:
 def unmerged_until(instant: int, unmerged: list[str]) -> Column:
     """A staged change a history may not show at the instant: of a batch not merged yet, and no
     later than the instant (a later one does not move the instant's rows)."""
-    return F.col("_batch_id").isin(unmerged) & (F.col("_version") <= instant) if unmerged else F.lit(False)  # fmt: skip
+    return (
+        F.col("_batch_id").isin(unmerged) & (F.col("_version") <= instant)
+        if unmerged
+        else F.lit(False)
+    )
 
 
 def history_table(spark: SparkSession, table: TableConfig) -> str:

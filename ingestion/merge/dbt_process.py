@@ -111,7 +111,7 @@ def _out_of_memory(args: list[str], result: Any) -> None:
         (str(getattr(getattr(r, "node", None), "name", "")), str(getattr(r, "message", "")))
         for r in getattr(getattr(result, "result", None), "results", None) or []
         if str(getattr(r, "status", "")) in ("error", "fail", "runtime error")
-    ]  # fmt: skip
+    ]
     if result.exception is not None:
         failed.append(("", str(result.exception)))
     found = out_of_memory_in(f"dbt {args[0]}", failed)
@@ -128,7 +128,11 @@ def out_of_memory_in(step: str, failed: list[tuple[str, str]]) -> out_of_memory.
     if said is None:
         return None
     models = [m for m, _ in failed if m]
-    tables = [t for t in load_tables().values() if any(m in (t.name, names.history_table(t.name)) for m in models)]  # fmt: skip
+    tables = [
+        t
+        for t in load_tables().values()
+        if any(m in (t.name, names.history_table(t.name)) for m in models)
+    ]
     kept = table_types.kept_without_spark(tables[0]) if len(tables) == 1 else None
     subject = tables[0].name if kept else ", ".join(models)
     return out_of_memory.OutOfMemory(out_of_memory.message(subject or None, step, said, kept))

@@ -24,7 +24,8 @@ def full_exports(
 
 def full_export_versions(entries: list[Entry], batches: list[str]) -> dict[str, Any] | None:
     """The versions of the re-baseline rule (macros/baseline.sql) from the ledger, for a merge
-    of ``batches`` into a table whose ledger is ``entries``: the newest full export staged (``newest``) and the newest
+    of ``batches`` into a table whose ledger is ``entries``: the newest full export staged
+    (``newest``) and the newest
     among the batches (``among_batches``), each an export time in microseconds or None, and
     every full export's (``all``). A full
     export's rows are all `snapshot` at its export time, so this is what a `max(_version)` of

@@ -95,7 +95,8 @@ def _written_with(
     column types are the history's: the types its rows were written with, as its columns lie."""
     candidates = [current]
     snapshots = spark.sql(
-        f"select summary from {names.staging_table(entry.name)}.snapshots order by committed_at desc"
+        f"select summary from {names.staging_table(entry.name)}.snapshots order by committed_at "
+        f"desc"
     ).collect()
     for row in snapshots:
         before = (row["summary"] or {}).get(TYPES_BEFORE)

@@ -4,7 +4,8 @@ gives one line: ✓ with what it found, or ✗ with the fix.
 ``local_checks``: Java, the jars, the catalog file, the dbt project (parsed in this process, no
 JVM) and the free disk under ``LAKEHOUSE_HOME``. ``job_checks``: inside a job on the deployment
 (``doctor --in-job``, what ``doctor --aws --probe`` submits): its Python and dbt, Iceberg and
-staging's decoder on the classpath, both databases, a scratch table, and on AWS one call to each service the job's
+staging's decoder on the classpath, both databases, a scratch table, and on AWS one call to each
+service the job's
 Python reaches (``endpoint_checks``). ``ingestion.aws.account_doctor`` checks an AWS account.
 """
 
@@ -115,8 +116,14 @@ def job_checks(spark: Any) -> list[Check]:
         version = jvm.org.apache.iceberg.IcebergBuild.fullVersion()
         checks.append(Check("iceberg", True, str(version)))
     except Exception as exc:
-        checks.append(Check("iceberg", False, f"not on the classpath ({type(exc).__name__}): "
-                            f"spark.jars must name EMR's Iceberg jar"))  # fmt: skip
+        checks.append(
+            Check(
+                "iceberg",
+                False,
+                f"not on the classpath ({type(exc).__name__}): "
+                f"spark.jars must name EMR's Iceberg jar",
+            )
+        )
     checks.append(_decoder(spark))
     for namespace in names.NAMESPACES:
         checks.append(_namespace(spark, namespace))
@@ -154,8 +161,14 @@ def endpoint_checks(client: Callable[[str, str], Any] | None = None) -> list[Che
     region)`` makes the clients (boto3's by default)."""
     region = settings.aws_region()
     if not region:
-        return [Check("region", False, "no AWS_REGION: the job parameters set it (emr submit, "
-                      "deploy/template.yaml); render and submit again")]  # fmt: skip
+        return [
+            Check(
+                "region",
+                False,
+                "no AWS_REGION: the job parameters set it (emr submit, "
+                "deploy/template.yaml); render and submit again",
+            )
+        ]
     make = client or _short_client
     bucket, prefix = _warehouse()
     calls: dict[str, Callable[[Any], Any]] = {
@@ -181,8 +194,12 @@ def _reach(service: str, region: str, make: Callable[[str, str], Any], call: Any
     except (ConnectionError, HTTPClientError) as exc:
         endpoint = client.meta.endpoint_url
         vpc = "monitoring" if service == "cloudwatch" else service
-        return Check(name, False, f"cannot reach {endpoint} ({type(exc).__name__}): in a VPC "
-                     f"without a NAT gateway, add the endpoint com.amazonaws.{region}.{vpc}")  # fmt: skip
+        return Check(
+            name,
+            False,
+            f"cannot reach {endpoint} ({type(exc).__name__}): in a VPC "
+            f"without a NAT gateway, add the endpoint com.amazonaws.{region}.{vpc}",
+        )
     except ClientError as exc:
         # The network reaches the service: what it answers is the other checks' concern,
         # but for a refusal of the job's credentials, which every later call would meet too.

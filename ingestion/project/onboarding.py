@@ -63,7 +63,9 @@ def entity_block(
             raise OnboardingError("--entity needs --entity-key KEY or --entity-attribute ATTR")
         return None
     if not values:
-        raise OnboardingError("a single-table design lists its entities: --entity VALUE[=TABLE], once each")  # fmt: skip
+        raise OnboardingError(
+            "a single-table design lists its entities: --entity VALUE[=TABLE], once each"
+        )
     listed = {v.partition("=")[0]: v.partition("=")[2] or None for v in values}
     return {"key": key} | {"values": listed} if key else {"attribute": attribute, "values": listed}
 

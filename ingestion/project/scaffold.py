@@ -1,4 +1,5 @@
-"""The dbt files of one DynamoDB table: the staging model (ephemeral), the final model and its schema YAML.
+"""The dbt files of one DynamoDB table: the staging model (ephemeral), the final model and its
+schema YAML.
 
 They are rendered from the Jinja templates in ``templates/`` (delimiters ``<< >>`` and
 ``<% %>``, so dbt's own ``{{ }}`` and ``{% %}`` stay as written). The attribute columns are not
@@ -113,7 +114,8 @@ def replaced_models(table: TableConfig, root: Path) -> tuple[list[Path], list[Pa
 
 def rule_in_force(table: TableConfig) -> bool:
     """Whether the table's change log was staged under its configured rule, or holds nothing
-    yet (read without a JVM where the path without Spark serves; else assumed). A job refuses any other
+    yet (read without a JVM where the path without Spark serves; else assumed). A job refuses any
+    other
     case, naming the reset: its models are then left as they are."""
     if not table_metadata.available():
         return True

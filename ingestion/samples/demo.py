@@ -1,6 +1,8 @@
-"""``sample`` and ``demo``. The demo: sample exports, incremental exports and stream change files written in AWS's exact
+"""``sample`` and ``demo``. The demo: sample exports, incremental exports and stream change files
+written in AWS's exact
 layout, each ingest a ``spark-submit`` job as a user would run it, merged, and the final tables'
-rows compared with what the files leave (computed in plain Python, ``expected_state``), and ``books``
+rows compared with what the files leave (computed in plain Python, ``expected_state``), and
+``books``
 verified against its full export (``verify``: the keys its stream changed since compared as the
 change log held them at the export's instant)."""
 
@@ -72,7 +74,10 @@ def write_sample_files(
     if tables and TABLE in tables:
         folder = write_single_table(out, (items or SINGLE_TABLE_USERS), seed)
         report(f"{TABLE} (single-table design): {folder}")
-        report(f"  register it: ddb-lakehouse add-table {TABLE} --partition-key pk:S --sort-key sk:S --entity-key sk --entity USER --entity ORDER --entity ADDRESS")  # fmt: skip
+        report(
+            f"  register it: ddb-lakehouse add-table {TABLE} --partition-key pk:S --sort-key sk:S "
+            f"--entity-key sk --entity USER --entity ORDER --entity ADDRESS"
+        )
     if "books" in folders:
         location = write_books_stream(out, items_of("books", items), seed)
         report(f"books (stream change files): {location / 'books'}  (ingest --stream {location})")

@@ -123,7 +123,9 @@ def read_changes(
         micros = clock.epoch_micros(start + timedelta(milliseconds=i + 1))
         metadata = line.get("Metadata") or {"WriteTimestampMicros": {"N": str(micros)}}
         written = str((metadata.get("WriteTimestampMicros") or {}).get("N", ""))
-        if not written.isdigit() or not clock.epoch_micros(start) <= int(written) <= clock.epoch_micros(end):  # fmt: skip
+        if not written.isdigit() or not clock.epoch_micros(start) <= int(
+            written
+        ) <= clock.epoch_micros(end):
             raise ItemsFileError(
                 f"{where}: Metadata.WriteTimestampMicros {written or 'missing'} is not within the "
                 f"window {start.isoformat()} to {end.isoformat()} (microseconds since the epoch)"
@@ -150,5 +152,7 @@ def write_incremental(
     ``changes_file``: its folder."""
     start, end = window
     if end <= start:
-        raise ItemsFileError(f"the window ends ({end.isoformat()}) before it starts ({start.isoformat()})")  # fmt: skip
+        raise ItemsFileError(
+            f"the window ends ({end.isoformat()}) before it starts ({start.isoformat()})"
+        )
     return write_incremental_export(out, table, read_changes(changes_file, keys, window), window)

@@ -78,7 +78,8 @@ def _lines(items: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 def write_items_export(
     out: Path, table: str, items: list[dict[str, Any]], moment: datetime = BASE_TIME, seed: int = 0
 ) -> Path:
-    """A full export of the given items (DynamoDB JSON, as ``{"id": {"S": "1"}}``) in AWS's layout."""
+    """A full export of the given items (DynamoDB JSON, as ``{"id": {"S": "1"}}``) in AWS's
+    layout."""
     rng = random.Random(f"{seed}-{table}-items")
     return write_export(out, table, [iter(()), _lines(iter(items))], moment, rng)
 

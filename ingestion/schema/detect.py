@@ -1,4 +1,5 @@
-"""Schema detection: one distributed pass over EVERY item, then the type rules (ingestion.schema.types).
+"""Schema detection: one distributed pass over EVERY item, then the type rules
+(ingestion.schema.types).
 
 The pass: the shape of the items is learnt from the first ``SAMPLE_ITEMS`` of them, then every
 item is parsed once with that shape's type and ONE aggregation computes every (path, type)'s
@@ -59,7 +60,9 @@ def statistics(frame: DataFrame) -> type_rules.Stats:
     items, misfits, by_path = shapes.statistics(flagged, plan)
     if not misfits:
         return type_rules.Stats(items, by_path)
-    log.info("%d of %d items not of the first items' shape: the generic path counts them", misfits, items)  # fmt: skip
+    log.info(
+        "%d of %d items not of the first items' shape: the generic path counts them", misfits, items
+    )
     rest = generic_statistics(_attributes(flagged.where(shapes.MISFIT).select(text)))
     return _added(items, by_path, rest)
 
@@ -108,12 +111,18 @@ def _sum(a: type_rules.NodeStats, b: type_rules.NodeStats) -> type_rules.NodeSta
     def most(x, y):
         return y if x is None else x if y is None else max(x, y)
 
-    fits = b.fits_long if a.fits_long is None else a.fits_long if b.fits_long is None else a.fits_long and b.fits_long  # fmt: skip
+    fits = (
+        b.fits_long
+        if a.fits_long is None
+        else a.fits_long
+        if b.fits_long is None
+        else a.fits_long and b.fits_long
+    )
     return type_rules.NodeStats(
         a.count + b.count,
         most(a.integer_digits, b.integer_digits),
         most(a.fraction_digits, b.fraction_digits),
-        fits,  # fmt: skip
+        fits,
     )
 
 
@@ -232,7 +241,10 @@ def first_items_schema(
     detected = type_rules.resolve(
         table.name, stats, table.key_descriptors, overrides, source=source
     )
-    if len(detected.attributes) > typed_columns.TYPED_ATTRIBUTES or len(stats.by_path) > MAX_SHAPE_PATHS:  # fmt: skip
+    if (
+        len(detected.attributes) > typed_columns.TYPED_ATTRIBUTES
+        or len(stats.by_path) > MAX_SHAPE_PATHS
+    ):
         return None  # a check per path of a wide item would swell the generated code it shares
     if any(_unprovable(a.info) for a in detected.attributes):
         return None

@@ -154,7 +154,9 @@ def returned_ddl(schema: Schema) -> str:
     else:
         types[ENTITY_COLUMN] = "string"
         for j, (_, own) in enumerate(_structs(schema)):
-            types[f"e{j}"] = "struct<" + ",".join(f"{quote(a.column)}:{a.type.sql()}" for a in own) + ">"  # fmt: skip
+            types[f"e{j}"] = (
+                "struct<" + ",".join(f"{quote(a.column)}:{a.type.sql()}" for a in own) + ">"
+            )
     types |= {"_drift": "array<string>", "_rest": "string", ERROR: "string"}
     return "struct<" + ",".join(f"{quote(name)}:{ddl}" for name, ddl in types.items()) + ">"
 

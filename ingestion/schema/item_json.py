@@ -93,7 +93,9 @@ def value_json(
     if kind == "array":
         assert column.element is not None
         inner = value_json(element, column.element, None, depth + 1)
-        return f"concat('{{\"L\":[', array_join(transform({value}, {element} -> {inner}), ','), ']}}')"  # fmt: skip
+        return (
+            f"concat('{{\"L\":[', array_join(transform({value}, {element} -> {inner}), ','), ']}}')"
+        )
     assert kind == "struct", kind
     parts = [
         f"if({_field(value, f.column)} is null, null, "
@@ -127,7 +129,11 @@ def _sections(schema: Schema) -> list[tuple[str | None, list[Placed]]]:
     kinds: list[tuple[str | None, list[Placed]]] = []
     for _, final in schema.rule.values:
         section = schema.entity(final)
-        placed = [(a, f"{quote(final)}.{quote(a.column)}") for a in (section.attributes if section else ()) if not a.key]  # fmt: skip
+        placed = [
+            (a, f"{quote(final)}.{quote(a.column)}")
+            for a in (section.attributes if section else ())
+            if not a.key
+        ]
         if placed:
             kinds.append((final, keys + placed))
     return [*kinds, (None, keys)]
@@ -139,7 +145,9 @@ def _by_entity(schema: Schema, sql) -> str:
     kinds = _sections(schema)
     if len(kinds) == 1:
         return sql(kinds[0][1])
-    whens = " ".join(f"when {sql_string(final)} then {sql(placed)}" for final, placed in kinds if final)  # fmt: skip
+    whens = " ".join(
+        f"when {sql_string(final)} then {sql(placed)}" for final, placed in kinds if final
+    )
     return f"(case `{ENTITY_COLUMN}` {whens} else {sql(kinds[-1][1])} end)"
 
 
@@ -153,7 +161,10 @@ def _item(placed: list[Placed], taken: str) -> str:
             f"else concat({_name(a.name)}, {value_json(column, a.type, set_descriptor(a))}) end"
         )
     names = ", ".join(sql_string(a.name) for a, _ in placed) or "''"
-    unnamed = f"map_filter(coalesce({taken}, cast(map() as map<string,string>)), (k, v) -> not array_contains(array({names}), k))"  # fmt: skip
+    unnamed = (
+        f"map_filter(coalesce({taken}, cast(map() as map<string,string>)), (k, v) -> not "
+        f"array_contains(array({names}), k))"
+    )
     others = f"(case when size({unnamed}) = 0 then null else {_members(unnamed)} end)"
     return f"concat('{{', concat_ws(',', {', '.join([*parts, others])}), '}}')"
 
@@ -164,7 +175,9 @@ def item_json(schema: Schema, taken: str = "`_taken`") -> str:
     return _by_entity(schema, lambda placed: _item(placed, taken))
 
 
-def with_item_json(frame: DataFrame, schema: Schema, rest: str = "_rest", out: str = "_item") -> DataFrame:  # fmt: skip
+def with_item_json(
+    frame: DataFrame, schema: Schema, rest: str = "_rest", out: str = "_item"
+) -> DataFrame:
     """``frame`` with ``out``: each row's item as DynamoDB JSON (``item_json``), from its columns
     and its remainder ``rest``."""
     taken = "_Item$taken"  # no column is named so: column names are [a-z0-9_] or a person's
@@ -241,7 +254,9 @@ def rest_sql(names: list[str], inexact: str, attrs: str, image: str) -> str:
         f"map_filter(from_json({image}, 'map<string,string>'), (k, v) -> "
         f"not array_contains({known}, k) or array_contains({inexact}, k))"
     )
-    return f"case when size({inexact}) = 0 and size({unnamed}) = 0 then null else {_object(rest)} end"  # fmt: skip
+    return (
+        f"case when size({inexact}) = 0 and size({unnamed}) = 0 then null else {_object(rest)} end"
+    )
 
 
 def _check_free(frame: DataFrame, out: str) -> None:

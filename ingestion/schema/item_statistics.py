@@ -79,7 +79,9 @@ class _Counter:
                 numbers.append(content)
         elif kind == "BOOL" and isinstance(content, bool) or kind == "NULL" and content is True:
             pass
-        elif kind in _SETS and isinstance(content, list) and all(isinstance(e, str) for e in content):  # fmt: skip
+        elif (
+            kind in _SETS and isinstance(content, list) and all(isinstance(e, str) for e in content)
+        ):
             if kind == "NS":
                 numbers.extend(content)
         elif kind == "M" and isinstance(content, dict):

@@ -69,7 +69,7 @@ def parse_document(
     if not isinstance(raw, dict):
         raise SchemaError(f"{where_from}: a schema file is a JSON object")
     simple = "attributes" not in raw and all(isinstance(v, str) for v in raw.values())
-    entries: dict[str, Any] = raw if simple else raw.get("attributes", {} if "entities" in raw else None)  # type: ignore[assignment]  # fmt: skip
+    entries: Any = raw if simple else raw.get("attributes", {} if "entities" in raw else None)
     if not isinstance(entries, dict):
         raise SchemaError(
             f'{where_from}: "attributes" must be an object of attribute name -> entry'

@@ -140,7 +140,10 @@ class _Plan:
             f"coalesce({self._misfit_of(f'a[{sql_string(str(s.path[0]))}]', s, 1)}, false)"
             for s in self.shapes
         )
-        return f"coalesce(exists(array(`_a`), a -> not {_only_keys('a', self.top)} or {own or 'false'}), false)"  # fmt: skip
+        return (
+            f"coalesce(exists(array(`_a`), a -> not {_only_keys('a', self.top)} or "
+            f"{own or 'false'}), false)"
+        )
 
     def _misfit_of(self, value: str, shape: Shape, depth: int) -> str:
         """SQL: ``value`` (a short expression over a lambda's variable) is not of ``shape``, at
@@ -153,7 +156,9 @@ class _Plan:
             checks.append(f"exists(array({entry}), {v} -> {self._misfit_of(v, child, depth + 1)})")
         if shape.element is not None and lists_typed:
             listed = field(value, "L")
-            checks.append(f"exists({listed}, {v} -> {self._misfit_of(v, shape.element, depth + 1)})")  # fmt: skip
+            checks.append(
+                f"exists({listed}, {v} -> {self._misfit_of(v, shape.element, depth + 1)})"
+            )
         below = " or ".join(f"coalesce({c}, false)" for c in checks)
         return f"({value} is not null and ({below}))"
 

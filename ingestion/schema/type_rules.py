@@ -244,8 +244,10 @@ def key_type(
     other = set(types) - {descriptor}
     if other:
         raise SchemaError(
-            f"table {table}: key attribute {name!r} is declared {descriptor} but the data also holds "
-            f"{', '.join(sorted(other))}: check the table's partition_key/sort_key in dbt_project.yml"
+            f"table {table}: key attribute {name!r} is declared {descriptor} but the data also "
+            f"holds "
+            f"{', '.join(sorted(other))}: check the table's partition_key/sort_key in "
+            f"dbt_project.yml"
         )
     if descriptor == "S":
         return STRING, info

@@ -44,7 +44,8 @@ from ingestion.schema.type_rules import DETECTED_MARK
 from ingestion.schema.types import Attribute, ColumnType
 
 # The message a batch staged with types from its first items (``Schema.sampled``) fails with when
-# a value does not fit them: staging (ingestion/catalog/schema_choice.py) then detects the types from
+# a value does not fit them: staging (ingestion/catalog/schema_choice.py) then detects the types
+# from
 # every item and stages the batch again.
 SAMPLE_MISFIT = "dynamodb-lakehouse: values the first items' types do not describe"
 
@@ -216,7 +217,10 @@ def _typed(
         return f"unbase64({field(value, 'B')})"
     if kind == "bigint":
         number = field(value, "N")
-        return f"case when {fits_long(number)} then cast(cast({number} as decimal(38,0)) as bigint) end"
+        return (
+            f"case when {fits_long(number)} then cast(cast({number} as decimal(38,0)) as "
+            f"bigint) end"
+        )
     if kind == "number":
         return canonical_number(field(value, "N"))
     if kind == "decimal":

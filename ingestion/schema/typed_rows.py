@@ -39,7 +39,8 @@ def _key_column(i: int, attribute: Attribute, first: bool, table: str, unknown: 
             f"array_join(map_keys({untyped}), ', '), ' of an item of ', _source_file))"
         )
         checks.append(
-            f"when size({unknown}) > 0 then raise_error(concat({sql_string(NEW_ATTRIBUTES + ': ')}, "
+            f"when size({unknown}) > 0 then "
+            f"raise_error(concat({sql_string(NEW_ATTRIBUTES + ': ')}, "
             f"array_join({unknown}, ', '), ' in ', _source_file))"
         )
     checks.append(
@@ -71,11 +72,16 @@ def _drift(attributes: list[Attribute], prefix: str, strict: bool) -> str:
     drifted = f"filter(array({drift}), x -> x is not null)" if drift else "array()"
     found = drifted
     if strict:
-        found = f"raise_error(concat({sql_string(typed_columns.SAMPLE_MISFIT + ': ')}, array_join({drifted}, ', '), ' in ', _source_file))"  # fmt: skip
+        found = (
+            f"raise_error(concat({sql_string(typed_columns.SAMPLE_MISFIT + ': ')}, "
+            f"array_join({drifted}, ', '), ' in ', _source_file))"
+        )
     return f"case when size({drifted}) > 0 then {found} end"
 
 
-def _keys(df: DataFrame, keys: list[Attribute], table: str, unknown: str) -> tuple[DataFrame, list[Column]]:  # fmt: skip
+def _keys(
+    df: DataFrame, keys: list[Attribute], table: str, unknown: str
+) -> tuple[DataFrame, list[Column]]:
     decoded_keys = df.transform(decoded(keys))
     return decoded_keys, [_key_column(i, a, i == 0, table, unknown) for i, a in enumerate(keys)]
 

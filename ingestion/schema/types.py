@@ -221,7 +221,8 @@ def simple_type(spec: str, where: str) -> ColumnType:
     descriptor, _, column_type = spec.strip().partition(" ")
     if descriptor not in SIMPLE_TYPES:
         raise SchemaError(
-            f"{where}: unknown type descriptor {descriptor!r} (expected one of {', '.join(SIMPLE_TYPES)})"
+            f"{where}: unknown type descriptor {descriptor!r} (expected one of "
+            f"{', '.join(SIMPLE_TYPES)})"
         )
     column_type = column_type.strip() or SIMPLE_TYPES[descriptor]
     if descriptor in ("SS", "NS", "BS") and not column_type.startswith("array"):

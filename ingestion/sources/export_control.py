@@ -5,7 +5,8 @@ A backlog is split into windows of at most 24 hours (DynamoDB's limit), and a wi
 15 minutes (DynamoDB's minimum) is left for a later run. "Now" is rounded down to its 15-minute
 slot, and each request carries a ``ClientToken`` derived from the table, the export type and the
 window: a retry in the same slot (after a crash or a timeout) is the same request, and DynamoDB
-returns the same export instead of starting another one (tokens are honoured for 8 hours). A run refuses to start
+returns the same export instead of starting another one (tokens are honoured for 8 hours). A run
+refuses to start
 while an export of the table is still in progress, naming it.
 
 ``verify --from-dynamodb`` takes its full export under a prefix of its own
@@ -111,7 +112,8 @@ def incremental_windows(last_end: datetime, now: datetime) -> list[Window]:
     its 15-minute slot: each at most 24 hours; a remainder shorter than 15 minutes is left for the
     next run. Rounding the start down makes the first window after a full export (whose time has
     milliseconds) overlap it by under a minute instead of leaving a gap: the overlap changes
-    nothing (``staging.chain``), and windows on whole minutes are what AWS's own windows look like."""
+    nothing (``staging.chain``), and windows on whole minutes are what AWS's own windows look
+    like."""
     windows = []
     start = last_end.replace(second=0, microsecond=0)
     until = slot_start(now)
@@ -130,7 +132,9 @@ def exports_in_progress(client: Any, table_arn: str, verify: bool | None = None)
     def prefix(arn: str) -> str:
         return str(client.describe_export(ExportArn=arn)["ExportDescription"].get("S3Prefix") or "")
 
-    return running if verify is None else [a for a in running if is_verify_prefix(prefix(a)) == verify]  # fmt: skip
+    return (
+        running if verify is None else [a for a in running if is_verify_prefix(prefix(a)) == verify]
+    )
 
 
 def _in_progress(client: Any, table_arn: str) -> list[str]:
@@ -172,7 +176,8 @@ def wait(
     timeout_seconds: float = 6 * 3600,
     report: Callable[[str], Any] = print,
 ) -> dict[str, Any]:
-    """Poll ``DescribeExport`` until COMPLETED (returned) or FAILED (raised), with a progress line."""
+    """Poll ``DescribeExport`` until COMPLETED (returned) or FAILED (raised), with a progress
+    line."""
 
     def check() -> tuple[str, dict[str, Any]]:
         with aws_errors(f"{export_arn}: DescribeExport"):
@@ -193,7 +198,9 @@ def wait(
             f"{export_arn}: export FAILED ({description.get('FailureCode')}): "
             f"{description.get('FailureMessage')}; nothing was ingested"
         )
-    report(f"{export_arn}: COMPLETED after {elapsed:.0f}s ({description.get('ItemCount', '?')} items)")  # fmt: skip
+    report(
+        f"{export_arn}: COMPLETED after {elapsed:.0f}s ({description.get('ItemCount', '?')} items)"
+    )
     return description
 
 

@@ -115,7 +115,7 @@ def exports_under(folder: Path) -> list[Path]:
             "*/manifest-summary.json",
             "AWSDynamoDB/*/manifest-summary.json",
             "*/AWSDynamoDB/*/manifest-summary.json",
-        )  # fmt: skip
+        )
         for summary in folder.glob(pattern)
     ]
     return sorted(set(found), key=lambda p: (p.name, str(p)))
@@ -287,7 +287,8 @@ def read_export(folder: str | Path, verify: bool = True) -> Export:
         raise ExportError(f"{summary_path}: unknown exportType {export_type!r}")
     if summary.get("outputFormat", "DYNAMODB_JSON") != "DYNAMODB_JSON":
         raise ExportError(
-            f"{summary_path}: outputFormat {summary.get('outputFormat')!r} is not supported (use DYNAMODB_JSON)"
+            f"{summary_path}: outputFormat {summary.get('outputFormat')!r} is not supported (use "
+            f"DYNAMODB_JSON)"
         )
     for required in ("exportArn", "tableArn", "itemCount"):
         if required not in summary:

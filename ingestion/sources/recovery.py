@@ -22,7 +22,9 @@ def beyond_retention(last_end: datetime) -> str:
     )
 
 
-def chain_break(client: Any, table_arn: str, last_end: datetime, now: datetime | None = None) -> str | None:  # fmt: skip
+def chain_break(
+    client: Any, table_arn: str, last_end: datetime, now: datetime | None = None
+) -> str | None:
     """Why no incremental export can continue the chain from ``last_end`` (None when one can):
     beyond the longest recovery period, point-in-time recovery off, or its earliest restorable
     time after ``last_end`` (recovery switched off and on again since)."""
@@ -35,9 +37,12 @@ def chain_break(client: Any, table_arn: str, last_end: datetime, now: datetime |
     recovery = backups["ContinuousBackupsDescription"].get("PointInTimeRecoveryDescription", {})
     if recovery.get("PointInTimeRecoveryStatus") != "ENABLED":  # no export at all, not even a heal
         raise ExportError(
-            f"point-in-time recovery of {name} is {recovery.get('PointInTimeRecoveryStatus', 'off')}: "
-            f"exports need it. Turn it on (aws dynamodb update-continuous-backups --table-name {name} "
-            "--point-in-time-recovery-specification PointInTimeRecoveryEnabled=true), then heal the "
+            f"point-in-time recovery of {name} is "
+            f"{recovery.get('PointInTimeRecoveryStatus', 'off')}: "
+            f"exports need it. Turn it on (aws dynamodb update-continuous-backups --table-name "
+            f"{name} "
+            "--point-in-time-recovery-specification PointInTimeRecoveryEnabled=true), then heal "
+            "the "
             "chain with a full export (sync --from-dynamodb --heal)"
         )
     earliest = recovery.get("EarliestRestorableDateTime")

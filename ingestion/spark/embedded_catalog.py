@@ -58,7 +58,8 @@ def bootstrap(conf: dict[str, str]) -> Path | None:
         for namespace in NAMESPACES:
             db.execute(
                 "insert or ignore into iceberg_namespace_properties "
-                "(catalog_name, namespace, property_key, property_value) values (?, ?, 'exists', 'true')",
+                "(catalog_name, namespace, property_key, property_value) values (?, ?, 'exists', "
+                "'true')",
                 (CATALOG, namespace),
             )
     return path

@@ -150,11 +150,22 @@ def decoder_jar(root: Path | None = None) -> Path:
     with tempfile.TemporaryDirectory(dir=jar.parent) as scratch:
         classes = Path(scratch) / "classes"
         compiled = subprocess.run(
-            [javac, "--release", "17", "-nowarn", "-encoding", "UTF-8",
-             "-cp", ":".join(classpath), "-d", str(classes),
-             *map(str, sorted(source.rglob("*.java")))],
-            capture_output=True, text=True,
-        )  # fmt: skip
+            [
+                javac,
+                "--release",
+                "17",
+                "-nowarn",
+                "-encoding",
+                "UTF-8",
+                "-cp",
+                ":".join(classpath),
+                "-d",
+                str(classes),
+                *map(str, sorted(source.rglob("*.java"))),
+            ],
+            capture_output=True,
+            text=True,
+        )
         if compiled.returncode != 0:
             raise JarsError(f"javac failed on the decoder's source:\n{compiled.stderr[-3000:]}")
         partial = Path(scratch) / jar.name
@@ -232,10 +243,21 @@ def install_aws() -> list[Path]:
     with tempfile.TemporaryDirectory() as scratch:
         log.info("jars: downloading %s (about 180 MB) for its S3A jars", AWS_SOURCE_PACKAGE)
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
-             ":all:", "--dest", scratch, AWS_SOURCE_PACKAGE],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "--dest",
+                scratch,
+                AWS_SOURCE_PACKAGE,
+            ],
             check=True,
-        )  # fmt: skip
+        )
         archive = next(Path(scratch).glob("*.tar.gz"))
         with tarfile.open(archive) as tar:
             for member in tar.getmembers():

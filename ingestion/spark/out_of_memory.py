@@ -26,7 +26,7 @@ _CAUSES = (
     (
         "INVALID_DRIVER_MEMORY",
         "could not start Spark: its driver memory is below Spark's minimum of 450 MB",
-    ),  # fmt: skip
+    ),
 )
 # The Python side's view of a JVM that died under it (the usual end of an out-of-memory error).
 _GONE = ("Py4JNetworkError", "ConnectionRefusedError", "Answer from Java side is empty")
@@ -46,7 +46,9 @@ def cause(exc: BaseException) -> str | None:
         for marker, said in _CAUSES:
             if marker in text:
                 return said
-        if any(marker in text for marker in _GONE) or (type(current).__name__ == "Py4JError" and not _jvm_answers()):  # fmt: skip
+        if any(marker in text for marker in _GONE) or (
+            type(current).__name__ == "Py4JError" and not _jvm_answers()
+        ):
             return "stopped its JVM (most often: out of the driver's memory)"
         current = current.__cause__ or current.__context__
     return None

@@ -83,7 +83,9 @@ def _check_driver_memory(memory: str | None) -> None:
     unit = _UNITS.get(text[-1:], 1) if text[-1:].isalpha() else 2**20  # a bare number: MiB
     number = text[:-1] if text[-1:].isalpha() else text
     if not number.isdigit():
-        raise ConfigError(f"driver memory {memory!r} (LAKEHOUSE_DRIVER_MEMORY): not a size like 2g or 1536m")  # fmt: skip
+        raise ConfigError(
+            f"driver memory {memory!r} (LAKEHOUSE_DRIVER_MEMORY): not a size like 2g or 1536m"
+        )
     if int(number) * unit < MIN_DRIVER_MEMORY:
         raise ConfigError(
             f"driver memory {memory} (LAKEHOUSE_DRIVER_MEMORY) is below the 512m Spark needs to "

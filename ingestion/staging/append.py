@@ -260,7 +260,8 @@ def _keep_first_commit(spark: SparkSession, table: str, entry: ledger.Entry) -> 
     commits = [batch for source, batch in _source_commits(spark, table) if source == entry.source]
     if len(commits) > 1 and commits[0] != entry.batch_id:
         spark.sql(
-            f"delete from {names.staging_table(table)} where `_batch_id` = {sql_string(entry.batch_id)}"
+            f"delete from {names.staging_table(table)} where `_batch_id` = "
+            f"{sql_string(entry.batch_id)}"
         )
         raise StagingError(
             f"{table}: {entry.source} was staged by another process at the same time (batch "

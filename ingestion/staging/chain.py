@@ -122,7 +122,10 @@ def check_key_types(table: TableConfig, export: Export) -> None:
     not a wrong configuration: the ingest names the item and its file."""
     lines = _first_lines(export, 10)
     for key in table.keys:
-        found = {_descriptor((line.get("Item") or line.get("Keys") or {}).get(key.name)) for line in lines}  # fmt: skip
+        found = {
+            _descriptor((line.get("Item") or line.get("Keys") or {}).get(key.name))
+            for line in lines
+        }
         if len(found) == 1 and None not in found and key.descriptor not in found:
             raise SchemaError(
                 f"table {table.name}: key attribute {key.name!r} is declared {key.descriptor} but "
@@ -183,8 +186,13 @@ def check_rebaseline(ledger: list[Entry], export: Export, table: str) -> str | N
     for the run summary when it is older than changes applied."""
     where = f"{export.folder}: {export.export_type} {export.export_id}"
     if export.export_type != FULL:
-        raise ChainError(f"{where}: only a full export can repair a table (it holds every item); nothing staged")  # fmt: skip
-    again = f"Take a new export: ddb-lakehouse verify --table {table} --from-dynamodb --repair; nothing staged"  # fmt: skip
+        raise ChainError(
+            f"{where}: only a full export can repair a table (it holds every item); nothing staged"
+        )
+    again = (
+        f"Take a new export: ddb-lakehouse verify --table {table} --from-dynamodb --repair; "
+        f"nothing staged"
+    )
     if export.export_arn in {e.source for e in ledger}:
         raise ChainError(f"{where} is already staged, as the table's baseline. {again}")
     baseline = coverage(ledger).baseline
@@ -208,7 +216,10 @@ def _check_window(cover: Coverage, new: Window, where: str, allow_gap: bool) -> 
     found = new.start.isoformat()
     if cover.baseline is None and not cover.windows:
         if allow_gap:
-            return f"{where}: no full export before it: the history before {found} is missing (--allow-gap)"
+            return (
+                f"{where}: no full export before it: the history before {found} is missing "
+                f"(--allow-gap)"
+            )
         raise ChainError(
             f"{where} starts at {found}, but the table has no full export yet: ingest the full "
             "export whose exportTime starts the chain first (or pass --allow-gap to accept "
@@ -225,14 +236,16 @@ def _check_window(cover: Coverage, new: Window, where: str, allow_gap: bool) -> 
     if cover.baseline is not None and new.end <= cover.baseline:
         raise ChainError(
             f"{where} overlaps what is applied: its window ends at {new.end.isoformat()}, before "
-            f"the full export at {cover.baseline.isoformat()} that holds its changes; nothing staged"
+            f"the full export at {cover.baseline.isoformat()} that holds its changes; nothing "
+            f"staged"
         )
     gaps = cover.gaps()
     filled = [g for g in gaps if new.start == g.start]
     if cover.baseline is not None and new.start < cover.baseline:
         note = (
             f"{where} overlaps the full export at {cover.baseline.isoformat()} by "
-            f"{cover.baseline - new.start}: the changes before it are applied again and change nothing"
+            f"{cover.baseline - new.start}: the changes before it are applied again and change "
+            f"nothing"
         )
     elif new.start in cover.ends():
         note = None

@@ -1,7 +1,8 @@
 """Schema drift: staged values that did not fit their column, per attribute and source.
 
 Such a row is staged with the column null and the value whole in ``_rest`` (in ``_image``, the
-whole item, in a table staged before decision 0012); ``_drift`` lists the attributes. ``rebuild`` re-derives the columns with types that fit.
+whole item, in a table staged before decision 0012); ``_drift`` lists the attributes. ``rebuild``
+re-derives the columns with types that fit.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def drift_report(
             F.expr(kept).alias("_kept"),
             entity.alias("entity"),
             F.explode("_drift").alias("attribute"),
-        )  # fmt: skip
+        )
         .groupBy("attribute", "_source", "entity")
         .agg(
             F.count(F.lit(1)).alias("rows"),
@@ -76,7 +77,8 @@ def drift_report_without_spark(table: str) -> list[Drift]:
         names.STAGING,
         table,
         "select attribute, _source, count(*), "
-        "first(json_extract(_kept::JSON, '$.\"' || replace(attribute, '\"', '\\\"') || '\"')::VARCHAR) "
+        "first(json_extract(_kept::JSON, '$.\"' || replace(attribute, '\"', '\\\"') || "
+        "'\"')::VARCHAR) "
         f"from (select _source, {kept} as _kept, unnest(_drift) as attribute from {{table}} "
         "where _drift is not null) group by attribute, _source order by attribute, _source",
     )

@@ -70,7 +70,8 @@ def check_line_counts(spark: SparkSession, export: manifest.Export) -> None:
         if found != data_file.item_count:
             raise manifest.ExportError(
                 f"{data_file.path}: {found} lines, but manifest-files.json lists itemCount "
-                f"{data_file.item_count} for it: the export is incomplete or altered; nothing staged"
+                f"{data_file.item_count} for it: the export is incomplete or altered; nothing "
+                f"staged"
             )
 
 

@@ -119,7 +119,10 @@ def written(writer: DataFrameWriterV2, schema: Schema, create: bool) -> None:
     if not create:
         writer.option("merge-schema", "true").append()
         return
-    for key, value in {**TABLE_PROPERTIES, table_types.PROPERTY: table_types.document(schema)}.items():  # fmt: skip
+    for key, value in {
+        **TABLE_PROPERTIES,
+        table_types.PROPERTY: table_types.document(schema),
+    }.items():
         writer = writer.tableProperty(key, value)
     writer.using("iceberg").partitionedBy(F.days("_ingested_at")).create()
 

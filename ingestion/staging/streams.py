@@ -1,4 +1,5 @@
-"""Ingest stream change files (written by ingestion.sources.change_file_writer) into a table's staging change log.
+"""Ingest stream change files (written by ingestion.sources.change_file_writer) into a table's
+staging change log.
 
 One run: list the table's change files, keep those older than a settle time, delete the ones the
 ledger already holds (a previous run committed them and stopped before its cleanup), stage the

@@ -26,7 +26,8 @@ What EMR Serverless does with a job run, and how each step is rehearsed here:
 
 What cannot run here and has a stand-in: the Glue Data Catalog (Iceberg's JDBC catalog behind
 ``rehearsal/NoViewCatalog.java``, compiled here, which like GlueCatalog is no view catalog: Spark
-lists no views in it and cannot create one; the profile's ``rehearsal`` target), S3FileIO and EMRFS (S3A on the local S3 endpoint, its jars added to ``spark.jars``),
+lists no views in it and cannot create one; the profile's ``rehearsal`` target), S3FileIO and EMRFS
+(S3A on the local S3 endpoint, its jars added to ``spark.jars``),
 EMR's own Spark build (Apache Spark 3.5.9 from PyPI). A parameter this harness does not know
 fails the rehearsal: a new parameter must be thought through here, not passed on blindly.
 """
@@ -167,12 +168,32 @@ def cluster(spark_home: Path, folder: Path, platform: dict[str, str]) -> Iterato
     env = {**_base_env(spark_home, folder), **platform}
     spark_class = str(spark_home / "bin" / "spark-class")
     commands = {
-        "master": [spark_class, "org.apache.spark.deploy.master.Master",
-                   "--host", "127.0.0.1", "--port", str(port), "--webui-port", "0"],
-        "worker": [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                   "--webui-port", "0", "--cores", "2", "--memory", "4g",
-                   "--work-dir", str(folder / "work"), url],
-    }  # fmt: skip
+        "master": [
+            spark_class,
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            "0",
+        ],
+        "worker": [
+            spark_class,
+            "org.apache.spark.deploy.worker.Worker",
+            "--host",
+            "127.0.0.1",
+            "--webui-port",
+            "0",
+            "--cores",
+            "2",
+            "--memory",
+            "4g",
+            "--work-dir",
+            str(folder / "work"),
+            url,
+        ],
+    }
     processes = []
     try:
         for name, command in commands.items():
@@ -286,8 +307,13 @@ def driver_import(job: Job, spark_home: Path, module: str) -> subprocess.Complet
     python = job.env.get("PYSPARK_DRIVER_PYTHON") or job.env["PYSPARK_PYTHON"]
     return subprocess.run(
         [python, "-c", f"import {module}"],
-        cwd=job.work, env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        cwd=job.work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def run(

@@ -27,9 +27,15 @@ def test_package_holds_the_code_and_the_dbt_project(tmp_path: Path) -> None:
     again = packaging.package(tmp_path / "b", ROOT)
     assert first.digest == again.digest  # same files, same zip, same upload name
     names = set(zipfile.ZipFile(first.archive).namelist())
-    for expected in ("dbt_project.yml", "ingestion/main.py", "ingestion/cli/__init__.py",
-                     "models/marts/books.sql", "macros/strategies/merge_with_delete.sql",
-                     "profiles.yml", "schemas/books.json"):  # fmt: skip
+    for expected in (
+        "dbt_project.yml",
+        "ingestion/main.py",
+        "ingestion/cli/__init__.py",
+        "models/marts/books.sql",
+        "macros/strategies/merge_with_delete.sql",
+        "profiles.yml",
+        "schemas/books.json",
+    ):
         assert expected in names, expected
     assert not [n for n in names if "__pycache__" in n]
 
@@ -54,7 +60,9 @@ def test_serverless_job_request_and_wait() -> None:
         "emr-serverless", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
     stub = Stubber(client)
-    parameters = emr.spark_parameters("s3://code/p/project.zip", "s3://lake/warehouse", "s3://code/p/deps.tgz", region="eu-west-1")  # fmt: skip
+    parameters = emr.spark_parameters(
+        "s3://code/p/project.zip", "s3://lake/warehouse", "s3://code/p/deps.tgz", region="eu-west-1"
+    )
     assert "spark.archives=s3://code/p/project.zip#project,s3://code/p/deps.tgz#deps" in parameters
     # Every variable reaches the driver (driverEnv) and the executors (executorEnv): the
     # executors got only PYSPARK_PYTHON, and verify's second pass failed there on import.
@@ -72,31 +80,66 @@ def test_serverless_job_request_and_wait() -> None:
         "executionRoleArn": "arn:aws:iam::123456789012:role/job",
         "name": "orders",
         "clientToken": "run-token",
-        "jobDriver": {"sparkSubmit": {"entryPoint": "s3://code/p/main.py",
-                                      "entryPointArguments": arguments,
-                                      "sparkSubmitParameters": parameters}},
-    }  # fmt: skip
-    stub.add_response("start_job_run", {"applicationId": "app-1", "jobRunId": "run-1", "arn": "arn:aws:emr-serverless:eu-west-1:123456789012:/applications/app-1/jobruns/run-1"}, expected)  # fmt: skip
+        "jobDriver": {
+            "sparkSubmit": {
+                "entryPoint": "s3://code/p/main.py",
+                "entryPointArguments": arguments,
+                "sparkSubmitParameters": parameters,
+            }
+        },
+    }
+    stub.add_response(
+        "start_job_run",
+        {
+            "applicationId": "app-1",
+            "jobRunId": "run-1",
+            "arn": (
+                "arn:aws:emr-serverless:eu-west-1:123456789012:/applications/app-1/jobruns/run-1"
+            ),
+        },
+        expected,
+    )
     run_arn = "arn:aws:emr-serverless:eu-west-1:123456789012:/applications/app-1/jobruns/run-1"
     role = "arn:aws:iam::123456789012:role/job"
     for state in ("RUNNING", "FAILED"):
         job_run = {
-            "applicationId": "app-1", "jobRunId": "run-1", "arn": run_arn, "createdBy": role,
-            "createdAt": 0, "updatedAt": 0, "executionRole": role, "state": state,
-            "stateDetails": "dbt test failed", "releaseLabel": "emr-7.5.0",
+            "applicationId": "app-1",
+            "jobRunId": "run-1",
+            "arn": run_arn,
+            "createdBy": role,
+            "createdAt": 0,
+            "updatedAt": 0,
+            "executionRole": role,
+            "state": state,
+            "stateDetails": "dbt test failed",
+            "releaseLabel": "emr-7.5.0",
             "jobDriver": {"sparkSubmit": {"entryPoint": "s3://code/p/main.py"}},
-        }  # fmt: skip
-        stub.add_response("get_job_run", {"jobRun": job_run}, {"applicationId": "app-1", "jobRunId": "run-1"})  # fmt: skip
+        }
+        stub.add_response(
+            "get_job_run", {"jobRun": job_run}, {"applicationId": "app-1", "jobRunId": "run-1"}
+        )
     lines: list[str] = []
     with stub:
         request = emr.job_run_request(
-            "app-1", expected["executionRoleArn"], "s3://code/p/main.py", arguments, parameters,
-            "orders", token="run-token",
-        )  # fmt: skip
+            "app-1",
+            expected["executionRoleArn"],
+            "s3://code/p/main.py",
+            arguments,
+            parameters,
+            "orders",
+            token="run-token",
+        )
         run = emr.start_serverless(client, request)
         assert run == "run-1"
         with pytest.raises(emr.EmrError, match="FAILED after .*: dbt test failed"):
-            emr.wait(emr.serverless_state(client, "app-1", run), emr.DONE_SERVERLESS, emr.FAILED_SERVERLESS, "job run run-1", 0, lines.append)  # fmt: skip
+            emr.wait(
+                emr.serverless_state(client, "app-1", run),
+                emr.DONE_SERVERLESS,
+                emr.FAILED_SERVERLESS,
+                "job run run-1",
+                0,
+                lines.append,
+            )
     assert lines == ["job run run-1: RUNNING, 0s so far"]
 
 
@@ -129,13 +172,26 @@ def test_cluster_step_request() -> None:
     # Cluster mode: the driver runs in YARN's application master, which gets the environment
     # (in client mode LAKEHOUSE_TARGET never reached the driver).
     # The release's Python 3.11 runs it, with the dependency archive on its path.
-    env = {"AWS_REGION": "eu-west-1", "LAKEHOUSE_TARGET": "emr", "LAKEHOUSE_WAREHOUSE": "s3://lake/warehouse",
-           "LAKEHOUSE_PROJECT_DIR": "./project", "PYTHONPATH": "./project:./deps",
-           "LAKEHOUSE_STAGING_DATABASE": "staging", "LAKEHOUSE_FINAL_DATABASE": "lakehouse",
-           "PYSPARK_PYTHON": "/usr/bin/python3.11", "PYSPARK_DRIVER_PYTHON": "/usr/bin/python3.11"}  # fmt: skip
-    expected = ["spark-submit", "--deploy-mode", "cluster",
-                "--conf", f"spark.jars={emr.EMR_ICEBERG_JAR},s3://code/dynamodb-lakehouse-decoder.jar",
-                "--conf", "spark.archives=s3://code/project.zip#project,s3://code/deps.tgz#deps"]  # fmt: skip
+    env = {
+        "AWS_REGION": "eu-west-1",
+        "LAKEHOUSE_TARGET": "emr",
+        "LAKEHOUSE_WAREHOUSE": "s3://lake/warehouse",
+        "LAKEHOUSE_PROJECT_DIR": "./project",
+        "PYTHONPATH": "./project:./deps",
+        "LAKEHOUSE_STAGING_DATABASE": "staging",
+        "LAKEHOUSE_FINAL_DATABASE": "lakehouse",
+        "PYSPARK_PYTHON": "/usr/bin/python3.11",
+        "PYSPARK_DRIVER_PYTHON": "/usr/bin/python3.11",
+    }
+    expected = [
+        "spark-submit",
+        "--deploy-mode",
+        "cluster",
+        "--conf",
+        f"spark.jars={emr.EMR_ICEBERG_JAR},s3://code/dynamodb-lakehouse-decoder.jar",
+        "--conf",
+        "spark.archives=s3://code/project.zip#project,s3://code/deps.tgz#deps",
+    ]
     for key, value in env.items():
         expected += ["--conf", f"spark.yarn.appMasterEnv.{key}={value}"]
         expected += ["--conf", f"spark.executorEnv.{key}={value}"]
@@ -143,16 +199,44 @@ def test_cluster_step_request() -> None:
     stub.add_response(
         "add_job_flow_steps",
         {"StepIds": ["s-1"]},
-        {"JobFlowId": "j-1", "Steps": [{"Name": "books", "ActionOnFailure": "CONTINUE", "HadoopJarStep": {"Jar": "command-runner.jar", "Args": expected}}]},
-    )  # fmt: skip
-    stub.add_response("describe_step", {"Step": {"Status": {"State": "COMPLETED"}}}, {"ClusterId": "j-1", "StepId": "s-1"})  # fmt: skip
+        {
+            "JobFlowId": "j-1",
+            "Steps": [
+                {
+                    "Name": "books",
+                    "ActionOnFailure": "CONTINUE",
+                    "HadoopJarStep": {"Jar": "command-runner.jar", "Args": expected},
+                }
+            ],
+        },
+    )
+    stub.add_response(
+        "describe_step",
+        {"Step": {"Status": {"State": "COMPLETED"}}},
+        {"ClusterId": "j-1", "StepId": "s-1"},
+    )
     with stub:
         request = emr.step_request(
-            "s3://code/main.py", args, "s3://code/project.zip", "books", "s3://lake/warehouse",
-            "eu-west-1", "s3://code/deps.tgz",
-        )  # fmt: skip
+            "s3://code/main.py",
+            args,
+            "s3://code/project.zip",
+            "books",
+            "s3://lake/warehouse",
+            "eu-west-1",
+            "s3://code/deps.tgz",
+        )
         step = emr.add_step(client, "j-1", request)
-        assert emr.wait(emr.step_state(client, "j-1", step), emr.DONE_STEP, emr.FAILED_STEP, "step", 0, print) == "COMPLETED"  # fmt: skip
+        assert (
+            emr.wait(
+                emr.step_state(client, "j-1", step),
+                emr.DONE_STEP,
+                emr.FAILED_STEP,
+                "step",
+                0,
+                print,
+            )
+            == "COMPLETED"
+        )
 
 
 def test_template_passes_cfn_lint() -> None:
@@ -204,7 +288,11 @@ def test_schedules_send_what_emr_submit_sends() -> None:
     Iceberg jar, so every scheduled run failed on import. They must equal `emr submit`'s."""
     import json
 
-    code = ("s3://${CodeBucket}/${JobArchiveKey}", "s3://${BucketName}/warehouse", "s3://${CodeBucket}/${JobDependenciesKey}")  # fmt: skip
+    code = (
+        "s3://${CodeBucket}/${JobArchiveKey}",
+        "s3://${BucketName}/warehouse",
+        "s3://${CodeBucket}/${JobDependenciesKey}",
+    )
     decoder = "s3://${CodeBucket}/${JobDecoderKey}"
     expected = emr.spark_parameters(*code, region="${AWS::Region}", decoder=decoder)
     assert f"spark.jars={emr.EMR_ICEBERG_JAR},{decoder} " in expected
@@ -218,9 +306,12 @@ def test_schedules_send_what_emr_submit_sends() -> None:
         watch = job["JobDriver"]["SparkSubmit"]["EntryPointArguments"][0] == "watch"
         sent = job["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"]
         assert sent == emr.spark_parameters(
-            *code, watch=watch, databases=deployment.DATABASES, region="${AWS::Region}",
+            *code,
+            watch=watch,
+            databases=deployment.DATABASES,
+            region="${AWS::Region}",
             decoder=decoder,
-        )  # fmt: skip
+        )
 
 
 def test_each_table_is_verified_by_its_verify_key(project_copy: Path) -> None:
@@ -233,17 +324,34 @@ def test_each_table_is_verified_by_its_verify_key(project_copy: Path) -> None:
     resources = _template()["Resources"]
     job = json.loads(resources["OrdersVerify"]["Properties"]["Target"]["Input"]["Fn::Sub"])
     assert job["JobDriver"]["SparkSubmit"]["EntryPointArguments"] == [
-        "verify", "--table", "orders", "--from-dynamodb", "--table-arn", "${OrdersTableArn}",
-        "--to", "s3://${BucketName}/${ExportPrefix}", "--metrics",
-    ]  # fmt: skip
-    assert resources["OrdersVerify"]["Properties"]["ScheduleExpression"] == deployment.VERIFY_SCHEDULES["weekly"]  # fmt: skip
+        "verify",
+        "--table",
+        "orders",
+        "--from-dynamodb",
+        "--table-arn",
+        "${OrdersTableArn}",
+        "--to",
+        "s3://${BucketName}/${ExportPrefix}",
+        "--metrics",
+    ]
+    assert (
+        resources["OrdersVerify"]["Properties"]["ScheduleExpression"]
+        == deployment.VERIFY_SCHEDULES["weekly"]
+    )
     text = (project_copy / "dbt_project.yml").read_text()
-    text = text.replace("      sort_key: order_id:S\n", "      sort_key: order_id:S\n      verify: off\n")  # fmt: skip
-    text = text.replace("      partition_key: id:S\n", "      partition_key: id:S\n      verify: daily\n", 1)  # fmt: skip
+    text = text.replace(
+        "      sort_key: order_id:S\n", "      sort_key: order_id:S\n      verify: off\n"
+    )
+    text = text.replace(
+        "      partition_key: id:S\n", "      partition_key: id:S\n      verify: daily\n", 1
+    )
     (project_copy / "dbt_project.yml").write_text(text)
     rendered = deployment.render(list(load_tables().values()))["Resources"]
     assert "OrdersVerify" not in rendered
-    assert rendered["BooksVerify"]["Properties"]["ScheduleExpression"] == deployment.VERIFY_SCHEDULES["daily"]  # fmt: skip
+    assert (
+        rendered["BooksVerify"]["Properties"]["ScheduleExpression"]
+        == deployment.VERIFY_SCHEDULES["daily"]
+    )
 
 
 def test_what_lambda_still_drops_is_reported_and_every_failure_notifies() -> None:
@@ -256,10 +364,20 @@ def test_what_lambda_still_drops_is_reported_and_every_failure_notifies() -> Non
     destination = mapping["DestinationConfig"]["OnFailure"]["Destination"]
     assert destination == {"Fn::GetAtt": ["StreamFailures", "Arn"]}
     assert resources["StreamFailures"]["Type"] == "AWS::SQS::Queue"
-    alarms = {n: r["Properties"] for n, r in resources.items() if r["Type"] == "AWS::CloudWatch::Alarm"}  # fmt: skip
-    assert sorted(alarms) == ["ScheduleFailuresAlarm", "StreamAtRiskAlarm", "StreamBehindAlarm", "StreamFailuresAlarm"]  # fmt: skip
+    alarms = {
+        n: r["Properties"] for n, r in resources.items() if r["Type"] == "AWS::CloudWatch::Alarm"
+    }
+    assert sorted(alarms) == [
+        "ScheduleFailuresAlarm",
+        "StreamAtRiskAlarm",
+        "StreamBehindAlarm",
+        "StreamFailuresAlarm",
+    ]
     assert alarms["StreamBehindAlarm"]["Dimensions"][0]["Value"] == {"Ref": "StreamWriterFunction"}
-    queues = {alarms[f"{q}Alarm"]["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for q in ("StreamFailures", "ScheduleFailures")}  # fmt: skip
+    queues = {
+        alarms[f"{q}Alarm"]["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
+        for q in ("StreamFailures", "ScheduleFailures")
+    }
     assert queues == {"StreamFailures", "ScheduleFailures"}  # both dead-letter queues
     notify = {"Fn::If": ["Notifies", [{"Ref": "NotificationTopicArn"}], {"Ref": "AWS::NoValue"}]}
     assert all(a["AlarmActions"] == notify for a in alarms.values())
@@ -268,7 +386,10 @@ def test_what_lambda_still_drops_is_reported_and_every_failure_notifies() -> Non
     pattern = rule["Properties"]["EventPattern"]
     assert pattern["source"] == ["aws.emr-serverless"]
     assert pattern["detail-type"] == ["EMR Serverless Job Run State Change"]
-    assert pattern["detail"] == {"state": ["FAILED"], "applicationId": [{"Ref": "EmrApplicationId"}]}  # fmt: skip
+    assert pattern["detail"] == {
+        "state": ["FAILED"],
+        "applicationId": [{"Ref": "EmrApplicationId"}],
+    }
     assert rule["Properties"]["Targets"][0]["Arn"] == {"Ref": "NotificationTopicArn"}
 
 
@@ -281,15 +402,19 @@ def test_lambda_package_runs_without_site_packages(tmp_path: Path) -> None:
         "os.environ['LAKEHOUSE_STREAM_URI'] = sys.argv[2];"
         "from ingestion.stream_writer import handler;"  # the deployed handler path
         "record = {'eventID': '1', 'eventName': 'INSERT', 'eventSourceARN': "
-        "'arn:aws:dynamodb:eu-west-1:1:table/books/stream/x', 'dynamodb': {'Keys': {'id': {'S': 'a'}}, "
-        "'NewImage': {'id': {'S': 'a'}}, 'SequenceNumber': '100', 'ApproximateCreationDateTime': 1700000000}};"
+        "'arn:aws:dynamodb:eu-west-1:1:table/books/stream/x', 'dynamodb': {'Keys': {'id': {'S': "
+        "'a'}}, "
+        "'NewImage': {'id': {'S': 'a'}}, 'SequenceNumber': '100', 'ApproximateCreationDateTime': "
+        "1700000000}};"
         "print(handler({'Records': [record]}));"
         "assert 'boto3' not in sys.modules and 'pyspark' not in sys.modules"
     )
     done = subprocess.run(
         [sys.executable, "-S", "-c", script, str(archive), str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "'batchItemFailures': []" in done.stdout
     assert len(list((tmp_path / "out" / "books").glob("*.json.gz"))) == 1
@@ -302,8 +427,19 @@ def test_submit_checks_the_release_before_it_starts_anything() -> None:
     )
     stub = Stubber(client)
     for label in ("emr-7.5.0", "emr-7.9.0"):
-        application = {"applicationId": "app-1", "name": "lake", "arn": "arn:aws:emr-serverless:eu-west-1:123456789012:/applications/app-1", "releaseLabel": label, "type": "Spark", "state": "CREATED", "createdAt": 0, "updatedAt": 0}  # fmt: skip
-        stub.add_response("get_application", {"application": application}, {"applicationId": "app-1"})  # fmt: skip
+        application = {
+            "applicationId": "app-1",
+            "name": "lake",
+            "arn": "arn:aws:emr-serverless:eu-west-1:123456789012:/applications/app-1",
+            "releaseLabel": label,
+            "type": "Spark",
+            "state": "CREATED",
+            "createdAt": 0,
+            "updatedAt": 0,
+        }
+        stub.add_response(
+            "get_application", {"application": application}, {"applicationId": "app-1"}
+        )
     with stub:
         with pytest.raises(emr.EmrError, match=r"runs emr-7.5.0; this project needs emr-7.7.0"):
             emr.check_release(client, "app-1")
@@ -320,7 +456,12 @@ def test_dry_run_prints_the_request_the_schedules_send(
     from ingestion import cli
 
     command = ["emr", "submit", "--code", "s3://code/p", "--application-id", "app-1"]
-    command += ["--role-arn", "arn:aws:iam::123456789012:role/job", "--warehouse", "s3://lake/warehouse"]  # fmt: skip
+    command += [
+        "--role-arn",
+        "arn:aws:iam::123456789012:role/job",
+        "--warehouse",
+        "s3://lake/warehouse",
+    ]
     command += ["--region", "eu-west-1"]
     assert cli.main([*command, "--dry-run", "--", "sync", "--table", "books"]) == 0
     out = capsys.readouterr().out
@@ -329,7 +470,9 @@ def test_dry_run_prints_the_request_the_schedules_send(
     job = request["jobDriver"]["sparkSubmit"]
     assert job["entryPointArguments"] == ["sync", "--table", "books"]
     archive = job["entryPoint"].rsplit("/", 1)[0] + "/project.zip"
-    schedule = json.loads(_template()["Resources"]["OrdersSync"]["Properties"]["Target"]["Input"]["Fn::Sub"])  # fmt: skip
+    schedule = json.loads(
+        _template()["Resources"]["OrdersSync"]["Properties"]["Target"]["Input"]["Fn::Sub"]
+    )
     filled = schedule["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"]
     filled = filled.replace("s3://${CodeBucket}/${JobArchiveKey}", archive)
     filled = filled.replace("s3://${CodeBucket}/${JobDecoderKey}", emr.decoder_location(archive))
@@ -371,28 +514,53 @@ def test_the_books_watch_is_one_streaming_run_that_never_overlaps(
     from ingestion import cli
 
     resources = _template()["Resources"]
-    rates = [r["Properties"]["ScheduleExpression"] for r in resources.values() if r["Type"] == "AWS::Scheduler::Schedule"]  # fmt: skip
+    rates = [
+        r["Properties"]["ScheduleExpression"]
+        for r in resources.values()
+        if r["Type"] == "AWS::Scheduler::Schedule"
+    ]
     weekly_verify = "cron(30 5 ? * SAT *)"  # one for each table
-    assert sorted(rates) == ["cron(30 2 * * ? *)", "cron(30 4 ? * SUN *)", weekly_verify, weekly_verify, "rate(1 hour)"]  # fmt: skip
+    assert sorted(rates) == [
+        "cron(30 2 * * ? *)",
+        "cron(30 4 ? * SUN *)",
+        weekly_verify,
+        weekly_verify,
+        "rate(1 hour)",
+    ]
     job = json.loads(resources["Watch"]["Properties"]["Target"]["Input"]["Fn::Sub"])
     arguments = job["JobDriver"]["SparkSubmit"]["EntryPointArguments"]
     assert arguments[:3] == ["watch", "--table", "books"] and arguments[-1] == "--if-free"
     command = ["emr", "submit", "--code", "s3://code/p", "--application-id", "app-1"]
-    command += ["--role-arn", "arn:aws:iam::123456789012:role/job", "--warehouse", "s3://lake/warehouse"]  # fmt: skip
+    command += [
+        "--role-arn",
+        "arn:aws:iam::123456789012:role/job",
+        "--warehouse",
+        "s3://lake/warehouse",
+    ]
     assert cli.main([*command, "--region", "eu-west-1", "--dry-run", "--", *arguments]) == 0
     out = capsys.readouterr().out
     request = json.loads(out[len("StartJobRun ") : out.rindex("}") + 1])
     assert request["mode"] == job["Mode"] == "STREAMING"
     sent = request["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
     assert "spark.executor.instances=1" in sent  # sized small, as the schedule's
-    assert sent.split("spark.executorEnv.PYSPARK_PYTHON")[1] == job["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"].split("spark.executorEnv.PYSPARK_PYTHON")[1]  # fmt: skip
-    assert request["retryPolicy"] == {"maxFailedAttemptsPerHour": job["RetryPolicy"]["MaxFailedAttemptsPerHour"]}  # fmt: skip
+    assert (
+        sent.split("spark.executorEnv.PYSPARK_PYTHON")[1]
+        == job["JobDriver"]["SparkSubmit"]["SparkSubmitParameters"].split(
+            "spark.executorEnv.PYSPARK_PYTHON"
+        )[1]
+    )
+    assert request["retryPolicy"] == {
+        "maxFailedAttemptsPerHour": job["RetryPolicy"]["MaxFailedAttemptsPerHour"]
+    }
     # No time limit: without executionTimeoutMinutes the service cancelled the watch every 12
     # hours (its default, streaming or not); 0 is "none". Batch runs keep the default.
     assert request["executionTimeoutMinutes"] == job["ExecutionTimeoutMinutes"] == 0
     for name, resource in resources.items():
         if resource["Type"] == "AWS::Scheduler::Schedule" and name != "Watch":
-            assert "ExecutionTimeoutMinutes" not in resource["Properties"]["Target"]["Input"]["Fn::Sub"]  # fmt: skip
+            assert (
+                "ExecutionTimeoutMinutes"
+                not in resource["Properties"]["Target"]["Input"]["Fn::Sub"]
+            )
 
 
 def test_the_dependency_archive_holds_what_emr_lacks_for_its_python_311() -> None:
@@ -433,8 +601,20 @@ def test_submit_uploads_what_changed_and_starts_a_run_each_time(
         s3.create_bucket(Bucket="code")
         serverless = boto3.client("emr-serverless")
         app = serverless.create_application(name="lake", releaseLabel="emr-7.9.0", type="SPARK")
-        command = ["emr", "submit", "--code", "s3://code/p", "--application-id", app["applicationId"]]  # fmt: skip
-        command += ["--role-arn", "arn:aws:iam::123456789012:role/job", "--warehouse", "s3://lake/warehouse"]  # fmt: skip
+        command = [
+            "emr",
+            "submit",
+            "--code",
+            "s3://code/p",
+            "--application-id",
+            app["applicationId"],
+        ]
+        command += [
+            "--role-arn",
+            "arn:aws:iam::123456789012:role/job",
+            "--warehouse",
+            "s3://lake/warehouse",
+        ]
         command += ["--no-wait", "--", "sync", "--table", "orders"]
         assert cli.main(command) == 0
         first = capsys.readouterr().out
@@ -490,10 +670,14 @@ def test_the_schedule_check_bites() -> None:
     target = _schedules()["OrdersSync"]
     job = _sample_input(target)
     del job["ClientToken"]
-    with pytest.raises(contracts.ContractError, match='Missing required parameter in input: "clientToken"'):  # fmt: skip
+    with pytest.raises(
+        contracts.ContractError, match='Missing required parameter in input: "clientToken"'
+    ):
         contracts.check_scheduler_target(_target_arn(target), job)
     job = _sample_input(target)
-    job["JobDriver"]["SparkSubmit"]["EntryPointArgs"] = job["JobDriver"]["SparkSubmit"].pop("EntryPointArguments")  # fmt: skip
+    job["JobDriver"]["SparkSubmit"]["EntryPointArgs"] = job["JobDriver"]["SparkSubmit"].pop(
+        "EntryPointArguments"
+    )
     with pytest.raises(contracts.ContractError, match="no member 'EntryPointArgs'"):
         contracts.check_scheduler_target(_target_arn(target), job)
     job = _sample_input(target)
@@ -507,20 +691,30 @@ def test_a_failed_start_leaves_a_trace() -> None:
     then sends the event and its error to a dead-letter queue its role may write to."""
     resources = _template()["Resources"]
     for name, target in _schedules().items():
-        assert target["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["ScheduleFailures", "Arn"]}, name  # fmt: skip
+        assert target["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["ScheduleFailures", "Arn"]}, (
+            name
+        )
         assert target["RetryPolicy"]["MaximumRetryAttempts"] > 0, name
     assert resources["ScheduleFailures"]["Type"] == "AWS::SQS::Queue"
 
 
 def test_emr_submit_sends_a_valid_start_job_run() -> None:
     for arguments in (["sync", "--table", "orders"], ["watch", "--table", "books"]):
-        parameters = emr.spark_parameters("s3://code/p/project.zip", "s3://lake/warehouse", region="eu-west-1")  # fmt: skip
+        parameters = emr.spark_parameters(
+            "s3://code/p/project.zip", "s3://lake/warehouse", region="eu-west-1"
+        )
         request = emr.job_run_request(
-            "00fabcdefgh12345", "arn:aws:iam::123456789012:role/job", "s3://code/p/main.py",
-            arguments, parameters, "ddb-lakehouse " + " ".join(arguments),
-        )  # fmt: skip
+            "00fabcdefgh12345",
+            "arn:aws:iam::123456789012:role/job",
+            "s3://code/p/main.py",
+            arguments,
+            parameters,
+            "ddb-lakehouse " + " ".join(arguments),
+        )
         contracts.check("emr-serverless", "StartJobRun", request)
-    step = emr.step_request("s3://c/main.py", ["sync"], "s3://c/project.zip", "sync", "s3://lake/w", "eu-west-1")  # fmt: skip
+    step = emr.step_request(
+        "s3://c/main.py", ["sync"], "s3://c/project.zip", "sync", "s3://lake/w", "eu-west-1"
+    )
     contracts.check("emr", "AddJobFlowSteps", {"JobFlowId": "j-1", "Steps": [step]})
 
 
@@ -554,7 +748,9 @@ def test_a_watch_of_two_stream_tables_is_one_schedule(project_copy: Path) -> Non
     from ingestion.dynamodb.tables import load_tables
 
     text = (project_copy / "dbt_project.yml").read_text()
-    text = text.replace("      sort_key: order_id:S\n", "      sort_key: order_id:S\n      cadence: stream\n")  # fmt: skip
+    text = text.replace(
+        "      sort_key: order_id:S\n", "      sort_key: order_id:S\n      cadence: stream\n"
+    )
     (project_copy / "dbt_project.yml").write_text(text)
     template = deployment.render(list(load_tables().values()))
     resources = template["Resources"]
@@ -568,7 +764,9 @@ def test_a_watch_of_two_stream_tables_is_one_schedule(project_copy: Path) -> Non
 def test_a_cadence_must_be_known() -> None:
     from ingestion.dynamodb.tables import TableConfigError, table_from_entry
 
-    with pytest.raises(TableConfigError, match="cadence is 'hourly'; expected one of daily, stream"):  # fmt: skip
+    with pytest.raises(
+        TableConfigError, match="cadence is 'hourly'; expected one of daily, stream"
+    ):
         table_from_entry("books", {"partition_key": "id:S", "cadence": "hourly"})
 
 
@@ -617,7 +815,7 @@ def test_the_template_fits_an_account_that_already_has_its_bucket() -> None:
     resources = template["Resources"]
     assert resources["DataBucket"]["Condition"] == "CreatesBucket"
     # Nothing else names the bucket resource: every use goes through the parameter.
-    assert "DataBucket" not in json.dumps({k: v for k, v in resources.items() if k != "DataBucket"})  # fmt: skip
+    assert "DataBucket" not in json.dumps({k: v for k, v in resources.items() if k != "DataBucket"})
     # The bucket's customer KMS key, when given: the job reads and writes, the writer writes
     # (tests/aws/test_permissions.py checks both against the calls that need them).
     for name, role, actions in (
@@ -634,7 +832,7 @@ def test_the_template_fits_an_account_that_already_has_its_bucket() -> None:
     assert resources["DataBucket"]["DeletionPolicy"] == "Retain"
     assert resources["DataBucket"]["UpdateReplacePolicy"] == "Retain"
     encryption = resources["DataBucket"]["Properties"]["BucketEncryption"]
-    by_default = encryption["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]  # fmt: skip
+    by_default = encryption["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
     assert by_default["Fn::If"][0] == "HasKmsKey"
 
 
@@ -646,7 +844,9 @@ def test_incomplete_uploads_are_aborted_where_the_job_writes() -> None:
     abort = [r for r in rules if "AbortIncompleteMultipartUpload" in r]
     assert len(abort) == 1 and "Prefix" not in abort[0]  # the whole bucket
     assert abort[0]["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"] == 7
-    statements = template["Resources"]["JobRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]  # fmt: skip
+    statements = template["Resources"]["JobRole"]["Properties"]["Policies"][0]["PolicyDocument"][
+        "Statement"
+    ]
     writes = next(s for s in statements if s["Sid"] == "ReadWriteTheLakehouse")
     assert "s3:AbortMultipartUpload" in writes["Action"]
     assert writes["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:s3:::${BucketName}/*"}
@@ -663,8 +863,13 @@ def test_every_arn_the_template_writes_is_in_the_stacks_partition() -> None:
     text = TEMPLATE.read_text()
     assert "arn:aws:" not in text
     for name, target in _schedules().items():
-        assert target["Arn"] == {"Fn::Sub": "arn:${AWS::Partition}:scheduler:::aws-sdk:emrserverless:startJobRun"}, name  # fmt: skip
-        assert contracts.scheduler_request(_target_arn(target), _sample_input(target))[1] == "StartJobRun"  # fmt: skip
+        assert target["Arn"] == {
+            "Fn::Sub": "arn:${AWS::Partition}:scheduler:::aws-sdk:emrserverless:startJobRun"
+        }, name
+        assert (
+            contracts.scheduler_request(_target_arn(target), _sample_input(target))[1]
+            == "StartJobRun"
+        )
     china = "arn:aws-cn:scheduler:::aws-sdk:emrserverless:startJobRun"
     assert contracts.scheduler_request(china, {})[:2] == ("emr-serverless", "StartJobRun")
 

@@ -36,8 +36,12 @@ def test_doctor_on_this_machine(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["doctor"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in out[:5]] == [
-        "✓ java", "✓ jars", "✓ catalog", "✓ dbt project", "✓ disk",
-    ]  # fmt: skip
+        "✓ java",
+        "✓ jars",
+        "✓ catalog",
+        "✓ dbt project",
+        "✓ disk",
+    ]
     assert out[-1] == "5 of 5 checks passed"
 
 
@@ -67,14 +71,33 @@ def test_credentials() -> None:
         assert account_doctor.credentials(sts).line() == (
             "✗ credentials: ExpiredToken: The security token expired: configure AWS credentials"
         )
-        stub.add_response("get_caller_identity", {"Account": "123456789012", "Arn": "arn:aws:iam::123456789012:user/ana", "UserId": "AIDA"})  # fmt: skip
+        stub.add_response(
+            "get_caller_identity",
+            {
+                "Account": "123456789012",
+                "Arn": "arn:aws:iam::123456789012:user/ana",
+                "UserId": "AIDA",
+            },
+        )
         assert account_doctor.credentials(sts).line() == (
             "✓ credentials: account 123456789012 as arn:aws:iam::123456789012:user/ana, eu-west-1"
         )
 
 
 def _application(release: str, state: str) -> dict:
-    return {"application": {"applicationId": "app-1", "name": "lake", "arn": "arn:aws:emr-serverless:eu-west-1:123456789012:/applications/app-1", "releaseLabel": release, "type": "Spark", "state": state, "createdAt": 0, "updatedAt": 0, "architecture": "ARM64"}}  # fmt: skip
+    return {
+        "application": {
+            "applicationId": "app-1",
+            "name": "lake",
+            "arn": "arn:aws:emr-serverless:eu-west-1:123456789012:/applications/app-1",
+            "releaseLabel": release,
+            "type": "Spark",
+            "state": state,
+            "createdAt": 0,
+            "updatedAt": 0,
+            "architecture": "ARM64",
+        }
+    }
 
 
 def test_application() -> None:
@@ -103,7 +126,9 @@ def test_application() -> None:
         assert account_doctor.application(client, "app-1").line() == (
             "✓ application app-1: emr-7.12.0, arm64, STOPPED"
         )
-        stub.add_client_error("get_application", "ResourceNotFoundException", "Application not found")  # fmt: skip
+        stub.add_client_error(
+            "get_application", "ResourceNotFoundException", "Application not found"
+        )
         assert account_doctor.application(client, "app-1").line() == (
             "✗ application app-1: ResourceNotFoundException: Application not found: check "
             "--application-id and the region"
@@ -111,7 +136,15 @@ def test_application() -> None:
 
 
 def _backups(status: str) -> dict:
-    return {"ContinuousBackupsDescription": {"ContinuousBackupsStatus": "ENABLED", "PointInTimeRecoveryDescription": {"PointInTimeRecoveryStatus": status, "RecoveryPeriodInDays": 7}}}  # fmt: skip
+    return {
+        "ContinuousBackupsDescription": {
+            "ContinuousBackupsStatus": "ENABLED",
+            "PointInTimeRecoveryDescription": {
+                "PointInTimeRecoveryStatus": status,
+                "RecoveryPeriodInDays": 7,
+            },
+        }
+    }
 
 
 def test_point_in_time_recovery() -> None:
@@ -139,7 +172,11 @@ def _described(view: str | None) -> dict:
 
 def _mappings(*states: str) -> dict:
     function = "arn:aws:lambda:eu-west-1:123456789012:function:dynamodb-lakehouse-stream-writer"
-    return {"EventSourceMappings": [{"UUID": f"{i:036d}", "State": s, "FunctionArn": function} for i, s in enumerate(states)]}  # fmt: skip
+    return {
+        "EventSourceMappings": [
+            {"UUID": f"{i:036d}", "State": s, "FunctionArn": function} for i, s in enumerate(states)
+        ]
+    }
 
 
 def _ages(*milliseconds: float) -> dict:
@@ -173,17 +210,31 @@ def test_stream() -> None:
             "template (its mapping feeds the watch)"
         )
         stub.add_response("describe_table", _described("NEW_AND_OLD_IMAGES"), {"TableName": ARN})
-        lstub.add_response("list_event_source_mappings", _mappings("Disabled"), {"EventSourceArn": STREAM})  # fmt: skip
+        lstub.add_response(
+            "list_event_source_mappings", _mappings("Disabled"), {"EventSourceArn": STREAM}
+        )
         assert account_doctor.stream(client, lambdas, watch, streamed).line() == (
             "✗ orders: stream: NEW_AND_OLD_IMAGES, its Lambda mapping is Disabled: enable it "
             "(aws lambda update-event-source-mapping --enabled) or the change files stop"
         )
         for ages, expected in (
-            ((1200.0, 250000.0), "✗ orders: stream: NEW_AND_OLD_IMAGES, dynamodb-lakehouse-stream-writer is 250s behind the stream: see its errors (its log group) and the failure queue"),  # noqa: E501
-            ((1200.0, 3000.0), "✓ orders: stream: NEW_AND_OLD_IMAGES, read by dynamodb-lakehouse-stream-writer, at most 3s behind"),  # noqa: E501
-        ):  # fmt: skip
-            stub.add_response("describe_table", _described("NEW_AND_OLD_IMAGES"), {"TableName": ARN})  # fmt: skip
-            lstub.add_response("list_event_source_mappings", _mappings("Enabled"), {"EventSourceArn": STREAM})  # fmt: skip
+            (
+                (1200.0, 250000.0),
+                "✗ orders: stream: NEW_AND_OLD_IMAGES, dynamodb-lakehouse-stream-writer is 250s "
+                "behind the stream: see its errors (its log group) and the failure queue",
+            ),
+            (
+                (1200.0, 3000.0),
+                "✓ orders: stream: NEW_AND_OLD_IMAGES, read by dynamodb-lakehouse-stream-writer, "
+                "at most 3s behind",
+            ),
+        ):
+            stub.add_response(
+                "describe_table", _described("NEW_AND_OLD_IMAGES"), {"TableName": ARN}
+            )
+            lstub.add_response(
+                "list_event_source_mappings", _mappings("Enabled"), {"EventSourceArn": STREAM}
+            )
             wstub.add_response("get_metric_statistics", _ages(*ages))
             assert account_doctor.stream(client, lambdas, watch, streamed).line() == expected
 
@@ -191,7 +242,9 @@ def test_stream() -> None:
 def test_a_table_without_an_arn_is_checked_by_its_name() -> None:
     client = _client("dynamodb")
     with Stubber(client) as stub:
-        stub.add_client_error("describe_continuous_backups", "TableNotFoundException", "Table not found: orders")  # fmt: skip
+        stub.add_client_error(
+            "describe_continuous_backups", "TableNotFoundException", "Table not found: orders"
+        )
         assert account_doctor.point_in_time_recovery(client, get_table("orders")).line() == (
             "✗ orders: point-in-time recovery: TableNotFoundException: Table not found: orders"
         )
@@ -214,15 +267,25 @@ def test_glue_database_and_lake_formation() -> None:
         assert account_doctor.database(glue, "staging").line() == (
             "✗ glue database staging: not found: deploy deploy/template.yaml (it creates it)"
         )
-        stub.add_response("get_database", {"Database": {"Name": "staging", "CreateTableDefaultPermissions": []}})  # fmt: skip
+        stub.add_response(
+            "get_database", {"Database": {"Name": "staging", "CreateTableDefaultPermissions": []}}
+        )
         assert account_doctor.database(glue, "staging").line() == (
             "✗ glue database staging: governed by Lake Formation (no default permissions): "
             "grant the job role CREATE_TABLE, ALTER, DROP and DESCRIBE on the database, SELECT, "
             "INSERT, DELETE, ALTER, DROP and DESCRIBE on all its tables and DATA_LOCATION_ACCESS "
             "on the warehouse (Lake Formation), and lakeformation:GetDataAccess (IAM)"
         )
-        everyone = [{"Principal": {"DataLakePrincipalIdentifier": "IAM_ALLOWED_PRINCIPALS"}, "Permissions": ["ALL"]}]  # fmt: skip
-        stub.add_response("get_database", {"Database": {"Name": "staging", "CreateTableDefaultPermissions": everyone}})  # fmt: skip
+        everyone = [
+            {
+                "Principal": {"DataLakePrincipalIdentifier": "IAM_ALLOWED_PRINCIPALS"},
+                "Permissions": ["ALL"],
+            }
+        ]
+        stub.add_response(
+            "get_database",
+            {"Database": {"Name": "staging", "CreateTableDefaultPermissions": everyone}},
+        )
         assert account_doctor.database(glue, "staging").line() == (
             "✓ glue database staging: found, IAM permissions apply"
         )
@@ -283,7 +346,7 @@ def test_each_local_check_fails_with_its_fix(
         not check.ok
         and f"{tmp_path}/" in check.detail
         and "is missing (run `make setup`" in check.detail
-    )  # noqa: E501
+    )
     monkeypatch.undo()
 
     home = tmp_path / "home"
@@ -293,7 +356,7 @@ def test_each_local_check_fails_with_its_fix(
     assert (
         local.catalog().line()
         == f"✗ catalog: {home / 'catalog.db'} is no SQLite file: move it away"
-    )  # noqa: E501
+    )
 
     monkeypatch.setattr(local, "MIN_FREE_GB", 1e9)
     check = local.disk()
@@ -319,15 +382,21 @@ def test_a_failed_probe_says_where_its_checks_are(monkeypatch: pytest.MonkeyPatc
     stub = Stubber(client)
     now = datetime.now(UTC)
     run = {
-        "applicationId": "app-1", "jobRunId": "run-1", "arn": "arn:aws:emr-serverless:eu-west-1:123456789012:/applications/app-1/jobruns/run-1",
-        "createdBy": "arn:aws:iam::123456789012:user/u", "createdAt": now, "updatedAt": now,
-        "executionRole": "arn:aws:iam::123456789012:role/job", "state": "FAILED",
-        "stateDetails": "Job failed, ExitCode: 1", "releaseLabel": "emr-7.7.0",
+        "applicationId": "app-1",
+        "jobRunId": "run-1",
+        "arn": "arn:aws:emr-serverless:eu-west-1:123456789012:/applications/app-1/jobruns/run-1",
+        "createdBy": "arn:aws:iam::123456789012:user/u",
+        "createdAt": now,
+        "updatedAt": now,
+        "executionRole": "arn:aws:iam::123456789012:role/job",
+        "state": "FAILED",
+        "stateDetails": "Job failed, ExitCode: 1",
+        "releaseLabel": "emr-7.7.0",
         "jobDriver": {"sparkSubmit": {"entryPoint": "s3://code/main.py"}},
-    }  # fmt: skip
+    }
     stub.add_response(
         "get_job_run", {"jobRun": run}, {"applicationId": "app-1", "jobRunId": "run-1"}
-    )  # noqa: E501
+    )
 
     def submitted(*args: Any, **kwargs: Any) -> None:
         state = emr.serverless_state(client, "app-1", "run-1")
@@ -348,9 +417,14 @@ def test_doctor_in_a_job_checks_what_only_a_job_can(spark, capsys) -> None:
     assert cli.main(["doctor", "--in-job"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in out[:-1]] == [
-        "✓ python", "✓ dbt", "✓ iceberg", "✓ decoder", "✓ database staging", "✓ database lakehouse",
+        "✓ python",
+        "✓ dbt",
+        "✓ iceberg",
+        "✓ decoder",
+        "✓ database staging",
+        "✓ database lakehouse",
         "✓ warehouse",
-    ]  # fmt: skip
+    ]
     assert "1.10.2" in out[2]
     assert not [t for t in spark.sql("show tables in lake.staging").collect() if "doctor" in t[1]]
 
@@ -361,7 +435,10 @@ def test_local_checks_fail_with_their_fix(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.setenv("PATH", str(tmp_path))  # no java on it
     assert local.java().line() == "✗ java: no java on PATH: install OpenJDK 17 (make setup)"
     monkeypatch.setattr(local, "MIN_FREE_GB", 10**9)
-    assert local.disk().line().startswith("✗ disk: ") and "free at least 1e+09 GB" in local.disk().line()  # fmt: skip
+    assert (
+        local.disk().line().startswith("✗ disk: ")
+        and "free at least 1e+09 GB" in local.disk().line()
+    )
     bad = tmp_path / "catalog.db"
     bad.write_text("not a database")
     monkeypatch.setattr("ingestion.catalog.table_metadata.catalog_file", lambda: bad)
@@ -417,14 +494,22 @@ def test_the_probe_reaches_each_service_of_the_job_or_names_its_endpoint(
 
     def at(url: str) -> Any:
         return lambda service, region: boto3.client(
-            service, region_name=region, endpoint_url=url, aws_access_key_id="x",
+            service,
+            region_name=region,
+            endpoint_url=url,
+            aws_access_key_id="x",
             aws_secret_access_key="x",
             config=Config(connect_timeout=1, read_timeout=2, retries={"max_attempts": 1}),
-        )  # fmt: skip
+        )
 
     with local_s3.server() as endpoint:  # moto's server: every service answers
         reached = in_job.endpoint_checks(at(endpoint))
-    assert [c.name for c in reached] == ["reach dynamodb", "reach glue", "reach s3", "reach cloudwatch"]  # fmt: skip
+    assert [c.name for c in reached] == [
+        "reach dynamodb",
+        "reach glue",
+        "reach s3",
+        "reach cloudwatch",
+    ]
     assert all(c.ok and c.detail.startswith(f"{endpoint} answered") for c in reached), reached
     closed = in_job.endpoint_checks(at("http://127.0.0.1:1"))  # nothing listens: no route
     assert not any(c.ok for c in closed)
@@ -438,8 +523,12 @@ def test_the_probe_reaches_each_service_of_the_job_or_names_its_endpoint(
     stub = Stubber(refused)
     stub.add_client_error("list_exports", "AccessDeniedException", "not authorized")
     with stub:
-        denied = in_job._reach("dynamodb", "eu-west-1", lambda s, r: refused, lambda c: c.list_exports(MaxResults=1))  # fmt: skip
-    assert denied.line() == "✗ reach dynamodb: reached, refused: AccessDeniedException: not authorized"  # fmt: skip
+        denied = in_job._reach(
+            "dynamodb", "eu-west-1", lambda s, r: refused, lambda c: c.list_exports(MaxResults=1)
+        )
+    assert (
+        denied.line() == "✗ reach dynamodb: reached, refused: AccessDeniedException: not authorized"
+    )
 
     monkeypatch.delenv("AWS_REGION")
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
@@ -456,15 +545,25 @@ def test_a_bucket_encrypted_with_a_customer_key_names_the_grant_the_job_role_nee
 
     def encrypted(algorithm: str, key_id: str | None) -> dict:
         default = {"SSEAlgorithm": algorithm} | ({"KMSMasterKeyID": key_id} if key_id else {})
-        return {"ServerSideEncryptionConfiguration": {"Rules": [{"ApplyServerSideEncryptionByDefault": default}]}}  # fmt: skip
+        return {
+            "ServerSideEncryptionConfiguration": {
+                "Rules": [{"ApplyServerSideEncryptionByDefault": default}]
+            }
+        }
 
     def decisions(*allowed: bool) -> dict:
-        return {"EvaluationResults": [
-            {"EvalActionName": a, "EvalDecision": "allowed" if ok else "implicitDeny"}
-            for a, ok in zip(account_doctor.KMS_ACTIONS, allowed, strict=True)
-        ]}  # fmt: skip
+        return {
+            "EvaluationResults": [
+                {"EvalActionName": a, "EvalDecision": "allowed" if ok else "implicitDeny"}
+                for a, ok in zip(account_doctor.KMS_ACTIONS, allowed, strict=True)
+            ]
+        }
 
-    asked = {"PolicySourceArn": role, "ActionNames": list(account_doctor.KMS_ACTIONS), "ResourceArns": [key]}  # fmt: skip
+    asked = {
+        "PolicySourceArn": role,
+        "ActionNames": list(account_doctor.KMS_ACTIONS),
+        "ResourceArns": [key],
+    }
     with Stubber(s3) as s3_stub, Stubber(iam) as iam_stub:
         s3_stub.add_response("get_bucket_encryption", encrypted("AES256", None), {"Bucket": "lake"})
         assert account_doctor.bucket_key(s3, iam, "lake", role).line() == (

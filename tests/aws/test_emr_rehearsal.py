@@ -99,9 +99,13 @@ def iceberg_table(catalog_file: Path, endpoint: str, name: str):
     catalog = SqlCatalog(
         "lake",
         uri=f"sqlite:///{catalog_file}",
-        **{"s3.endpoint": endpoint, "s3.region": "us-east-1",
-           "s3.access-key-id": "testing", "s3.secret-access-key": "testing"},
-    )  # fmt: skip
+        **{
+            "s3.endpoint": endpoint,
+            "s3.region": "us-east-1",
+            "s3.access-key-id": "testing",
+            "s3.secret-access-key": "testing",
+        },
+    )
     return catalog.load_table(name)
 
 
@@ -168,7 +172,9 @@ class Rehearsal:
     def job(self, parameters: str) -> emr_rehearsal.Job:
         """A job run's fresh folder, its archives unpacked, as EMR starts each run."""
         self.runs += 1
-        return emr_rehearsal.prepare(parameters, self.s3, self.root / f"run-{self.runs}", self.python)  # fmt: skip
+        return emr_rehearsal.prepare(
+            parameters, self.s3, self.root / f"run-{self.runs}", self.python
+        )
 
     def driver_import(self, parameters: str, module: str) -> tuple[int, str]:
         done = emr_rehearsal.driver_import(self.job(parameters), self.spark_home, module)
@@ -206,7 +212,11 @@ class Rehearsal:
 def upload_exports(s3, out: Path, folders: list[Path]) -> list[str]:
     for path in sorted(out.rglob("*")):
         if path.is_file():
-            s3.put_object(Bucket=BUCKET, Key=f"exports/{path.relative_to(out).as_posix()}", Body=path.read_bytes())  # fmt: skip
+            s3.put_object(
+                Bucket=BUCKET,
+                Key=f"exports/{path.relative_to(out).as_posix()}",
+                Body=path.read_bytes(),
+            )
     return [f"s3://{BUCKET}/exports/{f.relative_to(out).as_posix()}" for f in folders]
 
 
@@ -240,7 +250,12 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
         # archive's dbt, Iceberg from spark.jars, both databases, a scratch table, and a call to
         # each AWS service the job's Python reaches, in the region the parameters give it.
         probe = rehearsal.ok("doctor", "--in-job")
-        for line in ("✓ dbt: dbt-core", "✓ iceberg: Apache Iceberg 1.10.2", "✓ decoder: ", "✓ warehouse: created"):  # fmt: skip
+        for line in (
+            "✓ dbt: dbt-core",
+            "✓ iceberg: Apache Iceberg 1.10.2",
+            "✓ decoder: ",
+            "✓ warehouse: created",
+        ):
             assert line in probe, probe
         for service in ("dynamodb", "glue", "s3", "cloudwatch"):
             assert f"✓ reach {service}: {endpoint} answered" in probe, probe
@@ -272,10 +287,10 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
         t_exports = [
             sample_exports.write_items_export(
                 tmp_path / f"t{n}", "t", t_items(qty), BASE_TIME + n * hour, n
-            )  # fmt: skip
+            )
             for n, qty in enumerate(
                 ([("a", "1"), ("b", "2")], [("a", "1.5"), ("b", "2")], [("a", "3"), ("c", "4")])
-            )  # fmt: skip
+            )
         ]
         t_uris = [upload_exports(rehearsal.s3, e.parents[2], [e])[0] for e in t_exports]
         first = rehearsal.ok("sync", "--table", "t", *t_uris[:2])
@@ -299,8 +314,9 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
             emr.spark_parameters(
                 rehearsal.archive, WAREHOUSE, rehearsal.deps, databases=DATABASES, region=REGION
             ),
-            "query", f"create view {DATABASES[0]}.any_view as select 1 as one",
-        )  # fmt: skip
+            "query",
+            f"create view {DATABASES[0]}.any_view as select 1 as one",
+        )
         assert code != 0 and "not supported by catalog" in output, output
         # The next two are decided by the parameters before Spark starts, and are checked
         # without a JVM: the driver's first import, and the driver's classpath.

@@ -98,10 +98,12 @@ def test_a_removed_action_names_the_code_path_that_needs_it() -> None:
     ]
     writer = [
         aws_calls.Need(
-            "StreamWriterRole", "s3:PutObject", "arn:aws:s3:::lake/streams/books/x.json.gz",
+            "StreamWriterRole",
+            "s3:PutObject",
+            "arn:aws:s3:::lake/streams/books/x.json.gz",
             "ingestion/sources/change_file_writer.py:169 in write_file",
         )
-    ]  # fmt: skip
+    ]
     assert _denied(writer, granted) == [
         "StreamWriterRole may not s3:PutObject on arn:aws:s3:::lake/streams/books/x.json.gz "
         "(needed by ingestion/sources/change_file_writer.py:169 in write_file)"
@@ -205,9 +207,15 @@ def test_three_tables_render_to_a_template_that_passes_every_check(
     assert not problems and template is not None
     resources = template["Resources"]
     assert {n for n, r in resources.items() if r["Type"] == "AWS::Scheduler::Schedule"} == {
-        "Watch", "OrdersSync", "OrdersMaintain", "InvoicesSync", "InvoicesMaintain",
-        "BooksVerify", "OrdersVerify", "InvoicesVerify",
-    }  # fmt: skip
+        "Watch",
+        "OrdersSync",
+        "OrdersMaintain",
+        "InvoicesSync",
+        "InvoicesMaintain",
+        "BooksVerify",
+        "OrdersVerify",
+        "InvoicesVerify",
+    }
     assert "InvoicesTableArn" in template["Parameters"]
     assert {"Ref": "InvoicesTableArn"} in next(
         s["Resource"]
@@ -216,8 +224,14 @@ def test_three_tables_render_to_a_template_that_passes_every_check(
     )
     from ingestion.aws import contracts
 
-    for target in (r["Properties"]["Target"] for r in resources.values() if r["Type"] == "AWS::Scheduler::Schedule"):  # fmt: skip
+    for target in (
+        r["Properties"]["Target"]
+        for r in resources.values()
+        if r["Type"] == "AWS::Scheduler::Schedule"
+    ):
         arn = aws_calls.sample(aws_calls.resolve(target["Arn"], template))
-        contracts.check_scheduler_target(arn, json.loads(aws_calls.sample(aws_calls.resolve(target["Input"], template))))  # fmt: skip
+        contracts.check_scheduler_target(
+            arn, json.loads(aws_calls.sample(aws_calls.resolve(target["Input"], template)))
+        )
     needs = aws_calls.needs(aws_calls.RECORDER.calls, aws_calls.scheduled_calls(template))
     assert [n for n in needs if not aws_calls.allowed(n, aws_calls.grants(template))] == []

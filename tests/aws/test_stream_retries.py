@@ -56,11 +56,15 @@ def poll(
         cap = mapping["MaximumRetryAttempts"]
         if cap != deployment.RETRY_FOREVER and attempts > cap:
             left = records[start : start + mapping["BatchSize"]]
-            dropped.append({"DDBStreamBatchInfo": {
-                "startSequenceNumber": left[0]["dynamodb"]["SequenceNumber"],
-                "endSequenceNumber": left[-1]["dynamodb"]["SequenceNumber"],
-                "batchSize": len(left),
-            }})  # fmt: skip
+            dropped.append(
+                {
+                    "DDBStreamBatchInfo": {
+                        "startSequenceNumber": left[0]["dynamodb"]["SequenceNumber"],
+                        "endSequenceNumber": left[-1]["dynamodb"]["SequenceNumber"],
+                        "batchSize": len(left),
+                    }
+                }
+            )
             start, attempts = start + len(left), 0
     raise AssertionError(f"still failing after {give_up_after} invocations")
 
@@ -121,9 +125,15 @@ def test_the_mapping_retries_without_a_cap_and_the_alarms_say_how_long() -> None
 
 def test_an_outage_longer_than_the_old_cap_lost_the_changes(endpoint: str) -> None:
     dropped = poll(_records(), CAPPED, _outage(endpoint, failing=15))
-    assert dropped == [{"DDBStreamBatchInfo": {
-        "startSequenceNumber": f"{1:021d}", "endSequenceNumber": f"{5:021d}", "batchSize": 5,
-    }}]  # fmt: skip
+    assert dropped == [
+        {
+            "DDBStreamBatchInfo": {
+                "startSequenceNumber": f"{1:021d}",
+                "endSequenceNumber": f"{5:021d}",
+                "batchSize": 5,
+            }
+        }
+    ]
     s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
     s3.create_bucket(Bucket=BUCKET)  # the outage ends: the shard has moved on
     assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET)  # the changes were never written

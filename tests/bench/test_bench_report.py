@@ -52,7 +52,7 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                 apply_run(100_000, 14.29),
                 apply_run(1_000_000, 20.0),
                 apply_run(5_000_000, 40.0),
-            ]  # fmt: skip
+            ]
         },
     }
     case = {"changes": 10_000, "keys": 10_000, "ingest_seconds": 4.0, "dbt_seconds": {"run": 5.0}}
@@ -71,7 +71,7 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                         "ratio_to_floor": 1.9,
                     }
                 ],
-            },  # fmt: skip
+            },
             {
                 "table_rows": 10_000_000,
                 "first_apply": {
@@ -80,7 +80,7 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                         "floor_merge_seconds": 12.4,
                         "ratio_to_floor": 2.5,
                     }
-                },  # fmt: skip
+                },
                 "cases": [
                     {
                         **case,
@@ -99,7 +99,7 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                         "ratio_to_floor": 2.2,
                     }
                 ],
-            },  # fmt: skip
+            },
         ],
     }
     history_side = {"merge_median_seconds": 6.0, "first_build_seconds": 40.0}
@@ -139,10 +139,10 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                         "merge_seconds": seconds,
                         "ratio_to_unbucketed": ratio,
                         "changed_buckets": changed,
-                    }  # fmt: skip
+                    }
                     for case, seconds, ratio, changed in zip(
                         layout, tick_batch, ratios, touched, strict=True
-                    )  # fmt: skip
+                    )
                 ],
             }
             for count, files, tick_batch, ratios, touched in (

@@ -1,5 +1,6 @@
 """Small commands without a JVM (``ingestion/without_spark``): after a merge with deletes and before
-``maintain``, the status without Spark, drift and query give Spark's figures; ``status`` and a ``sync``
+``maintain``, the status without Spark, drift and query give Spark's figures; ``status`` and a
+``sync``
 or ``merge`` with nothing new run in a process that cannot start Java."""
 
 from __future__ import annotations
@@ -47,8 +48,10 @@ def books_with_deletes(spark, clean_lakehouse, tmp_path: Path) -> Path:
         )
 
     first = [record("REMOVE", "a", None, LATER, 1), record("REMOVE", "b", None, LATER + 1, 2)]
-    second = [record("MODIFY", "c", book("c", "7"), LATER + 60, 3),
-              record("INSERT", "f", book("f"), LATER + 61, 4)]  # fmt: skip
+    second = [
+        record("MODIFY", "c", book("c", "7"), LATER + 60, 3),
+        record("INSERT", "f", book("f"), LATER + 61, 4),
+    ]
     for batch in (first, second):
         assert write_batch(batch, str(location))[1] is None
     assert main(["sync", "--table", "books", "--stream", str(location), "--settle", "0"]) == 0
@@ -77,11 +80,18 @@ def test_figures_without_spark_equal_sparks_after_a_merge_with_deletes(
         "books", "INSERT", {"id": {"S": "g"}}, None, book("g"), LATER + 120, 5
     )
     assert write_batch([record], str(books_with_deletes))[1] is None
-    assert main(["ingest", "--table", "books", "--stream", str(books_with_deletes), "--settle", "0"]) == 0  # fmt: skip
+    assert (
+        main(["ingest", "--table", "books", "--stream", str(books_with_deletes), "--settle", "0"])
+        == 0
+    )
     spark.sql("refresh table lake.staging.books")
     heavy, light = status.table_status(spark, "books"), status.status_without_spark("books")
     assert len(light.pending) == 1 and light.unmerged_rows == 1
-    assert (light.pending, light.unmerged_rows, light.entries) == (heavy.pending, heavy.unmerged_rows, heavy.entries)  # fmt: skip
+    assert (light.pending, light.unmerged_rows, light.entries) == (
+        heavy.pending,
+        heavy.unmerged_rows,
+        heavy.entries,
+    )
     assert main(["merge", "--table", "books"]) == 0
 
     capsys.readouterr()
@@ -101,8 +111,12 @@ def no_java() -> dict[str, str]:
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ingestion.cli", *args],
-        cwd=ROOT, env=no_java(), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=no_java(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_small_commands_need_no_jvm(spark, books_with_deletes: Path) -> None:
@@ -132,7 +146,8 @@ def test_small_commands_need_no_jvm(spark, books_with_deletes: Path) -> None:
 
 
 def test_metadata_is_read_from_s3() -> None:
-    """A warehouse on S3: the path without Spark reads the metadata file with the project's S3 client
+    """A warehouse on S3: the path without Spark reads the metadata file with the project's S3
+    client
     (moto's server on 127.0.0.1, a test double for AWS only)."""
     import boto3
     import local_s3

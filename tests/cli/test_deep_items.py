@@ -34,12 +34,19 @@ def jsonl(path: Path, lines: list[Any]) -> Path:
 def written(capsys) -> str:
     """The folder `write-export` printed."""
     out = capsys.readouterr().out
-    return next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("export written: "))  # fmt: skip
+    return next(
+        line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("export written: ")
+    )
 
 
 def export(capsys, tmp_path: Path, name: str, *args: str) -> str:
     out = tmp_path / "exports"
-    assert main(["write-export", "--table", "Deep", "--partition-key", "id:S", "--out", str(out), *args]) == 0  # fmt: skip
+    assert (
+        main(
+            ["write-export", "--table", "Deep", "--partition-key", "id:S", "--out", str(out), *args]
+        )
+        == 0
+    )
     return written(capsys)
 
 
@@ -51,7 +58,15 @@ def test_deep_items_load_adopt_verify_repair_rebuild_and_keep_their_history(
     spark, clean_lakehouse, project_copy: Path, tmp_path: Path, capsys
 ) -> None:
     items = [deep_items.item(i, DEPTHS) for i in range(4)]
-    full = export(capsys, tmp_path, "full", "--items", str(jsonl(tmp_path / "items.jsonl", items)), "--at", T0.isoformat())  # fmt: skip
+    full = export(
+        capsys,
+        tmp_path,
+        "full",
+        "--items",
+        str(jsonl(tmp_path / "items.jsonl", items)),
+        "--at",
+        T0.isoformat(),
+    )
     assert main(["add-table", "Deep", "--partition-key", "id:S", "--history"]) == 0
     assert main(["sync", "--table", "deep", full]) == 0
     capsys.readouterr()
@@ -59,11 +74,21 @@ def test_deep_items_load_adopt_verify_repair_rebuild_and_keep_their_history(
     # The changes: every item's deepest decimals widened, one item deleted, one added.
     changed = [deep_items.widened(found, DEPTHS) for found in items[:3]]
     new = deep_items.item(9, DEPTHS)
-    changes = [{"Keys": {"id": c["id"]}, "OldImage": o, "NewImage": c} for o, c in zip(items, changed, strict=False)]  # fmt: skip
+    changes = [
+        {"Keys": {"id": c["id"]}, "OldImage": o, "NewImage": c}
+        for o, c in zip(items, changed, strict=False)
+    ]
     changes += [{"Keys": {"id": items[3]["id"]}, "OldImage": items[3]}]
     changes += [{"Keys": {"id": new["id"]}, "NewImage": new}]
     window = ["--from", T0.isoformat(), "--to", (T0 + timedelta(hours=1)).isoformat()]
-    incremental = export(capsys, tmp_path, "inc", "--changes", str(jsonl(tmp_path / "changes.jsonl", changes)), *window)  # fmt: skip
+    incremental = export(
+        capsys,
+        tmp_path,
+        "inc",
+        "--changes",
+        str(jsonl(tmp_path / "changes.jsonl", changes)),
+        *window,
+    )
     assert main(["sync", "--table", "deep", incremental]) == 0
     out = capsys.readouterr().out
     assert "drift adopted" in out, out
@@ -72,14 +97,26 @@ def test_deep_items_load_adopt_verify_repair_rebuild_and_keep_their_history(
     # list's last element, the wide map, the set inside the list.
     deepest = scalar(spark, "select d2[0].child[0].price from lake.lakehouse.deep where id = 'i0'")
     assert deepest == Decimal("1.123456")
-    assert scalar(spark, "select long[499].p from lake.lakehouse.deep where id = 'i1'") == Decimal("0.125")  # fmt: skip
-    assert scalar(spark, "select wide.k199 from lake.lakehouse.deep where id = 'i2'") == Decimal("7.25")  # fmt: skip
+    assert scalar(spark, "select long[499].p from lake.lakehouse.deep where id = 'i1'") == Decimal(
+        "0.125"
+    )
+    assert scalar(spark, "select wide.k199 from lake.lakehouse.deep where id = 'i2'") == Decimal(
+        "7.25"
+    )
     assert scalar(spark, "select count(*) from lake.lakehouse.deep") == 4
 
     # The table against a full export of what the items are now: equal, value by value.
     expected = [*changed, new]
     later = (T0 + timedelta(hours=2)).isoformat()
-    now = export(capsys, tmp_path, "now", "--items", str(jsonl(tmp_path / "now.jsonl", expected)), "--at", later)  # fmt: skip
+    now = export(
+        capsys,
+        tmp_path,
+        "now",
+        "--items",
+        str(jsonl(tmp_path / "now.jsonl", expected)),
+        "--at",
+        later,
+    )
     assert main(["verify", "--table", "deep", now]) == 0, capsys.readouterr()
     assert "EQUAL" in capsys.readouterr().out
 

@@ -28,7 +28,16 @@ FINALS = {"USER": "app__user", "ORDER": "app__order", "PROFILE": "app__profile"}
 
 
 def add_app() -> None:
-    args = ["add-table", "app", "--partition-key", "pk:S", "--sort-key", "sk:S", "--entity-key", "sk"]  # fmt: skip
+    args = [
+        "add-table",
+        "app",
+        "--partition-key",
+        "pk:S",
+        "--sort-key",
+        "sk:S",
+        "--entity-key",
+        "sk",
+    ]
     for value in FINALS:
         args += ["--entity", value]
     assert main(args) == 0
@@ -44,7 +53,9 @@ def app_items() -> list[dict[str, Any]]:
 
 
 def expected(items: list[dict[str, Any]]) -> dict[str, set[tuple[str, str]]]:
-    found: dict[str, set[tuple[str, str]]] = {f: set() for f in [*FINALS.values(), "app__unmatched"]}  # fmt: skip
+    found: dict[str, set[tuple[str, str]]] = {
+        f: set() for f in [*FINALS.values(), "app__unmatched"]
+    }
     for item in items:
         value = item["sk"]["S"].split("#", 1)[0]
         found[FINALS.get(value, "app__unmatched")].add((item["pk"]["S"], item["sk"]["S"]))
@@ -66,8 +77,12 @@ def no_jvm(*args: str) -> subprocess.CompletedProcess[str]:
 
     return subprocess.run(
         [sys.executable, "-m", "ingestion.cli", *args],
-        cwd=ROOT, env=no_java(), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=no_java(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture
@@ -119,7 +134,9 @@ def staged_as_before(spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         patched.setattr(typed_rows, "typed_rows", typed_rows.typed_rows_sql)
         full = sample_exports.write_items_export(tmp_path / "full", "app", items)
         assert main(["sync", "--table", "app", str(full)]) == 0
-    spark.sql("alter table lake.staging.app unset tblproperties ('dynamodb-lakehouse.entity-values')")  # fmt: skip
+    spark.sql(
+        "alter table lake.staging.app unset tblproperties ('dynamodb-lakehouse.entity-values')"
+    )
     return items
 
 
@@ -147,8 +164,12 @@ def test_root_items_staged_as_unmatched_move_to_their_entity_at_the_next_merge(
     assert held(lakehouse_home) == want
     spark.sql("refresh table lake.lakehouse.app__profile")
     profile = spark.table("lake.lakehouse.app__profile").collect()
-    assert {r["pk"]: r["bio"] for r in profile} == {pk: f"bio of {pk}" for pk, _ in want["app__profile"]}  # fmt: skip
-    assert all(item["sk"] == {"S": "PROFILE"} for item, _ in final_items(spark, "app", "app__profile"))  # fmt: skip
+    assert {r["pk"]: r["bio"] for r in profile} == {
+        pk: f"bio of {pk}" for pk, _ in want["app__profile"]
+    }
+    assert all(
+        item["sk"] == {"S": "PROFILE"} for item, _ in final_items(spark, "app", "app__profile")
+    )
     # Done once: the change log is marked, no refresh is pending, the next merge is a no-op.
     properties = dict(spark.sql("show tblproperties lake.staging.app").collect())
     assert properties.get("dynamodb-lakehouse.entity-values") == "whole-key"
@@ -175,8 +196,12 @@ def test_kill_9_while_root_items_move_then_the_same_command_again(
     env = {**os.environ, "LAKEHOUSE_FAULT": fault}
     killed = subprocess.run(
         [sys.executable, "-m", "ingestion.cli", "merge", "--table", "app"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert killed.returncode == -9, killed.stderr[-2000:]
     spark.sql("refresh table lake.staging.app")
     properties = dict(spark.sql("show tblproperties lake.staging.app").collect())

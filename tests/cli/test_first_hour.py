@@ -65,7 +65,10 @@ def test_any_dynamodb_table_name_onboards_end_to_end(
     assert main(["add-table", "orders.prod", "--partition-key", "id:S"]) == 2  # one lakehouse name
     refused = capsys.readouterr().err
     assert "'orders-prod' and 'orders.prod' both map to lakehouse table 'orders_prod'" in refused
-    assert main(["add-table", "orders.prod", "--name", "orders_prod_2", "--partition-key", "id:S"]) == 0  # fmt: skip
+    assert (
+        main(["add-table", "orders.prod", "--name", "orders_prod_2", "--partition-key", "id:S"])
+        == 0
+    )
 
     cases = {
         "App.Users": ("app_users", {"pk": s("USER#1"), "sk": s("PROFILE")}),
@@ -80,7 +83,7 @@ def test_any_dynamodb_table_name_onboards_end_to_end(
         record = sample_stream.stream_record(dynamodb, "MODIFY", keys, item, changed, LATER, 1)
         written, failed = write_batch([record], str(location))
         assert failed is None and written[0].uri.startswith(str(location / dynamodb))
-        assert main(["sync", "--table", lakehouse, "--stream", str(location), "--settle", "0"]) == 0  # fmt: skip
+        assert main(["sync", "--table", lakehouse, "--stream", str(location), "--settle", "0"]) == 0
         rows = list(final_rows(spark, lakehouse).values())
         assert [r["_item"]["note"] for r in rows] == [{"S": "changed"}]
 
@@ -137,7 +140,9 @@ def test_another_tables_export_is_refused_and_a_table_can_be_removed_and_added_a
     assert "name: app\n" not in sources
     assert not spark.catalog.tableExists("lake.staging.app")
     assert not spark.catalog.tableExists("lake.lakehouse.app")
-    assert "app" not in {r[0] for r in spark.table(names.merge_log_table()).select("table_name").collect()}  # fmt: skip
+    assert "app" not in {
+        r[0] for r in spark.table(names.merge_log_table()).select("table_name").collect()
+    }
     assert merge_log.merged_batches(spark, "app") == set()
     assert main(["add-table", "app", "--partition-key", "pk:S"]) == 0
     assert main(["sync", "--table", "app", str(own)]) == 0
@@ -151,8 +156,13 @@ def test_export_folders_that_moved_are_read_where_they_are(
     full = sample_exports.write_items_export(tmp_path / "orig", "books", items)
     copied = tmp_path / "myexport"
     shutil.copytree(full, copied)  # cp -r .../AWSDynamoDB/<id> ./myexport
-    lines = [{"Metadata": {"WriteTimestampMicros": {"N": str(LATER * 1_000_000)}},
-              "Keys": {"id": s("b")}, "NewImage": {"id": s("b"), "title": s("B")}}]  # fmt: skip
+    lines = [
+        {
+            "Metadata": {"WriteTimestampMicros": {"N": str(LATER * 1_000_000)}},
+            "Keys": {"id": s("b")},
+            "NewImage": {"id": s("b"), "title": s("B")},
+        }
+    ]
     window = (BASE_TIME, BASE_TIME + timedelta(hours=1))
     incremental = sample_exports.write_incremental_export(tmp_path / "inc", "books", lines, window)
     moved = tmp_path / "elsewhere" / "AWSDynamoDB"
@@ -175,7 +185,9 @@ def test_errors_say_what_to_pass(tmp_path: Path, capsys) -> None:
     full = sample_exports.write_items_export(tmp_path, "books", [{"id": s("a")}])
     parent = full.parent  # .../AWSDynamoDB
     assert main(["ingest", "--table", "books", str(parent)]) == 2
-    assert "holds 1 export folder(s), not an export: give the ones to stage" in capsys.readouterr().err  # fmt: skip
+    assert (
+        "holds 1 export folder(s), not an export: give the ones to stage" in capsys.readouterr().err
+    )
     assert main(["ingest", "--table", "books", str(tmp_path / "nope")]) == 2
     assert "does not exist: give an export folder" in capsys.readouterr().err
     assert main(["ingest", "--table", "books", str(full / "manifest-summary.json")]) == 2
@@ -211,33 +223,49 @@ def test_out_of_memory_is_one_line_saying_what_to_do(lakehouse_home: Path) -> No
     done = cli("query", big, env={"LAKEHOUSE_DRIVER_MEMORY": "520m"})
     assert done.returncode == 2, done.stderr[-3000:]
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: query ") and "out of the driver's memory" in last, done.stderr[-3000:]  # fmt: skip
+    assert last.startswith("error: query ") and "out of the driver's memory" in last, done.stderr[
+        -3000:
+    ]
     assert "driver memory 520m" in last and "LAKEHOUSE_DRIVER_MEMORY=4g" in last
     assert "Traceback" not in done.stderr and "\tat " not in done.stderr, done.stderr[-3000:]
     done = cli("query", "select 1", env={"LAKEHOUSE_DRIVER_MEMORY": "300m"})  # refused before Spark
     assert done.returncode == 2 and "Traceback" not in done.stderr and "\tat " not in done.stderr
-    assert (
-        done.stderr.strip().splitlines()
-        == [
-            "error: driver memory 300m (LAKEHOUSE_DRIVER_MEMORY) is below the 512m Spark needs to start: give at least 1g (the default is 2g)"  # fmt: skip
-        ]
-    )
+    assert done.stderr.strip().splitlines() == [
+        "error: driver memory 300m (LAKEHOUSE_DRIVER_MEMORY) is below the 512m Spark needs to "
+        "start: give at least 1g (the default is 2g)"
+    ]
 
 
 def test_the_first_hours_messages_say_what_to_do(
     spark, clean_lakehouse, project_copy: Path, capsys
 ) -> None:
-    """A plain `dbt run` before any ingest says to ingest first (not Spark's TABLE_OR_VIEW_NOT_FOUND);
+    """A plain `dbt run` before any ingest says to ingest first (not Spark's
+    TABLE_OR_VIEW_NOT_FOUND);
     a mistyped --table names the closest configured table; `add-table --history` on a configured
     table says how to turn its history on."""
     from ingestion.merge import dbt_process
 
-    assert main(["add-table", "Invoices", "--partition-key", "tenant_id:S", "--sort-key", "invoice_id:S"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "add-table",
+                "Invoices",
+                "--partition-key",
+                "tenant_id:S",
+                "--sort-key",
+                "invoice_id:S",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     with pytest.raises(dbt_process.DbtError):
         dbt_process.dbt_invoke(["run", "--select", "invoices"])
     shown = "".join(capsys.readouterr())
-    assert "table invoices: nothing is staged yet" in shown and "Ingest first: ddb-lakehouse sync --table invoices" in shown  # fmt: skip
+    assert (
+        "table invoices: nothing is staged yet" in shown
+        and "Ingest first: ddb-lakehouse sync --table invoices" in shown
+    )
     assert "TABLE_OR_VIEW_NOT_FOUND" not in shown
 
     assert main(["status", "--table", "invoice"]) == 2
@@ -245,7 +273,20 @@ def test_the_first_hours_messages_say_what_to_do(
     assert main(["status", "--table", "Invoice"]) == 2  # its DynamoDB name, mistyped
     assert "did you mean 'invoices'?" in capsys.readouterr().err
 
-    assert main(["add-table", "Invoices", "--partition-key", "tenant_id:S", "--sort-key", "invoice_id:S", "--history"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "add-table",
+                "Invoices",
+                "--partition-key",
+                "tenant_id:S",
+                "--sort-key",
+                "invoice_id:S",
+                "--history",
+            ]
+        )
+        == 2
+    )
     refused = capsys.readouterr().err
     assert "add `history: true` to its entry (vars.dynamodb_tables.invoices)" in refused
 
@@ -298,9 +339,18 @@ def test_the_lambda_writer_runs_locally_on_a_saved_event(tmp_path: Path) -> None
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"Records": records}))
     done = subprocess.run(
-        [sys.executable, "-m", "ingestion.sources.change_file_writer", str(event), str(tmp_path / "out")],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "ingestion.sources.change_file_writer",
+            str(event),
+            str(tmp_path / "out"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     (written,) = (tmp_path / "out" / "books").iterdir()
     # The name says the time range its changes span: earliest and latest.

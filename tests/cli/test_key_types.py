@@ -27,8 +27,12 @@ def test_a_key_type_the_export_contradicts_is_refused_before_spark(
     export = sample_exports.write_items_export(tmp_path / "full", "invoices", items)
     done = subprocess.run(
         [sys.executable, "-m", "ingestion.cli", "sync", "--table", "invoices", str(export)],
-        cwd=tmp_path, env=no_java(), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=no_java(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2, done.stdout + done.stderr[-2000:]
     assert done.stderr.strip().splitlines() == [
         f"error: table invoices: key attribute 'invoice_id' is declared N but the data holds S "

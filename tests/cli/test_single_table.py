@@ -56,17 +56,24 @@ def test_a_single_table_design_splits_into_exact_entity_tables(
     out = capsys.readouterr().out
     sessions = sum(1 for i in items if i["sk"]["S"].startswith("SESSION#"))
     assert sessions == 3
-    assert f"app: {sessions} change(s) of no listed entity value (entities: values) went to lakehouse.app__unmatched" in out  # fmt: skip
+    assert (
+        f"app: {sessions} change(s) of no listed entity value (entities: values) went to "
+        f"lakehouse.app__unmatched" in out
+    )
     assert_entity_tables(spark, lakehouse_home, state, by)
     kept = table_types.stored_schema(spark, tables.get_table("app"))
     assert kept is not None
-    assert kept.entity("app__user").get("total").type.sql() == "bigint"  # type: ignore[union-attr]
-    assert kept.entity("app__order").get("total").type.sql() == "decimal(38,2)"  # type: ignore[union-attr]
+    assert kept.entity("app__user").get("total").type.sql() == "bigint"
+    assert kept.entity("app__order").get("total").type.sql() == "decimal(38,2)"
 
     # An incremental: an update of each entity, a delete of each, an item changing entity
     # (attribute rule: an order that becomes an address), new items.
     view = "NEW_AND_OLD_IMAGES" if by == "key" else "NEW_IMAGE"
-    user1, order2, address3 = state[("USER#1", "USER#1")], state[("USER#1", "ORDER#00002")], state[("USER#3", "ADDRESS#0")]  # fmt: skip
+    user1, order2, address3 = (
+        state[("USER#1", "USER#1")],
+        state[("USER#1", "ORDER#00002")],
+        state[("USER#3", "ADDRESS#0")],
+    )
     lines = [
         change(user1, {**user1, "name": s("Renamed"), "vip": {"BOOL": True}}, view),
         change(order2, {**order2, "total": {"N": "12.345"}}, view),  # widens orders only
@@ -87,22 +94,36 @@ def test_a_single_table_design_splits_into_exact_entity_tables(
     assert_entity_tables(spark, lakehouse_home, state, by)
     kept = table_types.stored_schema(spark, tables.get_table("app"))
     assert kept is not None
-    assert kept.entity("app__order").get("total").type.sql() == "decimal(38,3)"  # type: ignore[union-attr]
-    assert kept.entity("app__user").get("total").type.sql() == "bigint"  # type: ignore[union-attr]
+    assert kept.entity("app__order").get("total").type.sql() == "decimal(38,3)"
+    assert kept.entity("app__user").get("total").type.sql() == "bigint"
     assert kept.entity("app__user").get("vip") is not None  # a new attribute, users' only
-    assert kept.entity("app__order").get("vip") is None  # type: ignore[union-attr]
+    assert kept.entity("app__order").get("vip") is None
 
     # Stream changes: a modify of each entity and a remove.
     location = tmp_path / "streams"
     later = int(BASE_TIME.timestamp()) + 3600
     records = []
-    for sequence, k in enumerate([("USER#8", "USER#8"), ("USER#8", "ORDER#00016"), ("USER#8", "ADDRESS#0")], 1):  # fmt: skip
+    for sequence, k in enumerate(
+        [("USER#8", "USER#8"), ("USER#8", "ORDER#00016"), ("USER#8", "ADDRESS#0")], 1
+    ):
         old = state[k]
-        new = {**old, "status": s("STREAMED")} if "ORDER" in k[1] else {**old, "city" if "ADDRESS" in k[1] else "name": s("streamed")}  # fmt: skip
-        records.append(sample_stream.stream_record("app", "MODIFY", {"pk": old["pk"], "sk": old["sk"]}, old, new, later, sequence))  # fmt: skip
+        new = (
+            {**old, "status": s("STREAMED")}
+            if "ORDER" in k[1]
+            else {**old, "city" if "ADDRESS" in k[1] else "name": s("streamed")}
+        )
+        records.append(
+            sample_stream.stream_record(
+                "app", "MODIFY", {"pk": old["pk"], "sk": old["sk"]}, old, new, later, sequence
+            )
+        )
         state[k] = new
     gone = state.pop(("USER#9", "ORDER#00018"))
-    records.append(sample_stream.stream_record("app", "REMOVE", {"pk": gone["pk"], "sk": gone["sk"]}, gone, None, later, 9))  # fmt: skip
+    records.append(
+        sample_stream.stream_record(
+            "app", "REMOVE", {"pk": gone["pk"], "sk": gone["sk"]}, gone, None, later, 9
+        )
+    )
     written, failed = write_batch(records, str(location))
     assert failed is None and written
     capsys.readouterr()
@@ -136,7 +157,7 @@ def test_a_rule_set_or_changed_on_a_table_with_data_is_refused_until_it_is_reset
     lakehouse_home: Path,
     tmp_path: Path,
     capsys,
-    monkeypatch,  # fmt: skip
+    monkeypatch,
 ) -> None:
     monkeypatch.setenv("LAKEHOUSE_SCHEMA_DIR", str(tmp_path / "schemas"))  # this test's own
     assert main(["add-table", "app", "--partition-key", "pk:S", "--sort-key", "sk:S"]) == 0
@@ -148,8 +169,17 @@ def test_a_rule_set_or_changed_on_a_table_with_data_is_refused_until_it_is_reset
 
     set_rule(project_copy, single_table.KEY_RULE)
     capsys.readouterr()
-    lines = [change(state[("USER#1", "USER#1")], {**state[("USER#1", "USER#1")], "name": s("x")}, "NEW_AND_OLD_IMAGES")]  # fmt: skip
-    assert main(["sync", "--table", "app", str(incremental(tmp_path, lines, "NEW_AND_OLD_IMAGES"))]) == 2  # fmt: skip
+    lines = [
+        change(
+            state[("USER#1", "USER#1")],
+            {**state[("USER#1", "USER#1")], "name": s("x")},
+            "NEW_AND_OLD_IMAGES",
+        )
+    ]
+    assert (
+        main(["sync", "--table", "app", str(incremental(tmp_path, lines, "NEW_AND_OLD_IMAGES"))])
+        == 2
+    )
     refused = capsys.readouterr().err
     assert "an entity rule is set, but its change log holds data staged without one" in refused
     assert "ddb-lakehouse remove-table app --reset --yes" in refused
@@ -161,24 +191,40 @@ def test_a_rule_set_or_changed_on_a_table_with_data_is_refused_until_it_is_reset
     assert main(["remove-table", "app", "--reset", "--yes"]) == 0
     assert not spark.catalog.tableExists("lake.lakehouse.app")  # the unsplit table went too
     # A person's declarations, one section per entity: a column name, a type.
-    declared = {"app__user": {"name": {"column": "full_name"}}, "app__order": {"total": {"type": "decimal(12,2)"}}}  # fmt: skip
+    declared = {
+        "app__user": {"name": {"column": "full_name"}},
+        "app__order": {"total": {"type": "decimal(12,2)"}},
+    }
     schema_file.schema_path("app").parent.mkdir(parents=True, exist_ok=True)
-    schema_file.schema_path("app").write_text(json.dumps({"table": "app", "entities": {k: {"attributes": v} for k, v in declared.items()}}))  # fmt: skip
+    schema_file.schema_path("app").write_text(
+        json.dumps(
+            {"table": "app", "entities": {k: {"attributes": v} for k, v in declared.items()}}
+        )
+    )
     assert main(["sync", "--table", "app", str(full)]) == 0  # its models written by the merge
-    assert "app: deleted models/marts/app.sql (its entity tables' models replace it)" in capsys.readouterr().out  # fmt: skip
+    assert (
+        "app: deleted models/marts/app.sql (its entity tables' models replace it)"
+        in capsys.readouterr().out
+    )
     assert not (project_copy / "models" / "marts" / "app.sql").exists()
     assert (project_copy / "models" / "marts" / "app__user.sql").exists()
     assert_entity_tables(spark, lakehouse_home, state, "key")
     kept = table_types.stored_schema(spark, tables.get_table("app"))
     assert kept is not None
-    assert kept.entity("app__user").get("name").column == "full_name"  # type: ignore[union-attr]
-    assert kept.entity("app__order").get("total").type.sql() == "decimal(12,2)"  # type: ignore[union-attr]
-    assert kept.entity("app__order").get("name") is None  # type: ignore[union-attr]
+    assert kept.entity("app__user").get("name").column == "full_name"
+    assert kept.entity("app__order").get("total").type.sql() == "decimal(12,2)"
+    assert kept.entity("app__order").get("name") is None
 
-    changed = {**single_table.KEY_RULE, "values": {**single_table.KEY_RULE["values"], "SESSION": None}}  # fmt: skip
+    changed = {
+        **single_table.KEY_RULE,
+        "values": {**single_table.KEY_RULE["values"], "SESSION": None},
+    }
     set_rule(project_copy, changed)
     capsys.readouterr()
-    assert main(["sync", "--table", "app", str(incremental(tmp_path, lines, "NEW_AND_OLD_IMAGES"))]) == 2  # fmt: skip
+    assert (
+        main(["sync", "--table", "app", str(incremental(tmp_path, lines, "NEW_AND_OLD_IMAGES"))])
+        == 2
+    )
     assert "but its change log was staged under" in capsys.readouterr().err
     assert main(["remove-table", "app", "--reset", "--yes"]) == 0
     assert main(["sync", "--table", "app", str(full)]) == 0

@@ -1,5 +1,6 @@
 """The rules of changes are written once in Python (ingestion/dynamodb/change_order.py) and once
-in macros (macros/change_order.sql, delete_operations.sql, baseline.sql): compiled by the real dbt, the macros say the same, and on
+in macros (macros/change_order.sql, delete_operations.sql, baseline.sql): compiled by the real dbt,
+the macros say the same, and on
 real rows the macro's order picks the same latest change as Python's."""
 
 from __future__ import annotations
@@ -46,14 +47,17 @@ def test_macros_mirror_the_python_rules(spark) -> None:
     assert f"`_operation` = '{change_order.SNAPSHOT}'" in baseline
     # The baseline (floor 100): a change older than the newest full export removes its row,
     # except a kept TTL expiry (an expired item is in no later export).
-    changes = "values ('snapshot', 50), ('update', 50), ('ttl_delete', 50), ('ttl_delete', 150), ('delete', 150), ('update', 150)"  # fmt: skip
+    changes = (
+        "values ('snapshot', 50), ('update', 50), ('ttl_delete', 50), ('ttl_delete', 150), "
+        "('delete', 150), ('update', 150)"
+    )
     removed = {
         name: [
             r[0]
             for r in spark.sql(
                 f"select {sql} from ({changes}) as c(`_operation`, `_version`)"
             ).collect()
-        ]  # fmt: skip
+        ]
         for name, sql in (("books", books_removes), ("kept", kept_removes))
     }
     assert removed == {
@@ -97,7 +101,8 @@ def test_the_macro_order_and_the_python_order_pick_the_same_change(spark) -> Non
 
 def test_the_merge_caches_the_change_order_columns_the_macros_read() -> None:
     """The scoped tests read the change log's change-order columns from the rows the merge
-    cached (tested_rows.tested_views): the two lists must agree, or a test reads a missing column."""
+    cached (tested_rows.tested_views): the two lists must agree, or a test reads a missing
+    column."""
     from ingestion.merge import tested_rows
 
     compiled = compile_inline("{{ dynamodb_change_order_columns() | join(',') }}")

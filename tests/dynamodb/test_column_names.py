@@ -30,7 +30,8 @@ NAMES = ["Title", "first-name", "x.y", "a b", "order", "2fa", "a--b  c", "ÉtÉ"
 @pytest.mark.slow
 @pytest.mark.integration
 def test_dbt_macro_names_columns_like_python(spark) -> None:
-    """macros/column_name.sql mirrors ingestion/dynamodb/naming.py: the models find the columns ingestion wrote."""
+    """macros/column_name.sql mirrors ingestion/dynamodb/naming.py: the models find the columns
+    ingestion wrote."""
     expression = " ~ '|' ~ ".join(f"dynamodb_column_name('{name}')" for name in NAMES)
     compiled = compile_inline("{{ " + expression + " }}")
     assert compiled.split("|") == [column_name(name) for name in NAMES]

@@ -71,7 +71,7 @@ def test_a_numeric_sort_key_takes_no_key_rule() -> None:
                 "partition_key": "pk:S",
                 "sort_key": "n:N",
                 "entities": {"key": "n", "values": {"A": None}},
-            },  # fmt: skip
+            },
         )
 
 
@@ -81,7 +81,10 @@ def write_project(path: Path, entries: dict[str, Any]) -> Path:
 
 
 def test_an_entity_table_named_as_another_table_is_refused_naming_both(tmp_path: Path) -> None:
-    clash = {"app": entry({"key": "sk", "values": {"USER": "books"}}), "books": {"partition_key": "id:S"}}  # fmt: skip
+    clash = {
+        "app": entry({"key": "sk", "values": {"USER": "books"}}),
+        "books": {"partition_key": "id:S"},
+    }
     with pytest.raises(EntityRuleError, match="entity table 'books' is also table books's name"):
         tables.load_tables(write_project(tmp_path / "a.yml", clash))
     two = {
@@ -112,14 +115,18 @@ def test_a_split_tables_schema_file_declares_per_entity_or_is_refused(
     config = tables.table_from_entry("app", entry({"key": "sk", "values": {"USER": None}}))
     user = final_tables(config)[0]
     path = tmp_path / "app.json"
-    path.write_text(json.dumps({"entities": {"app__user": {"attributes": {"n": {"type": "bigint"}}}}}))  # fmt: skip
+    path.write_text(
+        json.dumps({"entities": {"app__user": {"attributes": {"n": {"type": "bigint"}}}}})
+    )
     found = schema_file.table_schema_file(user)
     assert found is not None and found.typed["n"].type.sql() == "bigint"
     path.write_text(json.dumps({"entities": {"USER": {"attributes": {"n": {"type": "bigint"}}}}}))
     with pytest.raises(SchemaError, match="entities USER are no entity table of app's rule"):
         schema_file.table_schema_file(user)
-    path.write_text(json.dumps({"attributes": {"pk": {"type": "string"}, "n": {"type": "bigint"}}}))  # fmt: skip
-    with pytest.raises(SchemaError, match="n at the top: a single-table design declares per entity"):  # fmt: skip
+    path.write_text(json.dumps({"attributes": {"pk": {"type": "string"}, "n": {"type": "bigint"}}}))
+    with pytest.raises(
+        SchemaError, match="n at the top: a single-table design declares per entity"
+    ):
         schema_file.table_schema_file(user)
     path.write_text("{not json")
     with pytest.raises(SchemaError, match="not a readable JSON schema file"):

@@ -87,7 +87,11 @@ def test_hostile_attribute_names_become_ordinary_columns(
     result = ingest_export(spark, books, str(export))
     assert result.rows == 2
     runner.run_merge(spark, [books])  # dbt run + dbt test
-    assert tables(spark) == {"staging.books", "staging.dynamodb_lakehouse_merges", "lakehouse.books"}  # nothing dropped or created  # fmt: skip
+    assert tables(spark) == {
+        "staging.books",
+        "staging.dynamodb_lakehouse_merges",
+        "lakehouse.books",
+    }  # nothing dropped or created
 
     final = {r["id"]: r.asDict() for r in spark.table("lake.lakehouse.books").collect()}
     assert set(final) == {"b1", "b2"}
@@ -98,7 +102,9 @@ def test_hostile_attribute_names_become_ordinary_columns(
     assert final["b1"]["_"] == "value of `"
     assert final["b1"][column_name("Ünïcode név")] == "value of Ünïcode név"
     inner = final["b1"]["evil_map"]
-    assert inner is not None and "inner" in json.dumps(inner.asDict() if hasattr(inner, "asDict") else inner)  # fmt: skip
+    assert inner is not None and "inner" in json.dumps(
+        inner.asDict() if hasattr(inner, "asDict") else inner
+    )
     # Columns and remainder give back every name exactly.
     image = {item["id"]["S"]: item for item, _ in final_items(spark, "books")}["b1"]
     assert image[EVIL] == {"S": f"value of {EVIL}"} and image["evil_map"] == nested
@@ -132,7 +138,9 @@ def test_empty_and_extreme_items(spark, books_schema: Path, tmp_path: Path) -> N
     assert final["b2"]["tags"] == ["a", "b"]
     # Every level is there (as nested structs, or as JSON text beyond the nesting limit).
     deep_value = final["b3"]["deep"]
-    value = json.loads(deep_value) if isinstance(deep_value, str) else deep_value.asDict(recursive=True)  # fmt: skip
+    value = (
+        json.loads(deep_value) if isinstance(deep_value, str) else deep_value.asDict(recursive=True)
+    )
     for level in reversed(range(32)):
         value = json.loads(value) if isinstance(value, str) else value  # JSON text from here
         value = value[f"l{level}"]

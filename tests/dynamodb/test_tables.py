@@ -50,29 +50,29 @@ def test_committed_models_are_what_add_table_renders() -> None:
         (
             {"partition_key": "id:S", "verify": "monthly"},
             "verify is 'monthly'; expected one of weekly, daily, off",
-        ),  # fmt: skip
+        ),
         (
             {"partition_key": "id:S", "cadence": "hourly"},
             "cadence is 'hourly'; expected one of daily, stream",
-        ),  # fmt: skip
+        ),
         (
             {"partition_key": "id:S", "ttl_deletes": "drop"},
             "ttl_deletes is 'drop'; expected one of delete, keep",
-        ),  # fmt: skip
+        ),
         ({"partition_key": 5}, "key '5' must be ATTRIBUTE:TYPE"),
         ({"partition_key": ""}, "key '' must be ATTRIBUTE:TYPE"),
         (
             {"partition_key": ["id:S"]},
             r"partition_key is \['id:S'\]: Input should be a valid string",
-        ),  # fmt: skip
+        ),
         (
             {"partition_key": "id:S", "colour": "red", "size": 1},
             r"unknown key\(s\) colour, size; a table entry may hold partition_key, sort_key",
-        ),  # fmt: skip
+        ),
         (
             {"partition_key": "id:S", "export_to": "http://b/p"},
             "export_to must be s3://BUCKET/PREFIX",
-        ),  # fmt: skip
+        ),
         ({"partition_key": "id:S", "table_arn": "arn:aws:s3:::b"}, "is no DynamoDB table ARN"),
         (
             {
@@ -80,7 +80,7 @@ def test_committed_models_are_what_add_table_renders() -> None:
                 "table_arn": "arn:aws:dynamodb:eu-west-1:123456789012:table/other",
             },
             "table_arn names table 'other', but this entry is DynamoDB table 't'",
-        ),  # fmt: skip
+        ),
         ({"partition_key": "id:S", "dynamodb_table": "x"}, "is no DynamoDB table name"),
     ],
 )
@@ -95,14 +95,27 @@ def test_an_entry_that_is_no_mapping_is_refused() -> None:
 
 
 def test_a_number_for_a_name_is_its_text() -> None:
-    assert table_from_entry("t", {"partition_key": "id:S", "dynamodb_table": 2024}).dynamodb_name == "2024"  # fmt: skip
+    assert (
+        table_from_entry("t", {"partition_key": "id:S", "dynamodb_table": 2024}).dynamodb_name
+        == "2024"
+    )
 
 
 def test_an_entry_takes_its_defaults_and_a_bare_off() -> None:
     assert table_from_entry("t", {"partition_key": "id:S", "sort_key": ""}).sort_key is None
     table = table_from_entry("t", {"partition_key": "id:S", "sort_key": None, "verify": False})
-    assert (table.sort_key, table.verify, table.cadence, table.ttl_deletes) == (None, "off", "daily", "delete")  # fmt: skip
-    assert (table.adopt_drift, table.heal, table.buckets, table.entities) == (True, False, None, None)  # fmt: skip
+    assert (table.sort_key, table.verify, table.cadence, table.ttl_deletes) == (
+        None,
+        "off",
+        "daily",
+        "delete",
+    )
+    assert (table.adopt_drift, table.heal, table.buckets, table.entities) == (
+        True,
+        False,
+        None,
+        None,
+    )
 
 
 def test_the_docs_list_every_entry_key_as_the_model_does() -> None:
@@ -163,10 +176,17 @@ def test_a_history_is_a_strict_boolean_and_no_other_final_table_may_take_its_nam
     clash = table_from_entry("shelf__history", {"partition_key": "id:S"})
     with pytest.raises(TableConfigError, match="its history 'shelf__history'"):
         check_distinct([shelf, clash])
-    check_distinct([table_from_entry("shelf", {"partition_key": "id:S"}), clash])  # fmt: skip
-    entities = {"partition_key": "pk:S", "sort_key": "sk:S", "entities": {"key": "sk", "values": {"A": None}}}  # fmt: skip
+    check_distinct([table_from_entry("shelf", {"partition_key": "id:S"}), clash])
+    entities = {
+        "partition_key": "pk:S",
+        "sort_key": "sk:S",
+        "entities": {"key": "sk", "values": {"A": None}},
+    }
     # A single-table design: one history per entity table, each clashing with a table so named.
     app = table_from_entry("app", {**entities, "history": True})
-    assert [(f.name, f.history) for f in final_tables(app)] == [("app__a", True), ("app__unmatched", True)]  # fmt: skip
+    assert [(f.name, f.history) for f in final_tables(app)] == [
+        ("app__a", True),
+        ("app__unmatched", True),
+    ]
     with pytest.raises(TableConfigError, match="its history 'app__a__history'"):
         check_distinct([app, table_from_entry("app__a__history", {"partition_key": "id:S"})])

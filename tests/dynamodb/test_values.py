@@ -156,8 +156,25 @@ def test_struct_decoding_flags_unknown_and_misfit_fields(spark) -> None:
 def test_canonical_number_is_one_text_per_value(spark) -> None:
     from decimal import Decimal, localcontext
 
-    texts = ["2.5", "2.50", "25E-1", "1", "1.0", "1E+3", "-0.0012", "12e-3", "0", "-0", "0.000",
-             "1e125", "1E-130", ".5", "5.", "-1.5e2", "98765432109876543210.0123456789"]  # fmt: skip
+    texts = [
+        "2.5",
+        "2.50",
+        "25E-1",
+        "1",
+        "1.0",
+        "1E+3",
+        "-0.0012",
+        "12e-3",
+        "0",
+        "-0",
+        "0.000",
+        "1e125",
+        "1E-130",
+        ".5",
+        "5.",
+        "-1.5e2",
+        "98765432109876543210.0123456789",
+    ]
     refused = ["1" * 39, "abc", "", "1e126", "1e-131", "-", "1e"]
     frame = spark.createDataFrame([(t,) for t in texts + refused], "t string")
     got = dict(frame.select("t", F.expr(numbers.canonical_number("t"))).collect())

@@ -3,7 +3,8 @@ command again; and two ingest processes for one export at once. The final table 
 items the exports leave (computed in plain Python), with no change lost or staged twice.
 
 Real processes (`python -m ingestion.cli sync ...`), real Spark, Iceberg and dbt; the kill is a
-SIGKILL the process sends itself at the named point (ingestion/fault_points.py). Marked `faults`: run
+SIGKILL the process sends itself at the named point (ingestion/fault_points.py). Marked `faults`:
+run
 with `make test-faults` (not part of `make test`), with the stream kills of test_streams.py (after
 the stream commit, during cleanup, `watch` killed with a reader loop). The kill after a staging
 commit stays in the main suite (test_incremental.py).
@@ -55,7 +56,9 @@ def refresh(spark) -> None:
 
 
 @pytest.mark.parametrize("fault", ["before-staging-commit", "during-merge", "after-merge-commit"])
-def test_kill_9_then_the_same_command_again(spark, clean_lakehouse, chain, fault: str) -> None:  # noqa: F811
+def test_kill_9_then_the_same_command_again(  # noqa: F811
+    spark, clean_lakehouse, chain, fault: str
+) -> None:
     orders = get_table("orders")
     exports.ingest_export(spark, orders, str(chain[0]))  # a final table exists: merges are MERGEs
     runner.run_merge(spark, [orders], test=False)
@@ -70,7 +73,9 @@ def test_kill_9_then_the_same_command_again(spark, clean_lakehouse, chain, fault
         assert staged == {sources[0]}  # the first increment's commit never happened
     else:
         assert staged == set(sources)  # all staged; the merge died or was not logged
-    assert len(merge_log.new_batches(spark, "orders")) == (0 if fault == "before-staging-commit" else len(chain) - 1)  # fmt: skip
+    assert len(merge_log.new_batches(spark, "orders")) == (
+        0 if fault == "before-staging-commit" else len(chain) - 1
+    )
 
     done = cli(*command)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -82,13 +87,15 @@ def test_kill_9_then_the_same_command_again(spark, clean_lakehouse, chain, fault
     assert_final_equals(spark, chain)
 
 
-def test_two_ingests_of_one_export_at_once_stage_it_once(spark, clean_lakehouse, chain) -> None:  # noqa: F811
+def test_two_ingests_of_one_export_at_once_stage_it_once(  # noqa: F811
+    spark, clean_lakehouse, chain
+) -> None:
     command = [sys.executable, "-m", "ingestion.cli", "ingest", "--table", "orders", str(chain[0])]
     env = {k: v for k, v in os.environ.items() if k != "LAKEHOUSE_FAULT"}
     runs = [
         subprocess.Popen(
             command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )  # fmt: skip
+        )
         for _ in range(2)
     ]
     outputs = [run.communicate(timeout=900) for run in runs]
@@ -97,7 +104,9 @@ def test_two_ingests_of_one_export_at_once_stage_it_once(spark, clean_lakehouse,
     assert 0 in codes, texts
     for code, text in zip(codes, texts, strict=True):
         # The other run either found it staged, or lost the race and removed its copy.
-        assert code == 0 or (code == 2 and "staged by another process at the same time" in text), text[-2000:]  # fmt: skip
+        assert code == 0 or (code == 2 and "staged by another process at the same time" in text), (
+            text[-2000:]
+        )
     refresh(spark)
     assert spark.table("lake.staging.orders").count() == ITEMS  # never staged twice
     source = manifest.read_export(chain[0], verify=False).export_arn
@@ -160,7 +169,9 @@ def test_kill_9_before_a_first_loads_commit_then_the_same_command_again(
     from ingestion.schema import detect
 
     onboarding.add_table("t", "id:S", None)
-    items = [{"id": {"S": f"k{i:05d}"}, "qty": {"N": str(i)}} for i in range(detect.SAMPLE_ITEMS + 200)]  # fmt: skip
+    items = [
+        {"id": {"S": f"k{i:05d}"}, "qty": {"N": str(i)}} for i in range(detect.SAMPLE_ITEMS + 200)
+    ]
     items.append({"id": {"S": "late"}, "qty": {"N": "2.5"}})
     full = sample_exports.write_items_export(tmp_path / "full", "t", items)
     command = ["sync", "--table", "t", str(full)]
@@ -179,7 +190,7 @@ def test_kill_9_before_a_first_loads_commit_then_the_same_command_again(
     }
     export = manifest.read_export(str(full), verify=False)
     whole = detect.detect_export(spark, export, get_table("t"))
-    assert table_types.stored_schema(spark, get_table("t")).get("qty").type == whole.get("qty").type  # type: ignore[union-attr]  # fmt: skip
+    assert table_types.stored_schema(spark, get_table("t")).get("qty").type == whole.get("qty").type
     for name in ("lake.staging.t", "lake.lakehouse.t"):
         spark.sql(f"drop table if exists {name}")
 

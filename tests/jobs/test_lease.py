@@ -41,14 +41,16 @@ def test_a_watch_stops_when_another_machine_holds_the_table(
     other = lease.hold(spark, "books", "watch")  # the other machine's watch, renewing
     try:
         started = time.monotonic()
-        assert cli.main(["watch", "--table", "books", "--stream", str(tmp_path), "--ticks", "1"]) == 2  # fmt: skip
+        assert (
+            cli.main(["watch", "--table", "books", "--stream", str(tmp_path), "--ticks", "1"]) == 2
+        )
         err = capsys.readouterr().err
         assert "another watch of table books holds its lease" in err and other.owner in err
         assert time.monotonic() - started < 30
         assert _record(spark, "books")["owner"] == other.owner  # untouched
         other.check()  # still its holder
         # The template's hourly start of the watch: a run that finds it running succeeds.
-        assert cli.main(["watch", "--table", "books", "--stream", str(tmp_path), "--if-free"]) == 0  # fmt: skip
+        assert cli.main(["watch", "--table", "books", "--stream", str(tmp_path), "--if-free"]) == 0
         assert "books: already watched, nothing to do" in capsys.readouterr().out
     finally:
         other.release()

@@ -40,4 +40,6 @@ def test_a_failed_whole_table_check_is_reported_and_tried_again_an_hour_later(
     assert check() is None and calls == [False]  # not on the next tick
     now[0] += 3_600
     assert check() is not None and calls == [False, False]  # an hour later
-    assert watch._check(None, books, watch.WatchOptions(stream="/s", check_every=None), progress) == (0.0, None)  # type: ignore[arg-type]  # fmt: skip
+    assert watch._check(
+        None, books, watch.WatchOptions(stream="/s", check_every=None), progress
+    ) == (0.0, None)  # type: ignore[arg-type]

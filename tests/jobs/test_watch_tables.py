@@ -24,7 +24,9 @@ def _write(location: Path, records: list[dict]) -> None:
 
 def _book(key: str, seconds: int, sequence: int) -> dict:
     image = {"id": {"S": key}, "title": {"S": f"title {key}"}}
-    return sample_stream.stream_record("books", "INSERT", {"id": {"S": key}}, None, image, seconds, sequence)  # fmt: skip
+    return sample_stream.stream_record(
+        "books", "INSERT", {"id": {"S": key}}, None, image, seconds, sequence
+    )
 
 
 def _order(customer: str, order: str, seconds: int, sequence: int) -> dict:

@@ -152,7 +152,9 @@ def test_a_type_declared_inside_a_detected_map_is_kept_and_reported_not_adopted(
     assert table_t(modify(a, both, 2)) == 0
     out = capsys.readouterr().out
     assert "1 value(s) of 'details' do not fit a type declared inside it" in out
-    assert "drift adopted (qty): staging rebuilt from the images (qty: bigint -> decimal(38,1))" in out  # fmt: skip
+    assert (
+        "drift adopted (qty): staging rebuilt from the images (qty: bigint -> decimal(38,1))" in out
+    )
     assert column_types(spark, "lake.staging.t")["details"] == "struct<c:bigint,d:string>"
 
 
@@ -176,7 +178,10 @@ def test_drift_that_cannot_be_adopted_is_never_merged_as_null(
     with pytest.raises(dbt_process.DbtError):
         dbt_process.dbt_invoke(["run", "--select", "t"])
     shown = "".join(capsys.readouterr())
-    assert "holds values that do not fit their columns (info) and that drift is not adopted yet: nothing was merged" in shown  # fmt: skip
+    assert (
+        "holds values that do not fit their columns (info) and that drift is not adopted yet: "
+        "nothing was merged" in shown
+    )
     assert "ddb-lakehouse merge --table t" in shown
     assert "Job aborted" not in shown and "\tat " not in shown  # dbt's line, not a Spark stack
     assert final(spark)["a"]["info"] == {"color": "red"}

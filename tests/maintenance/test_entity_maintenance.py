@@ -39,15 +39,17 @@ def test_maintain_keeps_every_entity_table_exact(
         )  # the second incremental's drift, in orders only
         runner.run_merge(spark, [app], test=False)
     kept = table_types.stored_schema(spark, app)
-    assert kept is not None and kept.entity("app__order").get("total").type.sql() == "decimal(38,3)"  # type: ignore[union-attr]  # fmt: skip
-    assert kept.entity("app__user").get("total").type.sql() == "bigint"  # type: ignore[union-attr]
+    assert kept is not None and kept.entity("app__order").get("total").type.sql() == "decimal(38,3)"
+    assert kept.entity("app__user").get("total").type.sql() == "bigint"
     # A stream batch over two keys the first incremental changed: their incremental rows are
     # then superseded (the full export's rows stay, as the newest full export's).
     records = []
     for number, k in enumerate([("USER#1", "USER#1"), ("USER#1", "ORDER#00002")], 1):
         new = {**state[k], "note": {"S": "streamed"}}
         keys = {"pk": {"S": k[0]}, "sk": {"S": k[1]}}
-        records.append(sample_stream.stream_record("app", "MODIFY", keys, state[k], new, 3_000_000_000, number))  # fmt: skip
+        records.append(
+            sample_stream.stream_record("app", "MODIFY", keys, state[k], new, 3_000_000_000, number)
+        )
         state[k] = new
     write_batch(records, str(tmp_path / "merged"))
     streams.ingest_stream(spark, app, str(tmp_path / "merged"), settle_seconds=0)

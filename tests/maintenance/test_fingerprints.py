@@ -1,4 +1,5 @@
-"""The fingerprints `verify`'s first pass proves items equal with (ingestion.maintenance.fingerprints),
+"""The fingerprints `verify`'s first pass proves items equal with
+(ingestion.maintenance.fingerprints),
 on real Spark: an export line and the final row decoded from it fingerprint alike; every
 difference the Python comparison names (tests/schema/test_canonical.py) fingerprints apart, so
 the first pass never calls a differing item equal; and what the fingerprint cannot decide (a
@@ -19,12 +20,14 @@ from ingestion.maintenance import fingerprints, first_pass
 from ingestion.schema.types import Attribute, ColumnType, Schema, StructField, parse_type
 
 # ``extra`` and ``mixed`` are `string` columns holding a map and a number: the second pass's.
-FAST = Schema(SCHEMA.table, tuple(a for a in SCHEMA.attributes if a.name not in ("extra", "mixed")))  # fmt: skip
+FAST = Schema(SCHEMA.table, tuple(a for a in SCHEMA.attributes if a.name not in ("extra", "mixed")))
 FAST_ITEM = {k: v for k, v in ITEM.items() if k not in ("extra", "mixed")}
 FAST_ROW = {k: v for k, v in ROW.items() if k not in ("extra", "mixed")}
 
 
-def fingerprinted(spark: Any, tmp_path: Path, item: dict, row: dict, schema: Schema = FAST) -> tuple[tuple, tuple]:  # fmt: skip
+def fingerprinted(
+    spark: Any, tmp_path: Path, item: dict, row: dict, schema: Schema = FAST
+) -> tuple[tuple, tuple]:
     """(keys, fingerprint) of the export line of ``item`` and of the final row ``row``."""
     folder = tmp_path / f"export-{len(list(tmp_path.iterdir()))}"
     folder.mkdir()
@@ -70,7 +73,7 @@ def test_a_row_that_differs_fingerprints_apart(
         (
             {"shipping": {"M": {**ITEM["shipping"]["M"], "zip": {"S": "0150"}}}},
             "a map key too many",
-        ),  # fmt: skip
+        ),
         ({"tags": {"L": [{"S": "b"}, {"S": "a"}]}}, "a list in another order than the set held"),
         ({"total": {"N": "1.2345E1"}}, "a number spelled with an exponent"),
     ],
@@ -157,7 +160,11 @@ def test_binary_long_values_and_sets_fingerprint_as_bytes(spark, tmp_path: Path)
         "blob": {"B": base64.b64encode(blob).decode()},
         "docs": {"BS": [base64.b64encode(d).decode() for d in docs]},
     }
-    row = {"id": bytearray(key), "blob": bytearray(blob), "docs": [bytearray(d) for d in sorted(docs)]}  # fmt: skip
+    row = {
+        "id": bytearray(key),
+        "blob": bytearray(blob),
+        "docs": [bytearray(d) for d in sorted(docs)],
+    }
     exported, held = fingerprinted(spark, tmp_path, item, row, schema)
     assert exported == held
     changed = {**row, "blob": bytearray(blob[:-1] + b"\x00")}
@@ -199,7 +206,9 @@ def test_a_table_column_named_like_the_first_pass_columns_is_not_taken_for_them(
     frame = spark.createDataFrame([("a", "k", "b")], "id string, _keywords string, _bucket string")
     bucketed = first_pass.bucketed(fingerprints.final_fingerprints(frame, schema))
     assert fingerprints.key_names(bucketed) == [fingerprints.key_column(0)]
-    lines = fingerprints.read_export(spark, [str(next(tmp_path.glob("export-0")) / "items.json")], schema)  # fmt: skip
+    lines = fingerprints.read_export(
+        spark, [str(next(tmp_path.glob("export-0")) / "items.json")], schema
+    )
     exported_bucket = first_pass.bucketed(fingerprints.export_fingerprints(lines, schema))
     assert (
         exported_bucket.select(first_pass.BUCKET, first_pass.DIGEST).collect()

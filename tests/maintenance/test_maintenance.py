@@ -8,6 +8,7 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import boto3
 import local_s3
@@ -49,7 +50,13 @@ def build(spark, tmp_path: Path) -> tuple[Path, dict]:
 
 def snapshots(spark, name: str) -> list[int]:
     spark.sql(f"refresh table {name}")
-    return [r[0] for r in spark.table(f"{name}.snapshots").orderBy("committed_at").select("snapshot_id").collect()]  # fmt: skip
+    return [
+        r[0]
+        for r in spark.table(f"{name}.snapshots")
+        .orderBy("committed_at")
+        .select("snapshot_id")
+        .collect()
+    ]
 
 
 def change_id(row) -> tuple:
@@ -59,7 +66,16 @@ def change_id(row) -> tuple:
 def needed(staged: list) -> list:
     """What the change log must keep: each key's latest change (the order of
     macros/one_full_export.sql) and every row of the newest full export."""
-    order = lambda r: (r["_version"], r["_sequence"] or "", r["_ingested_at"], r["_batch_id"], r["_operation"] in ("delete", "ttl_delete"))  # noqa: E731  # fmt: skip
+
+    def order(r: Any) -> tuple:
+        return (
+            r["_version"],
+            r["_sequence"] or "",
+            r["_ingested_at"],
+            r["_batch_id"],
+            r["_operation"] in ("delete", "ttl_delete"),
+        )
+
     latest: dict = {}
     for row in staged:
         if row["id"] not in latest or order(row) > order(latest[row["id"]]):
@@ -146,7 +162,10 @@ def test_maintain_compacts_expires_and_keeps_the_ledger(
 
     # A full rebuild from the pruned change log gives the same table.
     runner.run_merge(spark, [books], full_refresh=True, test=False)
-    assert sorted(tuple(r) for r in spark.sql(f"select {columns} from lake.lakehouse.books").collect()) == by_spark  # fmt: skip
+    assert (
+        sorted(tuple(r) for r in spark.sql(f"select {columns} from lake.lakehouse.books").collect())
+        == by_spark
+    )
 
     # A batch staged, then left unmerged while its commit expires, is still merged by a plain
     # `dbt run` (it finds the batch in the ledger carried forward).
@@ -259,15 +278,27 @@ def test_a_watch_compacts_on_its_ticks_and_runs_the_rest_when_due(
     # After a compaction, a merge's rows come from the merge before it (a watch's next tick).
     gone = {"id": {"S": final_ids(spark)[0]}}
     changes = [
-        sample_stream.stream_record("books", "INSERT", {"id": {"S": f"book-new-{i}"}}, None, {"id": {"S": f"book-new-{i}"}, "title": {"S": "n"}}, 4_000_000_000, 10**30 + i)
+        sample_stream.stream_record(
+            "books",
+            "INSERT",
+            {"id": {"S": f"book-new-{i}"}},
+            None,
+            {"id": {"S": f"book-new-{i}"}, "title": {"S": "n"}},
+            4_000_000_000,
+            10**30 + i,
+        )
         for i in range(2)
-    ] + [sample_stream.stream_record("books", "REMOVE", gone, gone, None, 4_000_000_001, 10**30 + 2)]  # fmt: skip
+    ] + [
+        sample_stream.stream_record("books", "REMOVE", gone, gone, None, 4_000_000_001, 10**30 + 2)
+    ]
     write_batch(changes, str(tmp_path / "streams"))
     streams.ingest_stream(spark, books, str(tmp_path / "streams"), settle_seconds=0)
     rows_before = spark.table("lake.lakehouse.books").count()
     counted: list[int] = []  # the snapshots merge_counts counted rather than derived
     real_count = merge_counts._counted
-    monkeypatch.setattr(merge_counts, "_counted", lambda s, t, snap: counted.append(snap) or real_count(s, t, snap))  # fmt: skip
+    monkeypatch.setattr(
+        merge_counts, "_counted", lambda s, t, snap: counted.append(snap) or real_count(s, t, snap)
+    )
     [counts], _ = runner.run_merge(spark, [books], test=False)
     assert (counts.inserted, counts.deleted) == (2, 1) and counted == []  # derived
     after = merge_counts.current_snapshot(spark, "books")
@@ -292,5 +323,7 @@ def test_a_watch_compacts_on_its_ticks_and_runs_the_rest_when_due(
     again = compaction.maintain(spark, books, expiry_every=hour)
     assert again.expiry_due == checkpoint + hour and again.expired == ()
     # A tenth of the period early counts as due (a watch's cadence close to the period).
-    nearly = compaction.maintain(spark, books, expiry_every=hour, now=checkpoint + timedelta(minutes=55))  # fmt: skip
+    nearly = compaction.maintain(
+        spark, books, expiry_every=hour, now=checkpoint + timedelta(minutes=55)
+    )
     assert nearly.expiry_due is None and len(nearly.expired) == 3

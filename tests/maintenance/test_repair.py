@@ -84,7 +84,9 @@ def test_repair_makes_the_table_equal_and_newer_changes_still_win(
     # A stream change newer than the export to come: items[4] updated at T + 2 h.
     streamed = dict(items[4], status={"S": "changed by the stream"})
     seconds = start.timestamp() + 7200
-    record = sample_stream.stream_record("orders", "MODIFY", order_key(items[4]), items[4], streamed, seconds, 1)  # fmt: skip
+    record = sample_stream.stream_record(
+        "orders", "MODIFY", order_key(items[4]), items[4], streamed, seconds, 1
+    )
     write_batch([record], str(tmp_path / "stream"))
     streams.ingest_stream(spark, get_table("orders"), str(tmp_path / "stream"), settle_seconds=0)
     runner.run_merge(spark, [get_table("orders")], test=False)
@@ -133,7 +135,9 @@ def test_repair_as_json_keeps_the_report_before_it(
     truth, lost = outage(export_items(samples["orders"]))
     start = manifest.read_export(samples["orders"]).export_time
     assert start is not None
-    export = sample_exports.write_items_export(tmp_path / "truth", "orders", truth, start + timedelta(minutes=30))  # fmt: skip
+    export = sample_exports.write_items_export(
+        tmp_path / "truth", "orders", truth, start + timedelta(minutes=30)
+    )
     code, report = verified(export, capsys, "--repair")
     assert code == 0 and report["equal"] is True and report["counts"]["equal"] == 60
     before = report["before_repair"]
@@ -163,7 +167,9 @@ def test_what_cannot_repair_is_refused(
     assert cli.main(["verify", "--table", "orders", str(incremental), "--repair"]) == 2
     assert "only a full export can repair a table" in capsys.readouterr().err
     # A verify export is staged only by --repair: sync and ingest refuse it before any work.
-    written = sample_exports.write_items_export(tmp_path, "orders", items, start + timedelta(hours=1))  # fmt: skip
+    written = sample_exports.write_items_export(
+        tmp_path, "orders", items, start + timedelta(hours=1)
+    )
     taken = tmp_path / export_control.VERIFY_PREFIX / "AWSDynamoDB" / written.name
     shutil.move(written, taken)  # as verify --from-dynamodb's export lies
     assert cli.main(["sync", "--table", "orders", str(taken)]) == 2
@@ -172,20 +178,33 @@ def test_what_cannot_repair_is_refused(
     assert "an export folder or --from-dynamodb" in capsys.readouterr().err
 
 
-def completed(stub: Any, request: dict[str, Any], bucket_key: str, items: int, verifying: str = "") -> None:  # fmt: skip
+def completed(
+    stub: Any, request: dict[str, Any], bucket_key: str, items: int, verifying: str = ""
+) -> None:
     """DynamoDB's answers to ``request``, one export that completes at once (its manifest at
     ``bucket_key``): the exports in progress (``verifying``: a verify export's prefix, when one
     runs), the request itself (exactly), a COMPLETED status."""
     arn = f"{ARN}/export/{bucket_key.split('/')[-2]}"
     running = [{"ExportArn": f"{ARN}/export/verifying", "ExportStatus": "IN_PROGRESS"}]
-    stub.add_response("list_exports", {"ExportSummaries": running if verifying else []}, {"TableArn": ARN})  # fmt: skip
+    stub.add_response(
+        "list_exports", {"ExportSummaries": running if verifying else []}, {"TableArn": ARN}
+    )
     if verifying:
         described = {"ExportArn": running[0]["ExportArn"], "S3Prefix": verifying}
-        stub.add_response("describe_export", {"ExportDescription": described}, {"ExportArn": running[0]["ExportArn"]})  # fmt: skip
+        stub.add_response(
+            "describe_export",
+            {"ExportDescription": described},
+            {"ExportArn": running[0]["ExportArn"]},
+        )
     stub.add_response(
         "export_table_to_point_in_time", {"ExportDescription": {"ExportArn": arn}}, request
     )
-    answer = {"ExportArn": arn, "ExportStatus": "COMPLETED", "ItemCount": items, "ExportManifest": bucket_key}  # fmt: skip
+    answer = {
+        "ExportArn": arn,
+        "ExportStatus": "COMPLETED",
+        "ItemCount": items,
+        "ExportManifest": bucket_key,
+    }
     stub.add_response("describe_export", {"ExportDescription": answer}, {"ExportArn": arn})
 
 
@@ -252,7 +271,9 @@ def test_a_chain_broken_beyond_recovery_heals_with_a_full_export(
     healing = sample_exports.write_items_export(tmp_path / "heal", "orders", truth, now)
     checked = sample_exports.write_items_export(tmp_path / "check", "orders", truth, now, seed=1)
     heal_key = f"ddb/AWSDynamoDB/{healing.name}/manifest-summary.json"
-    check_key = f"ddb/{export_control.VERIFY_PREFIX}/AWSDynamoDB/{checked.name}/manifest-summary.json"  # fmt: skip
+    check_key = (
+        f"ddb/{export_control.VERIFY_PREFIX}/AWSDynamoDB/{checked.name}/manifest-summary.json"
+    )
     exported_locally(
         monkeypatch,
         {

@@ -130,7 +130,10 @@ def test_a_key_held_twice_is_a_duplicate_never_equal(
     assert cli.main(["verify", "--table", "orders", str(samples["orders"])]) == 1
     assert "NOT EQUAL" in capsys.readouterr().out
     assert cli.main(["status", "--table", "orders"]) == 0
-    assert "NOT EQUAL (59 equal, 0 missing, 0 extra, 0 different, 0 not comparable, 1 duplicate)" in capsys.readouterr().out  # fmt: skip
+    assert (
+        "NOT EQUAL (59 equal, 0 missing, 0 extra, 0 different, 0 not comparable, 1 duplicate)"
+        in capsys.readouterr().out
+    )
 
 
 def test_a_verify_log_from_before_the_duplicate_outcome_is_read_and_extended(
@@ -146,9 +149,15 @@ def test_a_verify_log_from_before_the_duplicate_outcome_is_read_and_extended(
         "verified_at timestamp, equal boolean, items bigint, equal_items bigint, missing bigint, "
         "extra bigint, different bigint, not_comparable bigint) using iceberg"
     )
-    spark.sql(f"insert into {log} values ('orders', 'arn:x/export/old', timestamp'2026-01-01', timestamp'2026-01-01', true, 60, 60, 0, 0, 0, 0)")  # fmt: skip
+    spark.sql(
+        f"insert into {log} values ('orders', 'arn:x/export/old', timestamp'2026-01-01', "
+        f"timestamp'2026-01-01', true, 60, 60, 0, 0, 0, 0)"
+    )
     assert cli.main(["status", "--table", "orders"]) == 0
-    assert "against export old: EQUAL (60 equal, 0 missing, 0 extra, 0 different, 0 not comparable)" in capsys.readouterr().out  # fmt: skip
+    assert (
+        "against export old: EQUAL (60 equal, 0 missing, 0 extra, 0 different, 0 not comparable)"
+        in capsys.readouterr().out
+    )
     assert verified(samples["orders"], capsys)[0] == 0
     assert "duplicate" in spark.table(log).columns
     assert spark.table(log).count() == 2
@@ -255,7 +264,9 @@ def test_a_busy_table_verifies_equal_from_its_change_log_at_the_instant(
     export = manifest.read_export(samples["orders"])
     assert export.export_time is not None
     later = export.export_time.timestamp() + 60
-    images = sorted((item for item, _ in final_items(spark, "orders")), key=lambda i: i["order_id"]["S"])[:2]  # fmt: skip
+    images = sorted(
+        (item for item, _ in final_items(spark, "orders")), key=lambda i: i["order_id"]["S"]
+    )[:2]
     keys = [{k: image[k] for k in ("customer_id", "order_id")} for image in images]
     changed = dict(images[0], status={"S": "changed later"})
     added = dict(images[0], order_id={"S": "inserted-later"})

@@ -1,7 +1,8 @@
 """The data tests of a merge look at the keys its batches touched; `merge --full-check` and
 `maintain` test whole tables. (They read the whole final table and change log twice after every
 merge: their cost grew with the table, not with the changes.) `not_null` on a final table reads
-no data file when Iceberg's null counts prove the column has no null (macros/tests/dynamodb_not_null.sql)."""
+no data file when Iceberg's null counts prove the column has no null
+(macros/tests/dynamodb_not_null.sql)."""
 
 from __future__ import annotations
 
@@ -31,15 +32,21 @@ def _keys(frame) -> set[tuple[str, str]]:
 
 def _delete(spark, key: tuple[str, str]) -> None:
     spark.sql(
-        f"delete from lake.lakehouse.orders where customer_id = '{key[0]}' and order_id = '{key[1]}'"
+        f"delete from lake.lakehouse.orders where customer_id = '{key[0]}' and order_id = "
+        f"'{key[1]}'"
     )
 
 
 def _test(batches: list[str]) -> None:
     dbt_process.dbt_invoke(
-        ["test", "--select", "stg_dynamodb__orders+", "--vars",
-         json.dumps({"dynamodb_test_batches": {"orders": batches}})]
-    )  # fmt: skip
+        [
+            "test",
+            "--select",
+            "stg_dynamodb__orders+",
+            "--vars",
+            json.dumps({"dynamodb_test_batches": {"orders": batches}}),
+        ]
+    )
 
 
 def _test_cached(spark, batches: list[str]) -> None:
@@ -74,7 +81,8 @@ def _latest(changes) -> dict[tuple[str, str], str]:
 
 
 def _tested_views_left(spark) -> list[str]:
-    """The temporary views tested_rows.tested_views registers for `orders`, where still registered."""
+    """The temporary views tested_rows.tested_views registers for `orders`, where still
+    registered."""
     import hashlib
 
     suffix = hashlib.sha256(b"orders").hexdigest()[:12]
@@ -126,11 +134,12 @@ def _duplicate(spark, key: tuple[str, str], null: bool = False) -> None:
     rows = [
         ", ".join("'duplicate' as `_batch_id`" if c == "`_batch_id`" else c for c in names),
         ", ".join(
-            "'duplicate' as `_batch_id`" if c == "`_batch_id`" else
-            ("cast(null as bigint) as `_version`" if c == "`_version`" else c)
+            "'duplicate' as `_batch_id`"
+            if c == "`_batch_id`"
+            else ("cast(null as bigint) as `_version`" if c == "`_version`" else c)
             for c in names
         ),
-    ][: 2 if null else 1]  # fmt: skip
+    ][: 2 if null else 1]
     where = f"where customer_id = '{key[0]}' and order_id = '{key[1]}'"
     spark.sql(
         "insert into lake.lakehouse.orders "
@@ -161,7 +170,11 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     counts = runner.commit_counts
     persisted = _persisted(spark)  # earlier tests' (this session is the run's)
     with monkeypatch.context() as patched:
-        patched.setattr(runner, "commit_counts", lambda *a, **k: given.append(a[7] is not None) or counts(*a, **k))  # fmt: skip
+        patched.setattr(
+            runner,
+            "commit_counts",
+            lambda *a, **k: given.append(a[7] is not None) or counts(*a, **k),
+        )
         assert cli.main(["merge", "--table", "orders"]) == 0
     assert given == [True]
     assert _tested_views_left(spark) == []  # the rows it cached for them are gone
@@ -172,13 +185,19 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     # the snapshot's, and rows that say otherwise change them (so those rows are what is read).
     (orders,) = catalog_table.load([get_table("orders")], spark)
     after = merge_counts.current_snapshot(spark, "orders")
-    (parent,) = spark.sql(f"select parent_id from lake.lakehouse.orders.snapshots where snapshot_id = {after}").first()  # fmt: skip
+    (parent,) = spark.sql(
+        f"select parent_id from lake.lakehouse.orders.snapshots where snapshot_id = {after}"
+    ).first()
     keys = TouchedKeys(spark)
     try:
         found = merge_counts.commit_counts(spark, orders, parent, after, [batch], keys)
         rows = spark.sql(f"select * from lake.lakehouse.orders version as of {after}")
-        given = merge_counts.commit_counts(spark, orders, parent, after, [batch], keys, after_rows=rows)  # fmt: skip
-        none = merge_counts.commit_counts(spark, orders, parent, after, [batch], keys, after_rows=rows.where("false"))  # fmt: skip
+        given = merge_counts.commit_counts(
+            spark, orders, parent, after, [batch], keys, after_rows=rows
+        )
+        none = merge_counts.commit_counts(
+            spark, orders, parent, after, [batch], keys, after_rows=rows.where("false")
+        )
     finally:
         keys.release()
     assert found.updated > 0 and given == found
@@ -186,7 +205,12 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     # A table whose rows cannot be read (no `books` here) after one that could: none left either.
 
     with pytest.raises(Exception, match="books"):
-        tested_rows.tested_views(spark, catalog_table.load([get_table("orders"), get_table("books")], spark), {"orders": [batch], "books": ["x"]}, TouchedKeys(spark))  # fmt: skip
+        tested_rows.tested_views(
+            spark,
+            catalog_table.load([get_table("orders"), get_table("books")], spark),
+            {"orders": [batch], "books": ["x"]},
+            TouchedKeys(spark),
+        )
     assert _tested_views_left(spark) == []
     capsys.readouterr()
     # A full check finds the damage.
@@ -207,7 +231,9 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
             views = tested_rows.tested_views(spark, [orders], {"orders": scope}, keys)
             oldest = keys.oldest_version(orders, scope)
             cached = spark.table(views["orders"]["changes"])
-            logged = spark.table("lake.staging.orders").join(keys.of(orders, scope), list(KEYS), "left_semi")  # fmt: skip
+            logged = spark.table("lake.staging.orders").join(
+                keys.of(orders, scope), list(KEYS), "left_semi"
+            )
             assert oldest is not None and cached.where(f"_version < {oldest}").count() == 0
             assert 0 < cached.count() < logged.count()  # the keys' full-export rows left out
             assert _latest(cached) == _latest(logged)
@@ -238,7 +264,10 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     # Deleted again: the metadata still counts it (a position delete hides its row), so the file
     # is still read, and the test passes.
     _duplicate(spark, out_of_scope, null=True)
-    spark.sql("delete from lake.lakehouse.orders where `_batch_id` = 'duplicate' and `_version` is not null")  # fmt: skip
+    spark.sql(
+        "delete from lake.lakehouse.orders where `_batch_id` = 'duplicate' and `_version` is not "
+        "null"
+    )
     capsys.readouterr()
     with pytest.raises(dbt_process.DbtError):
         _test([later])
@@ -257,7 +286,10 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     keys.release()
     assert oldest is not None
     _duplicate(spark, stale)
-    spark.sql(f"update lake.lakehouse.orders set `_version` = {oldest - 1} where `_batch_id` = 'duplicate'")  # fmt: skip
+    spark.sql(
+        f"update lake.lakehouse.orders set `_version` = {oldest - 1} where `_batch_id` = "
+        f"'duplicate'"
+    )
     keys, views = TouchedKeys(spark), {}
     try:
         views = tested_rows.tested_views(spark, [orders], {"orders": [later]}, keys)
@@ -310,7 +342,9 @@ def test_a_first_load_is_tested_from_its_record_counts(
     # entry, in a file of its own) fails them; removed again (its whole file), they pass.
     def one_row_of(relation: str) -> str:
         names = spark.table(relation).columns
-        columns = ", ".join("'nobody' as customer_id" if c == "customer_id" else f"`{c}`" for c in names)  # fmt: skip
+        columns = ", ".join(
+            "'nobody' as customer_id" if c == "customer_id" else f"`{c}`" for c in names
+        )
         return f"select {columns} from {relation} limit 1"
 
     spark.sql(f"insert into lake.staging.orders {one_row_of('lake.staging.orders')}")

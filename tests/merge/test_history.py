@@ -80,7 +80,9 @@ def add_shelf() -> None:
 
 
 def modify(old: dict, new: dict, minutes: int, sequence: int, event: str = "MODIFY") -> dict:
-    return sample_stream.stream_record("shelf", event, {"id": new["id"]}, old, new, at(minutes), sequence)  # fmt: skip
+    return sample_stream.stream_record(
+        "shelf", event, {"id": new["id"]}, old, new, at(minutes), sequence
+    )
 
 
 def sources(tmp_path: Path) -> list[tuple[str, Path, list[dict] | None]]:
@@ -109,7 +111,9 @@ def sources(tmp_path: Path) -> list[tuple[str, Path, list[dict] | None]]:
     window = (instant(0), instant(30))
     inc = sample_exports.write_incremental_export(tmp_path / "inc", "shelf", [line], window, seed=2)
     # k1 and k2 restated unchanged, k4 new, k3 missing: closed at the export's instant
-    f1 = sample_exports.write_items_export(tmp_path / "f1", "shelf", [k1b, k2d, book("k4", "four")], instant(60), seed=3)  # fmt: skip
+    f1 = sample_exports.write_items_export(
+        tmp_path / "f1", "shelf", [k1b, k2d, book("k4", "four")], instant(60), seed=3
+    )
     s3 = [modify(None, book("k3", "three again"), 70, 7, "INSERT")]
     # a change older than f1, of an item f1 does not hold, staged after it: the final table's
     # baseline rule removes it at once; the history has it until f1's instant
@@ -196,7 +200,10 @@ def test_the_history_holds_every_version_as_of_any_instant_whatever_the_batches(
             in capsys.readouterr().out
         )
     spark.sql(f"update {HISTORY} set title = 'tampered' where id = 'k2' and title = 'two'")
-    assert main(["verify", "--table", "shelf", "--as-of", "--format", "json", str(arrivals[0][1])]) == 1  # fmt: skip
+    assert (
+        main(["verify", "--table", "shelf", "--as-of", "--format", "json", str(arrivals[0][1])])
+        == 1
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["counts"]["different"] == 1 and report["history_as_of"], report
     spark.sql(f"update {HISTORY} set title = 'two' where id = 'k2' and title = 'tampered'")
@@ -231,8 +238,11 @@ def test_the_history_holds_every_version_as_of_any_instant_whatever_the_batches(
     titles = [(r[0], r[1], r[2]) for r in rows]
     # f1 restated k1 and k2 unchanged: no row; k3 closed at f1's instant, then created again.
     assert [t for t in titles if t[0] == "k2"] == [
-        ("k2", "two", "snapshot"), ("k2", "two b", "update"), ("k2", "two inc", "update"), ("k2", "two d", "update"),
-    ]  # fmt: skip
+        ("k2", "two", "snapshot"),
+        ("k2", "two b", "update"),
+        ("k2", "two inc", "update"),
+        ("k2", "two d", "update"),
+    ]
     k3 = [r for r in rows if r[0] == "k3"]
     (close,) = [r for r in k3 if r[2] == "delete"]
     (again,) = [r for r in k3 if r[1] == "three again"]
@@ -258,7 +268,11 @@ def test_the_history_holds_every_version_as_of_any_instant_whatever_the_batches(
     # A drift adoption rebuilds the final table; the history keeps its rows and takes the
     # widened type (`pages`: bigint, then given 1.5).
     drift = tmp_path / "drift"
-    k2d, k2e, k2f = book("k2", "two d"), {**book("k2", "two e"), "pages": {"N": "1"}}, {**book("k2", "two f"), "pages": {"N": "1.5"}}  # fmt: skip
+    k2d, k2e, k2f = (
+        book("k2", "two d"),
+        {**book("k2", "two e"), "pages": {"N": "1"}},
+        {**book("k2", "two f"), "pages": {"N": "1.5"}},
+    )
     ingest("stream", drift, [modify(k2d, k2e, 80, 8)], "sync")
     ingest("stream", drift, [modify(k2e, k2f, 81, 9)], "sync")
     spark.sql(f"refresh table {HISTORY}")
@@ -321,16 +335,25 @@ def chain_sources(tmp_path: Path) -> list[tuple[str, Path, list[dict] | None, li
     (version, sequence, id, item or None; or "export", its items))."""
     streams = tmp_path / "streams"
     k = {
-        "k1": item("k1", "one", 100), "k2": item("k2", "two", 200),
-        "k3": item("k3", "three", 300), "k4": item("k4", "four", 400),
-    }  # fmt: skip
-    f0 = sample_exports.write_items_export(tmp_path / "f0", "shelf", list(k.values()), instant(0), seed=11)  # fmt: skip
-    k1b, k2b, k3b, k3c = item("k1", "one again", 101), item("k2", "two b", 201), item("k3", "three b", 301), item("k3", "three c", 302)  # fmt: skip
+        "k1": item("k1", "one", 100),
+        "k2": item("k2", "two", 200),
+        "k3": item("k3", "three", 300),
+        "k4": item("k4", "four", 400),
+    }
+    f0 = sample_exports.write_items_export(
+        tmp_path / "f0", "shelf", list(k.values()), instant(0), seed=11
+    )
+    k1b, k2b, k3b, k3c = (
+        item("k1", "one again", 101),
+        item("k2", "two b", 201),
+        item("k3", "three b", 301),
+        item("k3", "three c", 302),
+    )
     s1 = [
         modify(k["k2"], k2b, 5, 11),
         sample_stream.stream_record(
             "shelf", "REMOVE", {"id": k["k1"]["id"]}, k["k1"], None, at(6), 12
-        ),  # fmt: skip
+        ),
         modify(None, k1b, 7, 13, "INSERT"),  # deleted and created again
         modify(k["k3"], k3b, 8, 14),
         modify(k3b, k3c, 8, 15),  # the same second: the sequence orders them
@@ -345,20 +368,27 @@ def chain_sources(tmp_path: Path) -> list[tuple[str, Path, list[dict] | None, li
 
     def incremental(name: str, lines: list[dict], start: int, end: int, seed: int) -> Path:
         window = (instant(start), instant(end))
-        return sample_exports.write_incremental_export(tmp_path / name, "shelf", lines, window, seed=seed)  # fmt: skip
+        return sample_exports.write_incremental_export(
+            tmp_path / name, "shelf", lines, window, seed=seed
+        )
 
     k2i, k5 = item("k2", "two inc", 202), item("k5", "five", 500)
     # applied after s2's newer change of k2 (minute 25): placed between its neighbours
     i1 = incremental("i1", [line(15, "k2", k2b, k2i), line(12, "k5", None, k5)], 0, 20, 12)
     k3d = item("k3", "three d", 303)
     i2 = incremental("i2", [line(30, "k3", k3c, k3d), line(35, "k5", k5, None)], 20, 40, 13)
-    ttl = sample_stream.stream_record("shelf", "REMOVE", {"id": k["k4"]["id"]}, k["k4"], None, at(45), 17, ttl=True)  # fmt: skip
+    ttl = sample_stream.stream_record(
+        "shelf", "REMOVE", {"id": k["k4"]["id"]}, k["k4"], None, at(45), 17, ttl=True
+    )
     k1c, k6 = item("k1", "one b", 102), item("k6", "six", 600)
     i3 = incremental("i3", [line(50, "k1", k1b, k1c), line(55, "k6", None, k6)], 40, 60, 14)
     k5b = item("k5", "five again", 501)
     s4 = [modify(None, k5b, 65, 18, "INSERT")]
     # An incremental export's line is at the end of its window (ingestion.dynamodb.decode).
-    s, e = streamed, {n: manifest.read_export(x).version_micros for n, x in ((1, i1), (2, i2), (3, i3))}  # fmt: skip
+    s, e = (
+        streamed,
+        {n: manifest.read_export(x).version_micros for n, x in ((1, i1), (2, i2), (3, i3))},
+    )
     return [
         ("export", f0, None, [(manifest.read_export(f0).version_micros, "", "export", k)]),
         (
@@ -372,7 +402,7 @@ def chain_sources(tmp_path: Path) -> list[tuple[str, Path, list[dict] | None, li
                 (s(8), 14, "k3", k3b),
                 (s(8), 15, "k3", k3c),
             ],
-        ),  # fmt: skip
+        ),
         ("stream", streams, s2, [(s(25), 16, "k2", k2d)]),
         ("export", i1, None, [(e[1], "", "k2", k2i), (e[1], "", "k5", k5)]),
         ("export", i2, None, [(e[2], "", "k3", k3d), (e[2], "", "k5", None)]),
@@ -501,7 +531,10 @@ def test_a_single_table_design_keeps_a_history_per_entity_table(
     assert sum(after.values()) - sum(first.values()) == len(lines) + (by == "attribute")
     if by == "attribute":
         key_of = f"pk = '{moved['pk']['S']}' and sk = '{moved['sk']['S']}'"
-        order_rows = spark.sql(f"select _operation, _valid_to from lake.lakehouse.app__order__history where {key_of} order by _valid_from")  # fmt: skip
+        order_rows = spark.sql(
+            f"select _operation, _valid_to from lake.lakehouse.app__order__history where {key_of} "
+            f"order by _valid_from"
+        )
         assert [r["_operation"] for r in order_rows.collect()] == ["snapshot", "delete"]
         address = spark.sql(f"select city from lake.lakehouse.app__address__history where {key_of}")
         assert [r["city"] for r in address.collect()] == ["Oslo"]
@@ -520,13 +553,16 @@ def test_a_single_table_design_keeps_a_history_per_entity_table(
             {**old, "name": s("streamed")},
             later,
             1,
-        ),  # fmt: skip
+        ),
         sample_stream.stream_record(
             "app", "REMOVE", {"pk": gone["pk"], "sk": gone["sk"]}, gone, None, later, 2
-        ),  # fmt: skip
+        ),
     ]
     written, failed = write_batch(records, str(tmp_path / "streams"))
     assert failed is None and written
-    assert main(["sync", "--table", "app", "--stream", str(tmp_path / "streams"), "--settle", "0"]) == 0  # fmt: skip
+    assert (
+        main(["sync", "--table", "app", "--stream", str(tmp_path / "streams"), "--settle", "0"])
+        == 0
+    )
     streamed = {final: entity_history_matches(spark, final) for final in ENTITY_TABLES}
     assert sum(streamed.values()) - sum(after.values()) == 2

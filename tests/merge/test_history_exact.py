@@ -67,20 +67,32 @@ def drifted(tmp_path: Path) -> tuple[Path, Path]:
 
     def item(key: str, n: str, a: str, raw: bytes) -> dict:
         return {
-            "id": {"S": key}, "title": {"S": key}, "n": {"N": n},
+            "id": {"S": key},
+            "title": {"S": key},
+            "n": {"N": n},
             "m": {"M": {"a": {"N": a}, "b": {"S": "y"}}},
             "bin": {"B": base64.b64encode(raw).decode()},
-        }  # fmt: skip
+        }
 
     k1, k2 = item("k1", "1.5", "2", b"\xff\x00raw"), item("k2", "7", "3", b"\x80plain")
     f0 = sample_exports.write_items_export(tmp_path / "f0", "shelf", [k1, k2], instant(0), seed=1)
     assert main(["sync", "--table", "shelf", str(f0)]) == 0
-    k2b = {"id": k2["id"], "title": {"S": "k2 b"}, "n": {"S": "seven"}, "m": {"S": "em"}, "bin": {"S": "bee"}}  # fmt: skip
+    k2b = {
+        "id": k2["id"],
+        "title": {"S": "k2 b"},
+        "n": {"S": "seven"},
+        "m": {"S": "em"},
+        "bin": {"S": "bee"},
+    }
     line = {
         "Metadata": {"WriteTimestampMicros": {"N": str(at(10) * 1_000_000)}},
-        "Keys": {"id": k2["id"]}, "OldImage": k2, "NewImage": k2b,
-    }  # fmt: skip
-    inc = sample_exports.write_incremental_export(tmp_path / "inc", "shelf", [line], (instant(0), instant(20)), seed=2)  # fmt: skip
+        "Keys": {"id": k2["id"]},
+        "OldImage": k2,
+        "NewImage": k2b,
+    }
+    inc = sample_exports.write_incremental_export(
+        tmp_path / "inc", "shelf", [line], (instant(0), instant(20)), seed=2
+    )
     return f0, inc
 
 
@@ -96,7 +108,10 @@ def test_a_retype_re_derives_every_version_from_its_item_never_casts(
     with pytest.raises(DbtError):
         dbt_invoke(["run", "--select", "shelf__history"])
     said = "".join(capsys.readouterr())
-    assert "have older types than its change log" in said and "ddb-lakehouse merge --table shelf" in said  # fmt: skip
+    assert (
+        "have older types than its change log" in said
+        and "ddb-lakehouse merge --table shelf" in said
+    )
     assert spark.sql(f"select count(*) from {HISTORY}.snapshots").collect()[0][0] == before
     assert main(["merge", "--table", "shelf"]) == 0
     types = {f.name: f.dataType.simpleString() for f in spark.table(HISTORY).schema.fields}
@@ -104,18 +119,26 @@ def test_a_retype_re_derives_every_version_from_its_item_never_casts(
 
     # Every version of the history is the change log's row of that version, column by column
     # (its typed columns, `_rest` and `_drift`): the same decode, not a cast.
-    compared = [c for c in spark.table(STAGING).columns if c not in ("_ingested_at", "_batch_id", "_source", "_source_file")]  # fmt: skip
+    compared = [
+        c
+        for c in spark.table(STAGING).columns
+        if c not in ("_ingested_at", "_batch_id", "_source", "_source_file")
+    ]
     assert as_json(spark, HISTORY, "true", compared) == as_json(spark, STAGING, "true", compared)
     # A cast gave 1.50, {2.0, y} and raw bytes, and left `_rest` empty.
     older = spark.table(HISTORY).where("id = 'k1'").collect()[0]
     raw = base64.b64encode(b"\xff\x00raw").decode()
     assert (older["n"], older["m"], older["bin"]) == ("1.5", '{"a":2,"b":"y"}', raw), older
     assert json.loads(older["_rest"]) == {
-        "n": {"N": "1.5"}, "m": {"M": {"a": {"N": "2"}, "b": {"S": "y"}}}, "bin": {"B": raw},
-    }  # fmt: skip
+        "n": {"N": "1.5"},
+        "m": {"M": {"a": {"N": "2"}, "b": {"S": "y"}}},
+        "bin": {"B": raw},
+    }
     # The current rows are the final table's; the history as of f0 is f0.
     final_columns = [c for c in spark.table(FINAL).columns if c != "_inserted_batch_id"]
-    assert as_json(spark, HISTORY, "_valid_to is null", final_columns) == as_json(spark, FINAL, "true", final_columns)  # fmt: skip
+    assert as_json(spark, HISTORY, "_valid_to is null", final_columns) == as_json(
+        spark, FINAL, "true", final_columns
+    )
     verified_as_of(capsys, f0)
 
 
@@ -127,18 +150,35 @@ def test_a_retype_whose_old_types_expired_stops_the_merge_in_one_line(
     nothing."""
     _, inc = drifted(tmp_path)
     assert main(["ingest", "--table", "shelf", str(inc)]) == 0  # adopts the drift
-    later = [modify({"id": {"S": "k1"}, "title": {"S": "k1"}}, {"id": {"S": "k1"}, "title": {"S": "k1 b"}}, 30, 1)]  # fmt: skip
+    later = [
+        modify(
+            {"id": {"S": "k1"}, "title": {"S": "k1"}},
+            {"id": {"S": "k1"}, "title": {"S": "k1 b"}},
+            30,
+            1,
+        )
+    ]
     ingest("stream", tmp_path / "streams", later, "ingest")
     spark.sql(
         "call lake.system.expire_snapshots(table => 'staging.shelf', "
         "older_than => timestamp '2100-01-01 00:00:00', retain_last => 1)"
     )
-    snapshots = {t: spark.sql(f"select count(*) from {t}.snapshots").collect()[0][0] for t in (HISTORY, FINAL)}  # fmt: skip
+    snapshots = {
+        t: spark.sql(f"select count(*) from {t}.snapshots").collect()[0][0]
+        for t in (HISTORY, FINAL)
+    }
     capsys.readouterr()
     assert main(["merge", "--table", "shelf"]) == 2
     said = capsys.readouterr().err
-    assert "no longer known" in said and "nothing was merged" in said and len(said.strip().splitlines()) == 1  # fmt: skip
-    assert {t: spark.sql(f"select count(*) from {t}.snapshots").collect()[0][0] for t in (HISTORY, FINAL)} == snapshots  # fmt: skip
+    assert (
+        "no longer known" in said
+        and "nothing was merged" in said
+        and len(said.strip().splitlines()) == 1
+    )
+    assert {
+        t: spark.sql(f"select count(*) from {t}.snapshots").collect()[0][0]
+        for t in (HISTORY, FINAL)
+    } == snapshots
     types = {f.name: f.dataType.simpleString() for f in spark.table(HISTORY).schema.fields}
     assert types["n"] != "string"
 
@@ -149,15 +189,30 @@ def test_attributes_named_valid_from_and_valid_to_are_columns_like_any_other(
     add_shelf()
 
     def item(key: str, title: str, until: str) -> dict:
-        return {"id": {"S": key}, "title": {"S": title}, "valid_from": {"S": "2020-01-01"}, "valid_to": {"S": until}}  # fmt: skip
+        return {
+            "id": {"S": key},
+            "title": {"S": title},
+            "valid_from": {"S": "2020-01-01"},
+            "valid_to": {"S": until},
+        }
 
-    f0 = sample_exports.write_items_export(tmp_path / "f0", "shelf", [item("k1", "one", "2030"), item("k2", "two", "2031")], instant(0), seed=1)  # fmt: skip
+    f0 = sample_exports.write_items_export(
+        tmp_path / "f0",
+        "shelf",
+        [item("k1", "one", "2030"), item("k2", "two", "2031")],
+        instant(0),
+        seed=1,
+    )
     assert main(["sync", "--table", "shelf", str(f0)]) == 0
     line = {
         "Metadata": {"WriteTimestampMicros": {"N": str(at(10) * 1_000_000)}},
-        "Keys": {"id": {"S": "k1"}}, "OldImage": item("k1", "one", "2030"), "NewImage": item("k1", "one b", "2040"),
-    }  # fmt: skip
-    inc = sample_exports.write_incremental_export(tmp_path / "inc", "shelf", [line], (instant(0), instant(20)), seed=2)  # fmt: skip
+        "Keys": {"id": {"S": "k1"}},
+        "OldImage": item("k1", "one", "2030"),
+        "NewImage": item("k1", "one b", "2040"),
+    }
+    inc = sample_exports.write_incremental_export(
+        tmp_path / "inc", "shelf", [line], (instant(0), instant(20)), seed=2
+    )
     assert main(["sync", "--table", "shelf", str(inc)]) == 0
     # Every batch merged into the history too: nothing pending, as `status` says.
     assert merge_log.new_batches(spark, "shelf", history=True) == []
@@ -202,7 +257,12 @@ def test_a_full_export_closes_the_row_valid_at_its_instant_whatever_came_after(
         changed = [modify(g, book("g", "gee 2"), 40, 1)]
         again = [modify(None, book("g", "gee again"), 47, 3, "INSERT")]  # the delete at 42: lost
         f1 = sample_exports.write_items_export(folder / "f1", "shelf", [f], instant(45), seed=2)
-        return [("export", f0, None), ("stream", streams, changed), ("stream", streams, again), ("export", f1, None)]  # fmt: skip
+        return [
+            ("export", f0, None),
+            ("stream", streams, changed),
+            ("stream", streams, again),
+            ("export", f1, None),
+        ]
 
     def history() -> list[tuple]:
         spark.sql(f"refresh table {HISTORY}")
@@ -289,7 +349,9 @@ def test_a_late_change_is_closed_at_the_first_full_export_that_lacks_it(
 
     def history() -> list[tuple]:
         spark.sql(f"refresh table {HISTORY}")
-        rows = spark.table(HISTORY).where("id = 'k'").select("_operation", "_valid_from", "_valid_to")  # fmt: skip
+        rows = (
+            spark.table(HISTORY).where("id = 'k'").select("_operation", "_valid_from", "_valid_to")
+        )
         return sorted((tuple(r) for r in rows.collect()), key=lambda r: r[1])
 
     arrivals = sources(tmp_path / "one")

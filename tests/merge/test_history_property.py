@@ -34,11 +34,20 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 KEYS = [f"k{i}" for i in range(6)]
 # Seed 5 first: it exercises every feature below (test_the_first_seed_exercises_every_feature).
-SEEDS = ([5] + [s for s in range(1000) if s != 5])[: int(os.environ.get("LAKEHOUSE_HISTORY_SEEDS", "1"))]  # fmt: skip
+SEEDS = ([5] + [s for s in range(1000) if s != 5])[
+    : int(os.environ.get("LAKEHOUSE_HISTORY_SEEDS", "1"))
+]
 FEATURES = {
-    "full export", "incremental export", "lost delete", "late record", "redelivered record",
-    "ttl expiry", "re-create", "drift", "same second",
-}  # fmt: skip
+    "full export",
+    "incremental export",
+    "lost delete",
+    "late record",
+    "redelivered record",
+    "ttl expiry",
+    "re-create",
+    "drift",
+    "same second",
+}
 
 
 def test_the_first_seed_exercises_every_feature(tmp_path: Path) -> None:
@@ -64,7 +73,11 @@ def truth(rng: random.Random) -> tuple[dict[str, dict], list[tuple]]:
             changes.append((minute, sequence, "REMOVE", key, old, None, ttl))
             del live[key]
             continue
-        pages = f"{rng.randint(1, 999)}.5" if minute > 55 and rng.random() < 0.4 else str(rng.randint(1, 999))  # fmt: skip
+        pages = (
+            f"{rng.randint(1, 999)}.5"
+            if minute > 55 and rng.random() < 0.4
+            else str(rng.randint(1, 999))
+        )
         new = item(key, f"{key} m{minute}", pages)
         changes.append((minute, sequence, "MODIFY" if old else "INSERT", key, old, new, False))
         live[key] = new
@@ -101,13 +114,19 @@ def scenario(
     # The exports' chain: a full export at 0, then three more, each full or incremental.
     cuts = sorted(rng.sample(range(15, 85, 5), 3))
     exports: list[tuple[float, str, Path, list[tuple]]] = []
-    f0 = sample_exports.write_items_export(folder / "e0", "shelf", list(start.values()), instant(0), seed=seed)  # fmt: skip
-    exports.append((0, "export", f0, [(manifest.read_export(f0).version_micros, "", "export", dict(start))]))  # fmt: skip
+    f0 = sample_exports.write_items_export(
+        folder / "e0", "shelf", list(start.values()), instant(0), seed=seed
+    )
+    exports.append(
+        (0, "export", f0, [(manifest.read_export(f0).version_micros, "", "export", dict(start))])
+    )
     previous = 0
     for i, cut in enumerate(cuts, start=1):
         now = state_at(start, changes, cut)
         if rng.random() < 0.5:
-            path = sample_exports.write_items_export(folder / f"e{i}", "shelf", list(now.values()), instant(cut), seed=seed + i)  # fmt: skip
+            path = sample_exports.write_items_export(
+                folder / f"e{i}", "shelf", list(now.values()), instant(cut), seed=seed + i
+            )
             staged = [(manifest.read_export(path).version_micros, "", "export", dict(now))]
             saw("full export")
         else:
@@ -123,7 +142,9 @@ def scenario(
                 line |= {"OldImage": before[key]} if key in before else {}
                 line |= {"NewImage": now[key]} if key in now else {}
                 lines.append(line)
-            path = sample_exports.write_incremental_export(folder / f"e{i}", "shelf", lines, (instant(previous), instant(cut)), seed=seed + i)  # fmt: skip
+            path = sample_exports.write_incremental_export(
+                folder / f"e{i}", "shelf", lines, (instant(previous), instant(cut)), seed=seed + i
+            )
             version = manifest.read_export(path).version_micros
             staged = [(version, "", k, now.get(k)) for k in touched]
         exports.append((cut, "export", path, staged))
@@ -134,7 +155,9 @@ def scenario(
         if event == "REMOVE" and not ttl and rng.random() < 0.3:
             saw("lost delete")
             continue
-        record = sample_stream.stream_record("shelf", event, {"id": {"S": key}}, old, new, at(minute), sequence, ttl=ttl)  # fmt: skip
+        record = sample_stream.stream_record(
+            "shelf", event, {"id": {"S": key}}, old, new, at(minute), sequence, ttl=ttl
+        )
         version = at(minute) * 1_000_000 + 999_999
         records.append((minute, record, (version, f"{sequence:021d}", key, new)))
     files: list[list] = []
@@ -156,7 +179,9 @@ def scenario(
     streams = folder / "streams"
     for batch in (f for f in files if f):
         when = max(m for m, _, _ in batch) + rng.uniform(0, 10)
-        arrivals.append((when, "stream", streams, [r for _, r, _ in batch], [c for _, _, c in batch]))  # fmt: skip
+        arrivals.append(
+            (when, "stream", streams, [r for _, r, _ in batch], [c for _, _, c in batch])
+        )
     removed: set[str] = set()
     for _, sequence, event, key, _, new, ttl in changes:
         for feature, found in (

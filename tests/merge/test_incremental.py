@@ -163,7 +163,8 @@ def test_delete_only_export_then_rerun(spark, clean_lakehouse, chain, tmp_path: 
     # The data tests catch a deleted key present in the final table.
     spark.sql(
         "insert into lake.lakehouse.orders select *, null from lake.staging.orders "
-        f"where customer_id = '{victims[0][0]}' and order_id = '{victims[0][1]}' and _operation != 'delete' limit 1"
+        f"where customer_id = '{victims[0][0]}' and order_id = '{victims[0][1]}' and _operation != "
+        f"'delete' limit 1"
     )
     with pytest.raises(dbt_process.DbtError, match="dbt test"):
         dbt_process.dbt_invoke(["test", "--select", "orders"])
@@ -251,8 +252,12 @@ def test_the_first_incremental_may_overlap_the_full_export(
     def line(old: dict, new: dict, written) -> dict:
         micros = clock.epoch_micros(written)
         keys = {k: new[k] for k in ("customer_id", "order_id")}
-        return {"Metadata": {"WriteTimestampMicros": {"N": str(micros)}}, "Keys": keys,
-                "OldImage": old, "NewImage": new}  # fmt: skip
+        return {
+            "Metadata": {"WriteTimestampMicros": {"N": str(micros)}},
+            "Keys": keys,
+            "OldImage": old,
+            "NewImage": new,
+        }
 
     inc = sample_exports.write_incremental_export(
         tmp_path,

@@ -164,7 +164,7 @@ def test_merge_applies_upserts_deletes_and_the_version_guard(spark, clean_lakeho
                 "operation": "update",
                 "version_delta": 2,
                 "set": {"title": "Newer"},
-            },  # fmt: skip
+            },
             {"like": updated, "key": "book-new-0002", "operation": "insert", "version_delta": 2},
             {"like": ids[3], "operation": "delete", "version_delta": 1},
             {"like": updated, "key": deleted, "operation": "delete", "version_delta": 2},
@@ -193,7 +193,9 @@ def _counts_both_ways(spark, table, batches) -> tuple[int, int, int]:
 
     (table,) = catalog_table.load([table], spark)
     after = merge_counts.current_snapshot(spark, table.name)
-    (parent,) = spark.sql(f"select parent_id from lake.lakehouse.{table.name}.snapshots where snapshot_id = {after}").first()  # fmt: skip
+    (parent,) = spark.sql(
+        f"select parent_id from lake.lakehouse.{table.name}.snapshots where snapshot_id = {after}"
+    ).first()
     found = merge_counts.from_commit(spark, table, parent, after, batches)
     assert found is not None
     touched = TouchedKeys(spark)
@@ -206,7 +208,10 @@ def _counts_both_ways(spark, table, batches) -> tuple[int, int, int]:
     assert (looked_up.inserted, looked_up.updated, looked_up.deleted) == found
     written = spark.sql(f"select * from lake.lakehouse.{table.name} version as of {after}")
     extra = written.where(F.col("_batch_id").isin(list(batches))).limit(1)
-    assert merge_counts.from_commit(spark, table, parent, after, batches, written.unionByName(extra)) is None  # fmt: skip
+    assert (
+        merge_counts.from_commit(spark, table, parent, after, batches, written.unionByName(extra))
+        is None
+    )
     return found
 
 
@@ -356,8 +361,12 @@ def test_a_merge_sees_what_another_process_staged_since_this_session_read_the_ta
     runner.run_merge(spark, [orders], test=False)  # the session now holds staging.orders
     done = subprocess.run(
         [sys.executable, "-m", "ingestion.cli", "ingest", "--table", "orders", str(chain[1])],
-        cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     (counts,) = runner.run_merge(spark, [orders], test=False)[0]
     assert len(counts.batches) == 1 and counts.inserted + counts.updated + counts.deleted > 0

@@ -84,7 +84,10 @@ def test_the_renamed_combination_test_is_migrated_in_place_and_dbt_utils_left_al
         "- dynamodb_unique_combination_of_columns:", "- unique_combination_of_columns:"
     )
     assert old != new
-    theirs = "\n      - dbt_utils.unique_combination_of_columns:\n          combination_of_columns: [a]\n"
+    theirs = (
+        "\n      - dbt_utils.unique_combination_of_columns:\n          "
+        "combination_of_columns: [a]\n"
+    )
     (marts / "orders.yml").write_text(old + theirs)
     check_model_tests([get_table("orders")], project=tmp_path)
     assert (marts / "orders.yml").read_text() == new + theirs

@@ -136,7 +136,7 @@ def test_the_same_orderings_hold_for_entity_tables(
     lakehouse_home: Path,
     tmp_path: Path,
     stream_first: bool,
-    by: str,  # fmt: skip
+    by: str,
 ) -> None:
     """The ordering above on a single-table design: order `a` changed by the stream at second S
     and by the incremental export's window (the export wins); user `b` changed after the window
@@ -153,7 +153,12 @@ def test_the_same_orderings_hold_for_entity_tables(
     second = int((start + timedelta(minutes=10)).timestamp())
     by_export = {**state[a], "status": {"S": "export"}}
     lines = [change(state[a], by_export, "NEW_AND_OLD_IMAGES", 3)]
-    moved = {"pk": state[c]["pk"], "sk": state[c]["sk"], "type": {"S": "address"}, "city": {"S": "Oslo"}}  # fmt: skip
+    moved = {
+        "pk": state[c]["pk"],
+        "sk": state[c]["sk"],
+        "type": {"S": "address"},
+        "city": {"S": "Oslo"},
+    }
     if by == "attribute":
         lines.append(change(state[c], moved, "NEW_AND_OLD_IMAGES", 3))
     for line in lines:  # written at S.5, inside the window
@@ -171,7 +176,7 @@ def test_the_same_orderings_hold_for_entity_tables(
             by_stream,
             second,
             1,
-        ),  # fmt: skip
+        ),
         sample_stream.stream_record(
             "app",
             "MODIFY",
@@ -180,11 +185,21 @@ def test_the_same_orderings_hold_for_entity_tables(
             after,
             int(end.timestamp()) + 1,
             2,
-        ),  # fmt: skip
+        ),
     ]
     if by == "attribute":  # an older change of `c` as an order, inside the window
         older = {**state[c], "status": {"S": "older"}}
-        records.append(sample_stream.stream_record("app", "MODIFY", {"pk": state[c]["pk"], "sk": state[c]["sk"]}, state[c], older, second - 60, 3))  # fmt: skip
+        records.append(
+            sample_stream.stream_record(
+                "app",
+                "MODIFY",
+                {"pk": state[c]["pk"], "sk": state[c]["sk"]},
+                state[c],
+                older,
+                second - 60,
+                3,
+            )
+        )
         state[c] = moved
     written, failed = write_batch(records, str(location))
     assert failed is None and written

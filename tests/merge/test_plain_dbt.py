@@ -33,7 +33,8 @@ def item(key: str, title: str) -> dict[str, Any]:
 
 @pytest.fixture
 def table_t(spark, clean_lakehouse, project_copy: Path, tmp_path: Path):
-    """Table ``t`` with its history, in a copy of the project; yields where its stream's files go."""
+    """Table ``t`` with its history, in a copy of the project; yields where its stream's files
+    go."""
     onboarding.add_table("t", "id:S", None, history=True)
     yield tmp_path / "streams"
     schema_file.schema_path("t").unlink(missing_ok=True)

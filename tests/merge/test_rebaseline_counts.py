@@ -28,7 +28,9 @@ def export(tmp_path: Path, name: str, items: list[dict], minutes: int) -> Path:
 def modify(location: Path, key: str, title: str, minutes: int, sequence: int) -> None:
     seconds = int((BASE_TIME + timedelta(minutes=minutes)).timestamp())
     new = book(key, title)
-    record = sample_stream.stream_record("books", "MODIFY", {"id": new["id"]}, None, new, seconds, sequence)  # fmt: skip
+    record = sample_stream.stream_record(
+        "books", "MODIFY", {"id": new["id"]}, None, new, seconds, sequence
+    )
     written, failed = write_batch([record], str(location))
     assert failed is None and written
 

@@ -17,18 +17,30 @@ ITEM = {"pk": {"S": "a"}, "n": {"N": "1.5"}, "m": {"M": {"l": {"L": [{"SS": ["x"
 
 
 def jsonl(path: Path, *lines: object) -> str:
-    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))  # fmt: skip
+    path.write_text(
+        "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+    )
     return str(path)
 
 
 def written(capsys) -> Path:
     out = capsys.readouterr().out
     assert "next: ddb-lakehouse add-table Own --partition-key pk:S" in out
-    return Path(next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("export written: ")))  # fmt: skip
+    return Path(
+        next(
+            line.split(": ", 1)[1]
+            for line in out.splitlines()
+            if line.startswith("export written: ")
+        )
+    )
 
 
 def lines(export: manifest.Export) -> list[dict]:
-    return [json.loads(x) for f in export.files for x in gzip.decompress(f.path.read_bytes()).decode().splitlines()]  # fmt: skip
+    return [
+        json.loads(x)
+        for f in export.files
+        for x in gzip.decompress(f.path.read_bytes()).decode().splitlines()
+    ]
 
 
 def test_a_full_and_an_incremental_export_of_ones_own_items(tmp_path: Path, capsys) -> None:
@@ -49,7 +61,10 @@ def test_a_full_and_an_incremental_export_of_ones_own_items(tmp_path: Path, caps
     incremental = manifest.read_export(written(capsys))
     assert incremental.export_type == manifest.INCREMENTAL and incremental.item_count == 2
     found = lines(incremental)
-    assert [sorted(line) for line in found] == [["Keys", "Metadata", "OldImage"], ["Keys", "Metadata", "NewImage"]]  # fmt: skip
+    assert [sorted(line) for line in found] == [
+        ["Keys", "Metadata", "OldImage"],
+        ["Keys", "Metadata", "NewImage"],
+    ]
     micros = [int(line["Metadata"]["WriteTimestampMicros"]["N"]) for line in found]
     assert (
         micros == sorted(micros) and micros[0] > 1_796_083_200_000_000
@@ -73,7 +88,19 @@ def test_a_full_and_an_incremental_export_of_ones_own_items(tmp_path: Path, caps
 def test_a_bad_line_is_named_and_nothing_is_written(tmp_path: Path, capsys, line, said) -> None:
     items = jsonl(tmp_path / "bad.jsonl", ITEM, line)
     out = tmp_path / "out"
-    code = main(["write-export", "--table", "Own", "--partition-key", "pk:S", "--out", str(out), "--items", items])  # fmt: skip
+    code = main(
+        [
+            "write-export",
+            "--table",
+            "Own",
+            "--partition-key",
+            "pk:S",
+            "--out",
+            str(out),
+            "--items",
+            items,
+        ]
+    )
     assert code == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and said in error[0] and "line 2" in error[0], error
@@ -83,9 +110,23 @@ def test_a_bad_line_is_named_and_nothing_is_written(tmp_path: Path, capsys, line
 def test_a_change_outside_its_window_or_a_window_backwards_is_refused(
     tmp_path: Path, capsys
 ) -> None:
-    late = {"Keys": {"pk": {"S": "a"}}, "OldImage": ITEM, "Metadata": {"WriteTimestampMicros": {"N": "1896083200000000"}}}  # fmt: skip
+    late = {
+        "Keys": {"pk": {"S": "a"}},
+        "OldImage": ITEM,
+        "Metadata": {"WriteTimestampMicros": {"N": "1896083200000000"}},
+    }
     changes = jsonl(tmp_path / "changes.jsonl", late)
-    base = ["write-export", "--table", "Own", "--partition-key", "pk", "--out", str(tmp_path / "out"), "--changes", changes]  # fmt: skip
+    base = [
+        "write-export",
+        "--table",
+        "Own",
+        "--partition-key",
+        "pk",
+        "--out",
+        str(tmp_path / "out"),
+        "--changes",
+        changes,
+    ]
     assert main([*base, "--from", "2026-12-01T00:00:00Z", "--to", "2026-12-01T01:00:00Z"]) == 2
     assert "is not within the window" in capsys.readouterr().err
     assert main([*base, "--from", "2026-12-01T02:00:00Z", "--to", "2026-12-01T01:00:00Z"]) == 2

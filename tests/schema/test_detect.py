@@ -28,14 +28,19 @@ def _images(spark, items: list[dict | str]):
 
 def _lines(spark, items: list[dict]):
     """Lines of an incremental export: new images, and a delete's old image."""
-    lines = [{"NewImage": i} if n % 2 else {"Keys": dict(list(i.items())[:1]), "OldImage": i} for n, i in enumerate(items)]  # fmt: skip
+    lines = [
+        {"NewImage": i} if n % 2 else {"Keys": dict(list(i.items())[:1]), "OldImage": i}
+        for n, i in enumerate(items)
+    ]
     return spark.createDataFrame([(json.dumps(x),) for x in lines], "value string").repartition(3)
 
 
 def _same(spark, items: list[dict | str]) -> None:
     """The same statistics either way, from images and (items only) from export lines."""
     images = _images(spark, items)
-    reference = detect.generic_statistics(images.select(F.expr(parse_item("_image")).alias("_attrs")))  # fmt: skip
+    reference = detect.generic_statistics(
+        images.select(F.expr(parse_item("_image")).alias("_attrs"))
+    )
     one_pass = detect.statistics(images)
     assert one_pass.items == reference.items == len(items)
     assert one_pass.by_path == reference.by_path
@@ -105,10 +110,16 @@ def test_detect_schema_writes_the_same_file_either_way(spark, samples, monkeypat
 def _counted_in_the_driver(spark, items: list[dict]) -> None:
     """The driver's count (item_statistics) equals the generic path's, from items and lines."""
     images = _images(spark, items)
-    reference = detect.generic_statistics(images.select(F.expr(parse_item("_image")).alias("_attrs")))  # fmt: skip
+    reference = detect.generic_statistics(
+        images.select(F.expr(parse_item("_image")).alias("_attrs"))
+    )
     counted = item_statistics.of_texts([json.dumps(i) for i in items], False, detect.MAX_PATHS)
     assert counted is not None
-    assert (counted.items, counted.by_path, counted.wide) == (len(items), reference.by_path, reference.wide)  # fmt: skip
+    assert (counted.items, counted.by_path, counted.wide) == (
+        len(items),
+        reference.by_path,
+        reference.wide,
+    )
     lines = [row["value"] for row in _lines(spark, items).collect()]
     from_lines = detect.generic_statistics(detect._attributes(_lines(spark, items)))
     assert item_statistics.of_texts(lines, True, detect.MAX_PATHS).by_path == from_lines.by_path
@@ -126,20 +137,20 @@ def test_the_first_items_counted_in_the_driver_as_spark_counts_them(spark) -> No
             "id": S("d"),
             "e": {"NS": []},
             "l": {"L": [{"L": [{"M": {"deep": {"NS": ["7", "8.125"]}}}]}]},
-        },  # fmt: skip
+        },
         {"id": S("e"), "d": {"M": {f"key{i}": S("v") for i in range(detect.MAX_PATHS + 5)}}},
         {
             "id": S("f"),
             "d": S("wide, then text"),
             "k": {"M": {"Key": S("U"), "key": N("5"), "": {"NULL": True}}},
-        },  # fmt: skip
+        },
         {
             "id": S("g"),
             "b": {"B": "AAE="},
             "bs": {"BS": ["/w=="]},
             "t": {"BOOL": False},
             "ss": {"SS": []},
-        },  # fmt: skip
+        },
     ]
     # The layout tests' odd values, less those DynamoDB never writes (the test below).
     odd = [i for i in ODD if item_statistics.of_texts([json.dumps(i)], False, detect.MAX_PATHS)]

@@ -41,7 +41,7 @@ def measured(depth: int) -> dict[str, tuple[int, int]]:
         "verify: the export's parse type": (
             len(fingerprints.parse_type([a.type for a in schema.attributes])),
             nodes,
-        ),  # fmt: skip
+        ),
         "rebuild: an item encoded back from its row": (len(item_json.item_json(schema)), nodes),
         "the decode in Spark SQL (the JVM decoder's reference)": (len(decode), nodes),
         "detection: the misfit flag": (len(shapes._Plan(top).misfit()), shapes.size(top)),

@@ -124,7 +124,9 @@ def test_every_type_and_the_edges_of_values(spark, monkeypatch) -> None:
     edges.append({"id": {"N": "7"}, "list": {"SS": ["𝔸", "z", "é", "\ufb01"]}, "blobs": {"L": []}})
     edges.append({"id": {"N": "8"}, "name": {"NS": ["10", "9", "-1.5"]}, "low": {"S": "5"}})
     edges.append({"id": {"N": "9"}, "name": {"M": {"N": {"S": "map key N 𝔸"}, "l": {"L": []}}}})
-    edges.append({"id": {"N": "10"}, "name": {"L": [{"B": _b64(b"\x00")}, {"NULL": True}, {"BOOL": False}]}})  # fmt: skip
+    edges.append(
+        {"id": {"N": "10"}, "name": {"L": [{"B": _b64(b"\x00")}, {"NULL": True}, {"BOOL": False}]}}
+    )
     rows = _same(spark, monkeypatch, EDGES, edges)
     assert sum(1 for r in rows if r["_rest"]) >= 5 and sum(1 for r in rows if r["_drift"]) >= 2
 
@@ -134,7 +136,9 @@ def test_odd_values_of_the_layout_tests(spark, monkeypatch) -> None:
     assert {r["id"] for r in rows if r["_drift"]} >= {"c", "d", "g", "m"}
 
 
-def test_handmade_items_with_detected_types_and_with_the_first_items_types(spark, monkeypatch) -> None:  # fmt: skip
+def test_handmade_items_with_detected_types_and_with_the_first_items_types(
+    spark, monkeypatch
+) -> None:
     items = handmade_items()
     images = spark.createDataFrame([(json.dumps(i),) for i in items], "_image string")
     schema = type_rules.resolve("t", detect.statistics(images), {"id": "S"})
@@ -173,7 +177,7 @@ def test_a_wide_table_and_names_that_differ_only_in_case(spark, monkeypatch) -> 
             "Name": {"S": "U"},
             "name": {"S": "l"},
             "m": {"M": {"K": {"N": "1"}, "k": {"L": [{"S": "x"}]}}},
-        }  # fmt: skip
+        }
         for i in range(4)
     ]
     items[1]["a007"] = {"S": "seven"}  # drift
@@ -200,7 +204,9 @@ def _entity_schema(spark, by: str) -> Schema:
         images = spark.createDataFrame([(json.dumps(i),) for i in own], "_image string")
         detected = type_rules.resolve(final, detect.statistics(images), keys)
         sections.append(detected if value != "ADDRESS" else replace(detected, sampled=2))
-    top = type_rules.resolve("app", detect.statistics(spark.createDataFrame([], "_image string")), keys)  # fmt: skip
+    top = type_rules.resolve(
+        "app", detect.statistics(spark.createDataFrame([], "_image string")), keys
+    )
     return replace(top, entities=tuple(sections), rule=rule)
 
 
@@ -215,8 +221,22 @@ def test_a_single_table_design(spark, monkeypatch, by: str) -> None:
     schema = _entity_schema(spark, by)
     items = single_table.items(10, seed=1)
     items.append({"pk": {"S": "USER#99"}, "sk": {"S": "PROFILE"}, "type": {"S": "profile"}})
-    items.append({"pk": {"S": "USER#98"}, "sk": {"S": "USER#98"}, "type": {"S": "user"}, "total": {"S": "many"}})  # fmt: skip
-    items.append({"pk": {"S": "USER#97"}, "sk": {"S": "ORDER#1"}, "type": {"S": "order"}, "note": {"NULL": True}})  # fmt: skip
+    items.append(
+        {
+            "pk": {"S": "USER#98"},
+            "sk": {"S": "USER#98"},
+            "type": {"S": "user"},
+            "total": {"S": "many"},
+        }
+    )
+    items.append(
+        {
+            "pk": {"S": "USER#97"},
+            "sk": {"S": "ORDER#1"},
+            "type": {"S": "order"},
+            "note": {"NULL": True},
+        }
+    )
     rows = _same(spark, monkeypatch, schema, items)
     assert isinstance(rows, str) or {r["_entity"] for r in rows} >= {"app__user", "app__unmatched"}
     ok = items[:-1]  # without the attribute no section has
@@ -240,7 +260,13 @@ def test_a_single_table_design(spark, monkeypatch, by: str) -> None:
     ],
 )
 def test_every_failure_says_the_same(spark, monkeypatch, item, message) -> None:
-    schema = Schema("t", (Attribute("id", "id", ColumnType("string"), key=True), Attribute("title", "title", parse_type("string"))))  # fmt: skip
+    schema = Schema(
+        "t",
+        (
+            Attribute("id", "id", ColumnType("string"), key=True),
+            Attribute("title", "title", parse_type("string")),
+        ),
+    )
     decoded = _same(spark, monkeypatch, schema, [{"id": {"S": "fine"}}, item])
     assert isinstance(decoded, str) and message in decoded
 
@@ -283,7 +309,9 @@ def test_malformed_values_are_drift_kept_whole(spark) -> None:
     separated = {"id": {"S": "e"}, "line\u2028separated": {"S": "not a number"}}
     (row,) = _staged(spark, schema, [separated])
     assert json.loads(row["_rest"]) == {"line\u2028separated": {"S": "not a number"}}
-    assert rows["b"]["_drift"] == ["n"] and json.loads(rows["b"]["_rest"]) == {"n": {"N": "1", "S": "1"}}  # fmt: skip
+    assert rows["b"]["_drift"] == ["n"] and json.loads(rows["b"]["_rest"]) == {
+        "n": {"N": "1", "S": "1"}
+    }
     assert rows["c"]["flag"] is None and rows["c"]["_drift"] == ["n"]  # JSON null: no value
     assert json.loads(rows["c"]["_rest"]) == {"n": {"NULL": False}}
     # A number no column of DynamoDB's could hold: no fit, decided before its digits are built.
@@ -293,12 +321,19 @@ def test_malformed_values_are_drift_kept_whole(spark) -> None:
         (
             '{"Item": {"id": {"S": "d"}, "n": {"N": "1"}, "n": {"N": "2"}}}',
             'holds attribute "n" twice',
-        ),  # fmt: skip
+        ),
         ('{"Item": "{not json"}', "table t: an item is not JSON"),
     ):
         lines = spark.createDataFrame([(line,)], "value string")
         operation, version = decode.change_columns(True, 1, False)
-        staged = append.staging_rows(lines, (operation, version, F.lit(None).cast("string")), schema, "s", "b", datetime(2026, 1, 1, tzinfo=UTC))  # fmt: skip
+        staged = append.staging_rows(
+            lines,
+            (operation, version, F.lit(None).cast("string")),
+            schema,
+            "s",
+            "b",
+            datetime(2026, 1, 1, tzinfo=UTC),
+        )
         with pytest.raises(Exception, match=message):
             staged.collect()
 
@@ -313,7 +348,7 @@ _TWO = {"id": {"S": "b"}, "n": {"N": "2"}}
         json.dumps({"Item": _ONE}),
         json.dumps(
             {"Metadata": {"WriteTimestampMicros": {"N": "1"}}, "NewImage": _ONE, "OldImage": _TWO}
-        ),  # fmt: skip
+        ),
         json.dumps({"OldImage": _TWO, "Keys": {"id": {"S": "b"}}}),
         json.dumps({"Item": None, "Keys": {"id": {"S": "c"}}}),  # a null image is no image
         json.dumps({"Keys": {"id": {"S": "c"}}, "eventName": "REMOVE", "dynamodb": [1, {"x": 2}]}),
@@ -340,7 +375,13 @@ def test_the_line_s_image_as_spark_sql_takes_it(spark, monkeypatch, line: str) -
     does in Spark SQL: the first of Item, NewImage, OldImage and Keys that is not null; a line
     without one fails with the same message. (An image given as a string that is not JSON: the
     pinned difference of ``test_malformed_values_are_drift_kept_whole``.)"""
-    schema = Schema("t", (Attribute("id", "id", ColumnType("string"), key=True), Attribute("n", "n", parse_type("bigint"))))  # fmt: skip
+    schema = Schema(
+        "t",
+        (
+            Attribute("id", "id", ColumnType("string"), key=True),
+            Attribute("n", "n", parse_type("bigint")),
+        ),
+    )
     lines = spark.createDataFrame([(line,)], "value string")
     decoded = _staged_lines(spark, schema, lines)
     with monkeypatch.context() as patch:

@@ -39,12 +39,16 @@ TYPED = replace(
 )
 
 
-def _encoded(spark, schema: Schema, items: list[dict[str, Any]]) -> list[tuple[dict, dict | None, dict]]:  # fmt: skip
+def _encoded(
+    spark, schema: Schema, items: list[dict[str, Any]]
+) -> list[tuple[dict, dict | None, dict]]:
     """Each item staged as a full export's line is (``append.staging_rows``, the decode that
     finds the remainder), then given back through the encoder: (item, remainder, given back)."""
     lines = spark.createDataFrame([(json.dumps({"Item": item}),) for item in items], "value string")
     columns = (F.lit("snapshot"), F.lit(1).cast("bigint"), F.lit(None).cast("string"))
-    staged = staging_rows(lines, columns, schema, "source", "batch", datetime(2026, 1, 1, tzinfo=UTC))  # fmt: skip
+    staged = staging_rows(
+        lines, columns, schema, "source", "batch", datetime(2026, 1, 1, tzinfo=UTC)
+    )
     out = with_item_json(staged, schema).select("_image", "_rest", "_item")
     return [
         (json.loads(r["_image"]), r["_rest"] and json.loads(r["_rest"]), json.loads(r["_item"]))
@@ -94,7 +98,7 @@ def test_a_wide_table_finds_its_remainder_on_the_text_path(spark) -> None:
             *(
                 Attribute(f"a{i:03}", f"a{i:03}", parse_type("string"))
                 for i in range(TYPED_ATTRIBUTES)
-            ),  # fmt: skip
+            ),
             Attribute("meta", "meta", struct(city="string", n="bigint")),
             Attribute("xs", "xs", parse_type("array<string>")),
         ),
@@ -127,7 +131,7 @@ EDGES = Schema(
         Attribute("blob", "blob", parse_type("binary")),
         Attribute(
             "blobs", "blobs", parse_type("array<binary>"), info={"dynamodb_types": {"BS": 1}}
-        ),  # fmt: skip
+        ),
         Attribute("name", "we`ird name", parse_type("string")),
         Attribute(
             "meta",
@@ -142,7 +146,7 @@ EDGES = Schema(
                         "empty",
                         "empty",
                         ColumnType("struct", fields=(StructField("x", "x", parse_type("string")),)),
-                    ),  # fmt: skip
+                    ),
                 ),
             ),
         ),
@@ -177,7 +181,7 @@ def test_numbers_binary_names_and_maps_at_their_edges_come_back(
         "name": {"S": ""},
         "meta": {
             "M": {"Key": {"S": "U"}, "key": {"S": "l"}, "a b": {"BOOL": True}, "empty": {"M": {}}}
-        },  # fmt: skip
+        },
         "list": {"L": []},
     }
     ((_, rest, encoded),) = _encoded(spark, EDGES, [item])

@@ -1,4 +1,5 @@
-"""Nested attributes decoded from a typed parse of the image (ingestion.schema.typed_columns) give the
+"""Nested attributes decoded from a typed parse of the image (ingestion.schema.typed_columns) give
+the
 same staging rows as the text path, values that do not fit included; where a string column sits
 on a route, maps and lists there stay text."""
 
@@ -30,7 +31,10 @@ def _struct(**fields: str | dict) -> dict:
     }
 
 
-LINES = {"type": "array", "element": _struct(qty="bigint", sku="string", unit_price="decimal(38,2)")}  # fmt: skip
+LINES = {
+    "type": "array",
+    "element": _struct(qty="bigint", sku="string", unit_price="decimal(38,2)"),
+}
 PURE = _struct(a="bigint", b=_struct(c="bigint"), l={"type": "array<bigint>"})
 SHIP = _struct(city="string", n="bigint", inner=_struct(deep={"type": "array<decimal(38,1)>"}))
 
@@ -93,7 +97,7 @@ def _rows(spark, items: list[dict], schema: Schema) -> list[dict]:
         schema,
         "s",
         "b",
-        datetime(2026, 1, 1),  # fmt: skip
+        datetime(2026, 1, 1),
     )
     return sorted((r.asDict(recursive=True) for r in rows.drop("_source_file").collect()), key=str)
 

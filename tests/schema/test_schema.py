@@ -295,7 +295,10 @@ def test_a_kept_document_prints_back_with_its_nested_detection_marks(tmp_path: P
     path.write_text(json.dumps(printed))
     saved = schema_file.read_schema_file(path, "t", keys)
     assert not any(schema_file.is_declared(e) for e in _entries(saved.overrides.values()))
-    assert schema_file.declared_entries(saved)["m"] == {"column": "m", "fields": {"c": {"column": "c"}}}  # fmt: skip
+    assert schema_file.declared_entries(saved)["m"] == {
+        "column": "m",
+        "fields": {"c": {"column": "c"}},
+    }
 
 
 def _entries(entries) -> list:
@@ -323,12 +326,18 @@ def test_what_glue_would_refuse_is_kept_as_json_text_or_refused_naming_the_limit
     assert type_of({("m",): {"M": one()}, ("m", "k"): {"S": one()}}, "m") == "struct<`k`:string>"
 
     name = "a" * 256
-    with pytest.raises(SchemaError, match="column name of 256 characters, and the Glue Data Catalog refuses one over 255"):  # fmt: skip
+    with pytest.raises(
+        SchemaError,
+        match="column name of 256 characters, and the Glue Data Catalog refuses one over 255",
+    ):
         detect({(name,): {"S": one()}})
     fixed = detect({(name,): {"S": one()}}, overrides={name: {"column": "a_long_one"}})
     assert [a.column for a in fixed.attributes] == ["a_long_one"]
     assert detect({("a" * 255,): {"S": one()}}).attributes[0].column == "a" * 255
 
-    declared = {"type": "struct", "fields": {f"f{i}{'x' * 300}": {"type": "string"} for i in range(450)}}  # fmt: skip
-    with pytest.raises(SchemaError, match="declared type is .* refuses a column type over 131072"):  # fmt: skip
+    declared = {
+        "type": "struct",
+        "fields": {f"f{i}{'x' * 300}": {"type": "string"} for i in range(450)},
+    }
+    with pytest.raises(SchemaError, match="declared type is .* refuses a column type over 131072"):
         detect({("m",): {"M": one()}}, overrides={"m": declared})

@@ -100,7 +100,10 @@ EXPECTED_TYPES = {
     "tags": "array<string>",
     "scores": "array<decimal(38,2)>",
     "bins": "array<binary>",
-    "meta": "struct<`count`:bigint,`created_by`:string,`inner`:struct<`deep_list`:array<decimal(38,1)>>>",
+    "meta": (
+        "struct<`count`:bigint,`created_by`:string,"
+        "`inner`:struct<`deep_list`:array<decimal(38,1)>>>"
+    ),
     "list_same": "array<string>",
     "list_mixed": "string",
     "list_maps": "array<struct<`qty`:bigint,`sku`:string>>",

@@ -133,7 +133,9 @@ def test_a_chain_that_cannot_continue_says_why() -> None:
     applied export: each a reason (a heal can restart the chain); recovery off: an error (not even
     a heal can export); recovery on since before it: none."""
     now = T + timedelta(days=3)
-    assert "beyond point-in-time recovery" in (recovery.chain_break(None, ARN, T, T + timedelta(days=36)) or "")  # fmt: skip
+    assert "beyond point-in-time recovery" in (
+        recovery.chain_break(None, ARN, T, T + timedelta(days=36)) or ""
+    )
     client, stub = stubbed()
     for status, earliest in (
         ("DISABLED", None),
@@ -150,14 +152,22 @@ def test_a_chain_that_cannot_continue_says_why() -> None:
             {"TableName": ARN},
         )
     with stub:
-        with pytest.raises(ExportError, match="point-in-time recovery of orders is DISABLED: exports need it. Turn it on"):  # fmt: skip
+        with pytest.raises(
+            ExportError,
+            match="point-in-time recovery of orders is DISABLED: exports need it. Turn it on",
+        ):
             recovery.chain_break(client, ARN, T, now)  # not even a heal can export
         reason = recovery.chain_break(client, ARN, T, now) or ""
         assert "before the earliest restorable time of orders" in reason
         assert recovery.chain_break(client, ARN, T, now) is None
     # An AWS refusal is one line of the error family, naming the call.
     stub.add_client_error("describe_continuous_backups", "AccessDeniedException", "not allowed")
-    with stub, pytest.raises(ExportError, match="DescribeContinuousBackups: AccessDeniedException: not allowed"):  # fmt: skip
+    with (
+        stub,
+        pytest.raises(
+            ExportError, match="DescribeContinuousBackups: AccessDeniedException: not allowed"
+        ),
+    ):
         recovery.chain_break(client, ARN, T, now)
 
 
@@ -213,7 +223,13 @@ def test_wait_past_its_timeout_says_to_run_again() -> None:
         {"ExportDescription": {"ExportArn": arn, "ExportStatus": "IN_PROGRESS"}},
         {"ExportArn": arn},
     )
-    with stub, pytest.raises(ExportError, match=r"export/2: still IN_PROGRESS after \d+s; run the same command again later"):  # fmt: skip
+    with (
+        stub,
+        pytest.raises(
+            ExportError,
+            match=r"export/2: still IN_PROGRESS after \d+s; run the same command again later",
+        ),
+    ):
         exports.wait(client, arn, poll_seconds=0, timeout_seconds=-1, report=print)
 
 

@@ -1,4 +1,5 @@
-"""The Lambda function on a table's stream (ingestion.sources.change_file_writer): plain Python, no Spark.
+"""The Lambda function on a table's stream (ingestion.sources.change_file_writer): plain Python, no
+Spark.
 
 S3 is moto's server on 127.0.0.1 (a test double for AWS only); the events are shaped like the
 records Lambda receives from DynamoDB Streams (ingestion.samples.stream.stream_record).
@@ -41,11 +42,25 @@ def s3(s3_endpoint):
 
 def records() -> list[dict]:
     return [
-        sample_stream.stream_record("books", "INSERT", {"id": {"S": "b1"}}, None, book("b1", "A"), 1700000001, 101),
-        sample_stream.stream_record("books", "MODIFY", {"id": {"S": "b1"}}, book("b1", "A"), book("b1", "B"), 1700000001, 105),
-        sample_stream.stream_record("books", "REMOVE", {"id": {"S": "b2"}}, book("b2", "C"), None, 1700000002, 109),
-        sample_stream.stream_record("books", "REMOVE", {"id": {"S": "b3"}}, book("b3", "D"), None, 1700000003, 113, ttl=True),
-    ]  # fmt: skip
+        sample_stream.stream_record(
+            "books", "INSERT", {"id": {"S": "b1"}}, None, book("b1", "A"), 1700000001, 101
+        ),
+        sample_stream.stream_record(
+            "books",
+            "MODIFY",
+            {"id": {"S": "b1"}},
+            book("b1", "A"),
+            book("b1", "B"),
+            1700000001,
+            105,
+        ),
+        sample_stream.stream_record(
+            "books", "REMOVE", {"id": {"S": "b2"}}, book("b2", "C"), None, 1700000002, 109
+        ),
+        sample_stream.stream_record(
+            "books", "REMOVE", {"id": {"S": "b3"}}, book("b3", "D"), None, 1700000003, 113, ttl=True
+        ),
+    ]
 
 
 def read_lines(body: bytes) -> list[dict]:
@@ -80,8 +95,10 @@ def test_a_retried_batch_overwrites_and_names_sort_by_time(s3) -> None:
     again, _ = change_file_writer.write_batch(records(), uri, s3)
     assert failed is None and first == again
     later = [
-        sample_stream.stream_record("books", "INSERT", {"id": {"S": "b9"}}, None, book("b9", "Z"), 1700000100, 200)
-    ]  # fmt: skip
+        sample_stream.stream_record(
+            "books", "INSERT", {"id": {"S": "b9"}}, None, book("b9", "Z"), 1700000100, 200
+        )
+    ]
     change_file_writer.write_batch(later, uri, s3)
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]]
     assert len(keys) == 2  # the retry overwrote its object

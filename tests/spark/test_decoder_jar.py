@@ -38,7 +38,9 @@ def test_a_compile_error_and_a_missing_source_say_what_to_do(
     source: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     broken = source / "java" / "dynamodb_lakehouse" / "decode" / "Value.java"
-    broken.write_text(broken.read_text().replace("static int descriptor(", "static int descriptor(("))  # fmt: skip
+    broken.write_text(
+        broken.read_text().replace("static int descriptor(", "static int descriptor((")
+    )
     with pytest.raises(
         jars.JarsError, match=r"javac failed on the decoder's source:\n.*Value.java"
     ):
@@ -53,7 +55,9 @@ def test_a_compile_error_and_a_missing_source_say_what_to_do(
         jars.decoder_jar()
 
 
-def test_a_jar_older_than_the_source_is_found(source: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:  # fmt: skip
+def test_a_jar_older_than_the_source_is_found(
+    source: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     compiled = jars.decoder_jar(source)  # against PySpark's own jars
     pyspark_jars = tmp_path / "pyspark-jars"
     pyspark_jars.mkdir()

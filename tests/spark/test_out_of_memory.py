@@ -18,9 +18,16 @@ def deep(levels: int) -> ColumnType:
     """A list of maps ``levels`` deep, a decimal at the bottom."""
     inner = ColumnType("decimal", precision=38, scale=9)
     for i in range(levels):
-        inner = ColumnType("array", element=ColumnType("struct", fields=(
-            StructField(f"f{i}", f"f{i}", inner), StructField("note", "note", STRING),
-        )))  # fmt: skip
+        inner = ColumnType(
+            "array",
+            element=ColumnType(
+                "struct",
+                fields=(
+                    StructField(f"f{i}", f"f{i}", inner),
+                    StructField("note", "note", STRING),
+                ),
+            ),
+        )
     return inner
 
 
@@ -55,7 +62,9 @@ def test_the_line_names_the_largest_attribute_and_its_deepest_path() -> None:
     largest = out_of_memory.largest_attribute(schema())
     assert largest is not None and largest.startswith("'line_items' (")
     assert "deepest path line_items[].f2[].f1[].f0)" in largest
-    line = out_of_memory.message("invoices", "drift adoption", "ran out of the driver's memory", schema())  # fmt: skip
+    line = out_of_memory.message(
+        "invoices", "drift adoption", "ran out of the driver's memory", schema()
+    )
     assert line.startswith(
         "invoices: drift adoption ran out of the driver's memory (driver memory "
     )
@@ -71,7 +80,13 @@ def test_a_dbt_model_that_ran_out_of_memory_is_one_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("LAKEHOUSE_DRIVER_MEMORY", "1g")  # no JVM in this test: the CLI's setting
-    failed = [("books", "Runtime Error\n  An error occurred while calling o12.sql.\n: java.lang.OutOfMemoryError: Java heap space")]  # fmt: skip
+    failed = [
+        (
+            "books",
+            "Runtime Error\n  An error occurred while calling o12.sql.\n: "
+            "java.lang.OutOfMemoryError: Java heap space",
+        )
+    ]
     found = out_of_memory_in("dbt run", failed)
     assert isinstance(found, out_of_memory.OutOfMemory) and found.exit_status == 2
     text = str(found)

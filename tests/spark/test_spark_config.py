@@ -118,7 +118,9 @@ def test_a_plain_spark_submit_has_the_clis_driver_memory_and_quiet_logging(tmp_p
     from ingestion.spark import jars
 
     profile = yaml.safe_load((jars.project_conf_dir().parent / "profiles.yml").read_text())
-    memory = profile["dynamodb_lakehouse"]["outputs"]["local"]["server_side_parameters"]["spark.driver.memory"]  # fmt: skip
+    memory = profile["dynamodb_lakehouse"]["outputs"]["local"]["server_side_parameters"][
+        "spark.driver.memory"
+    ]
     assert "'2g'" in memory  # the profile's default, which conf/spark-defaults.conf repeats
     assert (
         "\nspark.driver.memory 2g\n"
@@ -137,7 +139,9 @@ def test_a_plain_spark_submit_has_the_clis_driver_memory_and_quiet_logging(tmp_p
     )
     env = {k: v for k, v in os.environ.items() if k != "SPARK_CONF_DIR"}
     submit = Path(sys.executable).parent / "spark-submit"
-    done = subprocess.run([str(submit), str(job)], env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [str(submit), str(job)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     said = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
     assert said["memory"] == "2g"

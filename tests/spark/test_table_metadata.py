@@ -37,7 +37,10 @@ def test_snapshots_and_properties_match_the_metadata_tables(spark, clean_lakehou
     assert [s.committed_at for s in got] == [clock.from_spark(r["committed_at"]) for r in expected]
     assert [s.summary.get("probe.batch") for s in got] == ["b-1", "b-2", "b-3", None]
     assert [s.operation for s in got] == [r["operation"] for r in expected]
-    assert all(s.summary == dict(r["summary"]) | {"operation": r["operation"]} for s, r in zip(got, expected, strict=True))  # fmt: skip
+    assert all(
+        s.summary == dict(r["summary"]) | {"operation": r["operation"]}
+        for s, r in zip(got, expected, strict=True)
+    )
     assert metadata.newest == metadata.current == got[-1]
     assert metadata.properties["probe.kept"] == "one"
     assert metadata.columns == {"id": "long"}
@@ -50,21 +53,24 @@ def test_fresh_sees_what_another_process_committed_since(spark, clean_lakehouse)
     kept, again, gone = NAME, NAME + "_again", NAME + "_gone"
     for name in (kept, again, gone):
         spark.sql(f"create table {name} (id bigint) using iceberg")
-        assert "probe.kept" not in table_metadata.read(spark, name).properties  # type: ignore[union-attr]
+        assert "probe.kept" not in table_metadata.read(spark, name).properties
     script = (
         "from ingestion.spark.spark_config import build_spark\n"
         "spark = build_spark('other process')\n"
         f"spark.sql(\"alter table {kept} set tblproperties ('probe.kept' = 'two')\")\n"
         f"spark.sql('drop table {again}')\n"
-        f"spark.sql(\"create table {again} (id bigint) using iceberg tblproperties ('probe.kept' = 'new')\")\n"
+        f"spark.sql(\"create table {again} (id bigint) using iceberg tblproperties ('probe.kept' = "
+        f"'new')\")\n"
         f"spark.sql('drop table {gone}')\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
-    assert "probe.kept" not in table_metadata.read(spark, kept).properties  # type: ignore[union-attr]
-    assert table_metadata.read(spark, kept, fresh=True).properties["probe.kept"] == "two"  # type: ignore[union-attr]
-    assert table_metadata.read(spark, again, fresh=True).properties["probe.kept"] == "new"  # type: ignore[union-attr]
+    assert "probe.kept" not in table_metadata.read(spark, kept).properties
+    assert table_metadata.read(spark, kept, fresh=True).properties["probe.kept"] == "two"
+    assert table_metadata.read(spark, again, fresh=True).properties["probe.kept"] == "new"
     assert table_metadata.read(spark, gone, fresh=True) is None
     assert table_metadata.read(spark, gone, fresh=True) is None  # and again: the cache forgot it
     assert table_metadata.read(spark, gone) is None

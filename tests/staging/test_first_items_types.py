@@ -77,7 +77,9 @@ def test_items_that_fit_the_first_items_types_are_staged_in_one_pass(
     later = [{**_item(30), "note": {"S": "now text"}}, {"id": {"S": "j"}}]  # and attributes absent
     folder = _export(tmp_path, later)
     whole, every_item = [], detect.detect_images
-    monkeypatch.setattr(detect, "detect_images", lambda *a, **k: whole.append(a) or every_item(*a, **k))  # fmt: skip
+    monkeypatch.setattr(
+        detect, "detect_images", lambda *a, **k: whole.append(a) or every_item(*a, **k)
+    )
     result = _ingest(spark, folder)
     assert not whole  # no pass over every item
     assert result.schema_changes[0].startswith(f"schema detected from the first {FIRST} items")
@@ -96,7 +98,7 @@ LATER = {
     "nested-fraction": {
         **_item(40),
         "lines": {"L": [{"M": {"sku": {"S": "x"}, "qty": {"N": "0.5"}}}]},
-    },  # fmt: skip
+    },
     "new-map-key": {**_item(40), "shipping": {"M": {"city": {"S": "Oslo"}, "gate": {"S": "B"}}}},
     "null-then-number": {**_item(40), "note": {"N": "3"}},
     "text-then-number": {**_item(40), "shipping": {"M": {"city": {"N": "7"}, "zip": {"N": "1"}}}},
@@ -189,8 +191,14 @@ def test_a_table_created_meanwhile_by_another_process_fails_the_run_clearly(
         patched.setattr(detect, "first_items_schema", other_process_creates_it)
         if when == "during-the-write":  # the table not seen before the write starts
             real = spark.catalog.tableExists
-            patched.setattr(spark.catalog, "tableExists", lambda name: "staging" not in name and real(name))  # fmt: skip
-        with pytest.raises(append.StagingError, match=r"another process created `lake`.`staging`.`t` while this one staged its first batch; run the command again"):  # fmt: skip
+            patched.setattr(
+                spark.catalog, "tableExists", lambda name: "staging" not in name and real(name)
+            )
+        with pytest.raises(
+            append.StagingError,
+            match=r"another process created `lake`.`staging`.`t` while this one staged its first "
+            r"batch; run the command again",
+        ):
             exports.ingest_export(spark, get_table("t"), str(folder))
     assert spark.table("lake.staging.t").count() == 0  # nothing staged by this run
     assert table_types.stored_document(spark, "t") is None  # its types not kept
@@ -226,7 +234,7 @@ def test_a_schema_files_declared_types_are_kept_on_a_first_load(
 def test_first_items_whose_text_types_staging_cannot_prove_are_detected_whole(
     spark, table_t, tmp_path: Path, first: dict, later: dict
 ) -> None:
-    items = [{"id": {"S": f"a{i}"}, **first} for i in range(FIRST)] + [{"id": {"S": "b"}, **later}]  # fmt: skip
+    items = [{"id": {"S": f"a{i}"}, **first} for i in range(FIRST)] + [{"id": {"S": "b"}, **later}]
     if "x" in str(first):  # both shapes among the first items: text at e.x
         items = items[:1] + items[-1:] + [{"id": {"S": f"c{i}"}, **first} for i in range(5)]
     folder = sample_exports.write_items_export(tmp_path / "export", "t", items)
@@ -253,12 +261,14 @@ def test_a_streams_first_batch_stages_with_every_items_types(
         [None, {**_item(7), "id": {"S": "gone1"}}]
     ):  # deletes: Keys alone, with the old image
         key = {"id": {"S": f"gone{n}"}}
-        records.append(sample_stream.stream_record("t", "REMOVE", key, old, None, start + 50, 90 + n))  # fmt: skip
+        records.append(
+            sample_stream.stream_record("t", "REMOVE", key, old, None, start + 50, 90 + n)
+        )
     location = tmp_path / "streams"
     assert write_batch(records, str(location))[1] is None
     result = streams.ingest_stream(spark, get_table("t"), str(location), settle_seconds=0)
     assert result.changes == len(items) + 2
     assert result.schema_changes[1].startswith(f"the first {FIRST} items' types did not hold")
-    lines = _types(table_types.stored_schema(spark, get_table("t")))["lines"]  # type: ignore[arg-type]
+    lines = _types(table_types.stored_schema(spark, get_table("t")))["lines"]
     assert lines == "array<struct<`qty`:decimal(38,1),`sku`:string>>"
     _assert_staged_exactly(spark, [items[0], items[-1]])

@@ -1,8 +1,10 @@
 """Stream change files -> staging -> dbt merge: ordering, duplicates, deletes, TTL, crashes, watch.
 
 Real Spark, Iceberg and dbt. Change files are written by the Lambda module's writer
-(ingestion.sources.change_file_writer) into a local folder; the expected final state is computed in plain
-Python from the same files before they are ingested (ingestion.samples.expected_state.expected_items).
+(ingestion.sources.change_file_writer) into a local folder; the expected final state is computed in
+plain
+Python from the same files before they are ingested
+(ingestion.samples.expected_state.expected_items).
 """
 
 from __future__ import annotations
@@ -140,10 +142,19 @@ def test_settle_time_and_max_files_leave_files_for_later(
 ) -> None:
     location = tmp_path / "streams"
     batches = [
-        [sample_stream.stream_record("books", "INSERT", {"id": {"S": f"s{i}"}}, None,
-                              {"id": {"S": f"s{i}"}, "title": {"S": "t"}}, 1700000000 + i, 500 + i)]
+        [
+            sample_stream.stream_record(
+                "books",
+                "INSERT",
+                {"id": {"S": f"s{i}"}},
+                None,
+                {"id": {"S": f"s{i}"}, "title": {"S": "t"}},
+                1700000000 + i,
+                500 + i,
+            )
+        ]
         for i in range(3)
-    ]  # fmt: skip
+    ]
     write_stream(location, batches)
     books = get_table("books")
     young = streams.ingest_stream(spark, books, str(location), settle_seconds=3600)
@@ -158,7 +169,9 @@ def test_settle_time_and_max_files_leave_files_for_later(
 def book_inserted(key: str, seq: int) -> dict:
     """A stream record inserting book ``key`` (the damaged-line tests' good change)."""
     image = {"id": {"S": key}, "title": {"S": key.upper()}}
-    return sample_stream.stream_record("books", "INSERT", {"id": {"S": key}}, None, image, 1700000000, seq)  # fmt: skip
+    return sample_stream.stream_record(
+        "books", "INSERT", {"id": {"S": key}}, None, image, 1700000000, seq
+    )
 
 
 def test_a_damaged_line_fails_the_staging_job_of_a_table_already_staged(
@@ -181,7 +194,11 @@ def test_a_damaged_line_fails_the_staging_job_of_a_table_already_staged(
     ]
     damaged = location / "books" / "20231114T221500Z-damaged.json.gz"
     damaged.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
-    with pytest.raises(stream_files.StreamError, match=r"1 damaged line\(s\), more than --max-rejects 0; the first: .*20231114T221500Z-damaged.json.gz line 2: Keys lacks 'id' of type S"):  # fmt: skip
+    with pytest.raises(
+        stream_files.StreamError,
+        match=r"1 damaged line\(s\), more than --max-rejects 0; the first: "
+        r".*20231114T221500Z-damaged.json.gz line 2: Keys lacks 'id' of type S",
+    ):
         streams.ingest_stream(spark, books, str(location), settle_seconds=0)
     assert damaged.exists()
     assert len(ledger.entries(spark, "books")) == 1
@@ -207,7 +224,7 @@ def test_damaged_lines_fail_the_run_or_go_to_the_rejects_table(
             book_inserted("a", 901)
             | good
             | {"SequenceNumber": "901", "Keys": {"id": {"S": "a"}}, "NewImage": {"id": {"S": "a"}}}
-        ),  # fmt: skip
+        ),
         "this is not json",
         json.dumps({k: v for k, v in good.items() if k != "Keys"}),
         json.dumps(good | {"Keys": {"id": {"N": "7"}}}),
@@ -215,13 +232,17 @@ def test_damaged_lines_fail_the_run_or_go_to_the_rejects_table(
         json.dumps(
             good
             | {"SequenceNumber": "901", "Keys": {"id": {"S": "b"}}, "NewImage": {"id": {"S": "b"}}}
-        ),  # fmt: skip
+        ),
     ]
     damaged = location / "books" / "20231114T221400Z-damaged.json.gz"
     damaged.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
 
     # Default --max-rejects 0: the run fails before any commit, naming file, line and reason.
-    with pytest.raises(stream_files.StreamError, match=r"4 damaged line\(s\), more than --max-rejects 0; the first: .*20231114T221400Z-damaged.json.gz line 2: not a JSON object"):  # fmt: skip
+    with pytest.raises(
+        stream_files.StreamError,
+        match=r"4 damaged line\(s\), more than --max-rejects 0; the first: "
+        r".*20231114T221400Z-damaged.json.gz line 2: not a JSON object",
+    ):
         streams.ingest_stream(spark, books, str(location), settle_seconds=0)
     assert damaged.exists() and len(list((location / "books").iterdir())) == 2
     assert ledger.entries(spark, "books") == []
@@ -286,8 +307,10 @@ def test_ttl_expiries_can_be_kept_flagged(
     shutil.copy(ROOT / "profiles.yml", project / "profiles.yml")
     text = (ROOT / "dbt_project.yml").read_text()
     (project / "dbt_project.yml").write_text(
-        text.replace("      partition_key: id:S\n", "      partition_key: id:S\n      ttl_deletes: keep\n", 1)
-    )  # fmt: skip
+        text.replace(
+            "      partition_key: id:S\n", "      partition_key: id:S\n      ttl_deletes: keep\n", 1
+        )
+    )
     monkeypatch.setenv("LAKEHOUSE_PROJECT_DIR", str(project))
     books = get_table("books")
     assert books.ttl_deletes == "keep"
@@ -307,7 +330,9 @@ def test_ttl_expiries_can_be_kept_flagged(
     # A row kept for an expiry before an export's instant is no item of the table: DynamoDB's
     # export (the items left, expired ones gone) verifies equal to the table.
     now = clock.utc_now()
-    truth = sample_exports.write_items_export(tmp_path / "truth", "books", list(deleted.values()), now)  # fmt: skip
+    truth = sample_exports.write_items_export(
+        tmp_path / "truth", "books", list(deleted.values()), now
+    )
     report = verifying.verify(spark, books, str(truth), record=False)
     assert report.equal and report.counts["equal"] == len(deleted), report.counts
 
@@ -469,9 +494,14 @@ def test_every_creation_time_form_the_writer_accepts_is_ingested_exactly(
         records.append(record)
     write_stream(location, [records])
     # And a line an older writer left: the float as it was, which Spark reads as 1.7672256E9.
-    legacy = {"Keys": {"id": {"S": "legacy"}}, "NewImage": {"id": {"S": "legacy"}},
-              "SequenceNumber": "9", "ApproximateCreationDateTime": 1767225600.0,
-              "eventName": "INSERT", "eventID": "9"}  # fmt: skip
+    legacy = {
+        "Keys": {"id": {"S": "legacy"}},
+        "NewImage": {"id": {"S": "legacy"}},
+        "SequenceNumber": "9",
+        "ApproximateCreationDateTime": 1767225600.0,
+        "eventName": "INSERT",
+        "eventID": "9",
+    }
     (location / "books" / "20260101T000000Z-legacy.json.gz").write_bytes(
         gzip.compress((json.dumps(legacy) + "\n").encode())
     )
@@ -492,8 +522,13 @@ def test_every_creation_time_form_the_writer_accepts_is_ingested_exactly(
         "legacy": 1767225600_999999,
     }
     # The expected state (plain Python, samples.expected_state) uses the same rule as the ingest.
-    normalised = {"integer": 1767225600, "float": 1767225601, "fraction": "1767225602.25",
-                  "millis": "1767225603.123", "micros": "1767225604.123456"}  # fmt: skip
+    normalised = {
+        "integer": 1767225600,
+        "float": 1767225601,
+        "fraction": "1767225602.25",
+        "millis": "1767225603.123",
+        "micros": "1767225604.123456",
+    }
     assert {k: change_order.stream_version(v) for k, v in normalised.items()} == {
         k: versions[k] for k in normalised
     }
@@ -513,8 +548,16 @@ def test_watch_merges_a_batch_staged_but_never_merged_without_new_files(
     books = get_table("books")
     location = tmp_path / "streams"
     image = {"id": {"S": "late"}, "title": {"S": "staged, never merged"}}
-    write_stream(location, [[sample_stream.stream_record(
-        "books", "INSERT", {"id": {"S": "late"}}, None, image, 1769000000, 900)]])  # fmt: skip
+    write_stream(
+        location,
+        [
+            [
+                sample_stream.stream_record(
+                    "books", "INSERT", {"id": {"S": "late"}}, None, image, 1769000000, 900
+                )
+            ]
+        ],
+    )
     staged = streams.ingest_stream(spark, books, str(location), settle_seconds=0)
     assert staged.files == 1 and merge_log.new_batches(spark, "books") == [staged.batch_id]
     capsys.readouterr()
@@ -592,8 +635,22 @@ def test_a_late_change_older_than_the_newest_full_export_never_resurrects_an_ite
 
     late = int((BASE_TIME + timedelta(minutes=30)).timestamp())
     location = tmp_path / "streams"
-    write_stream(location, [[sample_stream.stream_record(
-        "books", "MODIFY", {"id": {"S": "b"}}, item("b", "B"), item("b", "B, late"), late, 7)]])  # fmt: skip
+    write_stream(
+        location,
+        [
+            [
+                sample_stream.stream_record(
+                    "books",
+                    "MODIFY",
+                    {"id": {"S": "b"}},
+                    item("b", "B"),
+                    item("b", "B, late"),
+                    late,
+                    7,
+                )
+            ]
+        ],
+    )
     streams.ingest_stream(spark, books, str(location), settle_seconds=0)
     runner.run_merge(spark, [books])  # dbt test included: passes
     assert set(final_ids(spark)) == {"a"}
@@ -613,11 +670,21 @@ def test_a_failed_data_test_leaves_the_batch_unmerged_and_blocks_the_next_merge(
     # A row the change log does not explain, of the key the next batch changes (the merge's
     # tests look at the keys its batches touch): the tests fail on it.
     key = spark.sql("select min(id) from lake.lakehouse.books").first()[0]
-    spark.sql(f"insert into lake.lakehouse.books select * from lake.lakehouse.books where id = '{key}'")  # fmt: skip
+    spark.sql(
+        f"insert into lake.lakehouse.books select * from lake.lakehouse.books where id = '{key}'"
+    )
     location = tmp_path / "streams"
     image = {"id": {"S": key}, "title": {"S": "t"}}
-    write_stream(location, [[sample_stream.stream_record(
-        "books", "MODIFY", {"id": {"S": key}}, image, image, 1769000000, 11)]])  # fmt: skip
+    write_stream(
+        location,
+        [
+            [
+                sample_stream.stream_record(
+                    "books", "MODIFY", {"id": {"S": key}}, image, image, 1769000000, 11
+                )
+            ]
+        ],
+    )
     staged = streams.ingest_stream(spark, books, str(location), settle_seconds=0)
     persisted = set(spark.sparkContext._jsc.getPersistentRDDs().keys())  # earlier tests'
     for _ in range(2):  # the next merge is blocked the same way, with the same message
@@ -636,7 +703,9 @@ def test_a_failed_data_test_leaves_the_batch_unmerged_and_blocks_the_next_merge(
     )
     runner.run_merge(spark, [books], full_refresh=True)
     assert merge_log.new_batches(spark, "books") == []
-    assert spark.sql(f"select title from lake.lakehouse.books where id = '{key}'").collect() == [("t",)]  # fmt: skip
+    assert spark.sql(f"select title from lake.lakehouse.books where id = '{key}'").collect() == [
+        ("t",)
+    ]
 
 
 def test_drift_in_the_stream_is_adopted_without_a_manual_step(
@@ -657,10 +726,23 @@ def test_drift_in_the_stream_is_adopted_without_a_manual_step(
     books = get_table("books")
     image = {"id": {"S": "drift"}, "title": {"S": "t"}, "pages": {"N": "3.25"}}
     location = tmp_path / "streams"
-    write_stream(location, [[sample_stream.stream_record(
-        "books", "INSERT", {"id": {"S": "drift"}}, None, image, 1769000000, 21)]])  # fmt: skip
+    write_stream(
+        location,
+        [
+            [
+                sample_stream.stream_record(
+                    "books", "INSERT", {"id": {"S": "drift"}}, None, image, 1769000000, 21
+                )
+            ]
+        ],
+    )
     # The off setting keeps the value null (listed in _drift) and changes nothing.
-    assert adopt.adopt_drift(spark, replace(books, adopt_drift=False), [drift.Drift("pages", "s", 1, "")]) == []  # fmt: skip
+    assert (
+        adopt.adopt_drift(
+            spark, replace(books, adopt_drift=False), [drift.Drift("pages", "s", 1, "")]
+        )
+        == []
+    )
     capsys.readouterr()
     assert main(["ingest", "--table", "books", "--stream", str(location), "--settle", "0"]) == 0
     out = capsys.readouterr().out
