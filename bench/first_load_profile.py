@@ -54,7 +54,7 @@ STEPS = [
     ("ledger reads", "ingestion.catalog.ledger", "entries"),
     ("drift check of unmerged batches", "ingestion.jobs.apply", "adopt_before_merge"),
     ("dbt run", "ingestion.merge.runner", "_dbt_run"),
-    ("dbt run + dbt test", "ingestion.merge.runner", "dbt_invoke"),
+    ("dbt run + dbt test", "ingestion.merge.dbt_process", "dbt_invoke"),
     ("merge log", "ingestion.merge.runner", "record_merged"),
     ("merge (all of it)", "ingestion.jobs.apply", "run_merge"),
 ]

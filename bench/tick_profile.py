@@ -43,16 +43,16 @@ STEPS = [
     ("ingest (all of it)", "ingestion/staging/streams.py", "ingest_stream"),
     ("  decode plan (typed columns)", "ingestion/schema/typed_rows.py", "transform"),
     ("  drift report", "ingestion/staging/drift.py", "drift_report"),
-    ("  stored types", "ingestion/staging/table_types.py", "stored_document"),
+    ("  stored types", "ingestion/catalog/table_types.py", "stored_document"),
     ("  files to stage", "ingestion/staging/streams.py", "_classified"),
-    ("  ledger reads", "ingestion/staging/ledger.py", "entries"),
+    ("  ledger reads", "ingestion/catalog/table.py", "ledger"),
     ("merge (all of it)", "ingestion/merge/runner.py", "run_merge"),
     ("  dbt run", "ingestion/merge/runner.py", "_dbt_run"),
     ("  counts", "ingestion/merge/merge_counts.py", "commit_counts"),
     ("  drift adoption check", "ingestion/maintenance/adopt.py", "adopt_before_merge"),
-    ("  batches to merge", "ingestion/merge/merge_log.py", "new_batches"),
-    ("  snapshot lookups", "ingestion/merge/merge_counts.py", "current_snapshot"),
-    ("  merge log record", "ingestion/merge/merge_log.py", "record_merged"),
+    ("  batches to merge", "ingestion/catalog/table.py", "new_batches"),
+    ("  snapshot lookups", "ingestion/catalog/table.py", "snapshot"),
+    ("  merge log record", "ingestion/catalog/merge_log.py", "record_merged"),
 ]
 
 
