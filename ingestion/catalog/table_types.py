@@ -43,11 +43,12 @@ def stored_document(spark: SparkSession, table: str) -> str | None:
     return metadata.properties.get(PROPERTY) if metadata is not None else None
 
 
-def parse(text: str, table: TableConfig) -> types.Schema:
+def parse(text: str, table: TableConfig, staging: str | None = None) -> types.Schema:
     """A stored document as a schema, its keys typed as the table declares them; for a
-    single-table design, with its entities' sections (``entity_types.sections``)."""
+    single-table design, with its entities' sections (``entity_types.sections``). ``staging``:
+    the change log's name, when the caller has it (errors name it)."""
     table_metadata.READS[("types", table.name)] += 1
-    where = f"{names.staging_table(table.name)} property {PROPERTY}"
+    where = f"{staging or names.staging_table(table.name)} property {PROPERTY}"
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:

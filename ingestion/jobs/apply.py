@@ -36,11 +36,13 @@ def merge_tables(
 
     Each table's handle (``catalog.table``) is loaded once: read from the metadata files while
     no JVM runs (``table_metadata.available``), then through Spark, what was read kept."""
-    handles = catalog_table.load(tables)
-    if not full_check and table_metadata.available() and nothing_to_merge(handles, reporter):
+    handles = catalog_table.load(tables) if table_metadata.available() else None
+    if not full_check and handles is not None and nothing_to_merge(handles, reporter):
         return []
     load_dbt_meanwhile()  # while Spark starts
     spark = spark_config.build_spark("merge")
+    if handles is None:
+        handles = catalog_table.load(tables, spark)
     for handle in handles:
         handle.use(spark)
     staged = [h for h in handles if h.change_log is not None]

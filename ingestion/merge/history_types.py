@@ -79,7 +79,7 @@ def retype_history(spark: SparkSession, table: Table) -> tuple[str, ...]:
     for key, value in table.history_final.properties.items():
         writer = writer.tableProperty(key, value)
     writer.createOrReplace()
-    table.refresh("history_final")
+    table.refresh("history")
     log.info("%s: history re-derived in its new types (%s)", table.name, ", ".join(changed))
     return changed
 

@@ -34,9 +34,10 @@ def drift_report(
     """Per attribute and source: rows whose value did not fit the column, with one example value
     (its DynamoDB JSON); of one batch or a list of batches, or of the whole table. Reads only
     the rows that have drift."""
-    if not spark.catalog.tableExists(names.staging_table(table)):
+    name = names.staging_table(table)
+    if not spark.catalog.tableExists(name):
         return []
-    staged = spark.table(names.staging_table(table))
+    staged = spark.table(name)
     if "_drift" not in staged.columns:
         return []
     if isinstance(batches, str):
