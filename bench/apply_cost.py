@@ -82,10 +82,9 @@ import results_file  # bench/ is on sys.path when a benchmark runs as a script
 HERE = Path(__file__).resolve()
 CHANGES = 10_000
 FLOOR = "lake.bench.orders_floor"
-# Each case's start, in hours after the full export: its window's (an export) or its changes'.
-# The untested random export's window starts where the random one's ended (hour 2) and ends at
-# hour 5, its changes at hour 4: newer than the hot case's, which the floor (no version guard)
-# needs.
+# Each case's start, in hours after the full export: its window's (an export) or its changes'. The
+# untested random export's window starts where the random one's ended (hour 2) and ends at hour 5,
+# its changes at hour 4: newer than the hot case's, which the floor (no version guard) needs.
 HOURS = {
     "first random": 0,
     "first hot": 1,

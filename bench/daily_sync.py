@@ -3,10 +3,9 @@
 Each step is what a scheduled run does: ingest the export (verified against its manifest and the
 chain) and merge it (`dbt run` + `dbt test`). The incrementals are the sample's chain
 (`orders_chain.write_orders_chain`): each changes 6% of the table (2% updates, 2% deletes, 2%
-inserts;
-the last one a NEW_IMAGE export). Then `maintain` (compaction, change-log pruning, snapshot expiry
-at a clock two days later, so the retention has passed). The final row count is checked against
-the items the exports leave, computed in plain Python.
+inserts; the last one a NEW_IMAGE export). Then `maintain` (compaction, change-log pruning, snapshot
+expiry at a clock two days later, so the retention has passed). The final row count is checked
+against the items the exports leave, computed in plain Python.
 
 The final table is laid out as the docs advise for its size (not bucketed below several GB;
 ``--buckets N`` sets it), in a copy of the project (bench/project.py).

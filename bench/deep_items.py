@@ -1,15 +1,14 @@
 """Deep items: how each step's time grows with the nesting of a table's items, next to a floor that
 reads the same exports in the same run.
 
-Two tables, each one attribute `deep`, a list of WIDTH maps nested DEPTH levels (each map a name,
-a price and a string set, and the list one level down): depth 2 and depth 8 (the item 2^6 times
-larger at width 2). Through the CLI in one process (warm Spark), each table: `write-export` of
-ITEMS items, `add-table --history`, `sync` of the full export (first load), `sync` of an
-incremental export whose changes widen a decimal at the deepest typed level of every item (the
-third: deeper is JSON text; drift adoption and the full refresh it needs), `verify` (equal),
-`rebuild`, `verify --as-of` of the history. Floor: Spark
-reads the full export's lines and parses each item in DynamoDB JSON's generic form
-(`from_json` to a map of text), then counts them.
+Two tables, each one attribute `deep`, a list of WIDTH maps nested DEPTH levels (each map a name, a
+price and a string set, and the list one level down): depth 2 and depth 8 (the item 2^6 times larger
+at width 2). Through the CLI in one process (warm Spark), each table: `write-export` of ITEMS items,
+`add-table --history`, `sync` of the full export (first load), `sync` of an incremental export whose
+changes widen a decimal at the deepest typed level of every item (the third: deeper is JSON text;
+drift adoption and the full refresh it needs), `verify` (equal), `rebuild`, `verify --as-of` of the
+history. Floor: Spark reads the full export's lines and parses each item in DynamoDB JSON's generic
+form (`from_json` to a map of text), then counts them.
 
 The figure that matters is each step's time ratio depth 8 / depth 2 against the item's size ratio:
 at most linear growth means the step's ratio is no larger than the size's.

@@ -10,11 +10,11 @@ The rooms, top to bottom (the order in which they may import is the contract's, 
                  dbt files of a table).
 - ``maintenance`` keeping tables healthy: ``maintain`` (compaction, expiry), rebuild, drift
                  adoption, moves between entities, status, ``verify`` against an export.
-- ``merge``      the dbt merge (run + scoped tests), the merge log, counts, full refresh.
+- ``merge``      the dbt merge (run + scoped tests), what it tests, counts, full refresh.
 - ``staging``    sources -> staging change logs: one commit per source with its ledger entry.
-- ``catalog.table_metadata.available`` reading the catalog and tables without a JVM (``status``,
-``query``
-                 on DuckDB).
+- ``catalog``    each table's handle, read once per job: its metadata (through Spark, or from
+                 the files without a JVM), ledger, merge log and kept types; DuckDB over the
+                 tables (``status``, ``query`` without a JVM).
 - ``spark``      the Spark and Iceberg configuration, the session, jars, the embedded catalog.
 - ``schema``     a table's column types: model, schema file, rules, detection, typed decode.
 - ``dynamodb``   DynamoDB JSON with Spark's functions, and the table configuration.

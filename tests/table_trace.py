@@ -1,11 +1,10 @@
 """Following a table through the calls that pass it on, as the code runs (no reading of source).
 
-A *stop* is a call into a function of ``ingestion`` that receives the table: its entry, its
-handle, a list holding one of them, or one of its names (the entry's, or a catalog name holding
-it). Comprehensions and lambdas are no stops; their calls are. A file is *entered* each time a
-stop is in another file than the stop before it, on the same thread (the counts run on threads of
-their own while ``dbt test`` runs). The merge's shape, measured:
-``tests/merge/test_table_handle.py``.
+A *stop* is a call into a function of ``ingestion`` that receives the table: its entry, its handle,
+a list holding one of them, or one of its names (the entry's, or a catalog name holding it).
+Comprehensions and lambdas are no stops; their calls are. A file is *entered* each time a stop is in
+another file than the stop before it, on the same thread (the counts run on threads of their own
+while ``dbt test`` runs). The merge's shape, measured: ``tests/merge/test_table_handle.py``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
 """``doctor --aws``: what an AWS account needs before the first job, checked with read-only
 calls made with the caller's own credentials (one line a check, ✓ or ✗ with the fix).
 
-Credentials and region (STS); the EMR Serverless application (release, architecture, state);
-for each configured table (its ``table_arn``, else its name in the region): point-in-time
-recovery and its period (exports need it), its stream and view type, and for a ``cadence:
-stream`` table its stream writer's Lambda mapping, enabled and not behind (``IteratorAge``);
-the last verify against DynamoDB (its ``VerifyDifferences`` metric); each Glue database: found, and
-not governed by Lake Formation (a database whose
-``CreateTableDefaultPermissions`` is empty is, and refuses the job role until it is granted);
-the data bucket's encryption (``--bucket``): a customer KMS key, and with ``--role-arn``
-whether the job role may use it (IAM's policy simulator).
+Credentials and region (STS); the EMR Serverless application (release, architecture, state); for
+each configured table (its ``table_arn``, else its name in the region): point-in-time recovery and
+its period (exports need it), its stream and view type, and for a ``cadence: stream`` table its
+stream writer's Lambda mapping, enabled and not behind (``IteratorAge``); the last verify against
+DynamoDB (its ``VerifyDifferences`` metric); each Glue database: found, and not governed by Lake
+Formation (a database whose ``CreateTableDefaultPermissions`` is empty is, and refuses the job role
+until it is granted); the data bucket's encryption (``--bucket``): a customer KMS key, and with
+``--role-arn`` whether the job role may use it (IAM's policy simulator).
 
 What these calls cannot see (the job's Python on the application, the job role's own reach)
 needs a job run on the account: see docs/on-aws.md.

@@ -7,11 +7,11 @@ lengths by botocore's own ``ParamValidator``; maximum lengths, patterns of token
 values by ``_limits`` (the validator leaves those to the service). No AWS call is made.
 
 A Scheduler target names an SDK call as
-``arn:<partition>:scheduler:::aws-sdk:<service>:<apiAction>``
-and writes its input's members with a capital first letter (``ApplicationId``) where botocore's
-shapes have ``applicationId``: ``scheduler_request`` maps the names case-insensitively and
-refuses any member the shape lacks. Botocore fills an idempotency token (``clientToken``) for
-SDK callers only; a Scheduler input must carry its own (``<aws.scheduler.execution-id>``).
+``arn:<partition>:scheduler:::aws-sdk:<service>:<apiAction>`` and writes its input's members with a
+capital first letter (``ApplicationId``) where botocore's shapes have ``applicationId``:
+``scheduler_request`` maps the names case-insensitively and refuses any member the shape lacks.
+Botocore fills an idempotency token (``clientToken``) for SDK callers only; a Scheduler input must
+carry its own (``<aws.scheduler.execution-id>``).
 """
 
 from __future__ import annotations

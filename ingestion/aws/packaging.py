@@ -2,12 +2,11 @@
 
 ``project.zip`` holds the ``ingestion`` package and the dbt project (``dbt_project.yml``,
 ``profiles.yml``, ``models/``, ``macros/``, ``schemas/``, ``conf/``); ``main.py`` is the entry
-point;
-``deps-<arch>.tar.gz`` the packages for the release's Python 3.11 (``job_python``);
-``dynamodb-lakehouse-decoder.jar`` staging's decoder (decision 0013), compiled from ``java/``,
-named in the job's ``spark.jars``. Each goes to
-S3 under a name derived from its content, so a changed project never reuses an old upload and
-an unchanged one is not uploaded again. The Lambda function's zip is built here too.
+point; ``deps-<arch>.tar.gz`` the packages for the release's Python 3.11 (``job_python``);
+``dynamodb-lakehouse-decoder.jar`` staging's decoder (decision 0013), compiled from ``java/``, named
+in the job's ``spark.jars``. Each goes to S3 under a name derived from its content, so a changed
+project never reuses an old upload and an unchanged one is not uploaded again. The Lambda function's
+zip is built here too.
 """
 
 from __future__ import annotations

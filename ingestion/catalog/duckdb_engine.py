@@ -32,8 +32,7 @@ def _extension(module_name: str, name: str) -> str:
 @functools.cache
 def connect() -> Any:
     """The process's DuckDB connection that reads Iceberg tables on this machine or on S3 (the
-    endpoint of
-    ``AWS_ENDPOINT_URL_S3`` when set, as the rehearsal's local S3)."""
+    endpoint of ``AWS_ENDPOINT_URL_S3`` when set, as the rehearsal's local S3)."""
     import duckdb
 
     con = duckdb.connect(config={"autoinstall_known_extensions": "false"})

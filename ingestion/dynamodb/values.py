@@ -3,9 +3,9 @@
 A value is parsed into ``VALUE``: a struct with one field per type descriptor. Maps and lists stay
 as their DynamoDB JSON text and are parsed again only where a rule needs their content, so a flat
 item is parsed once. An expression can't recurse, so nested values are walked by a loop:
-``aggregate`` over
-``sequence(1, 32)`` (DynamoDB's own nesting limit) carrying the work left, which costs nothing once
-the work is done. The functions build SQL text, parsed by Spark in one ``F.expr`` call.
+``aggregate`` over ``sequence(1, 32)`` (DynamoDB's own nesting limit) carrying the work left, which
+costs nothing once the work is done. The functions build SQL text, parsed by Spark in one ``F.expr``
+call.
 """
 
 from __future__ import annotations

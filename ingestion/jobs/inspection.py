@@ -81,11 +81,10 @@ ENGINES = ("spark", "duckdb")
 def query(
     sql: str, limit: int | None, engine: str = "spark", moment: datetime | None = None
 ) -> QueryResult:
-    """Run ``sql``; its rows (the first ``limit`` of them, or all of them streamed to the
-    driver one partition at a time when ``limit`` is None). ``engine="duckdb"``: DuckDB's SQL
-    over the tables' current state, no JVM (``catalog.table_metadata.available``; reads only).
-    ``moment``: the
-    final tables it names as of that instant (UTC), from their histories (``as_of``)."""
+    """Run ``sql``; its rows (the first ``limit`` of them, or all of them streamed to the driver one
+    partition at a time when ``limit`` is None). ``engine="duckdb"``: DuckDB's SQL over the tables'
+    current state, no JVM (``catalog.table_metadata.available``; reads only). ``moment``: the final
+    tables it names as of that instant (UTC), from their histories (``as_of``)."""
     if engine == "duckdb":
         return _duckdb_query(sql, limit, moment)
     from pyspark.errors import AnalysisException, ParseException
@@ -133,9 +132,8 @@ def verify(
     as_of: bool = False,
 ) -> verifying.VerifyReport:
     """The final table of ``table`` against the full export in ``folder``
-    (ingestion.maintenance.verify),
-    or, without a folder, against a full export taken now (``sync.verify_export``); with
-    ``as_of``, its history as of the export's instant."""
+    (ingestion.maintenance.verify), or, without a folder, against a full export taken now
+    (``sync.verify_export``); with ``as_of``, its history as of the export's instant."""
     spark = spark_config.build_spark("verify")
     if folder is None:  # refused before an export is paid for when there is nothing to verify
         assert target is not None and reporter is not None
@@ -163,8 +161,8 @@ METRICS = (  # metric name, outcomes summed
 def publish_metrics(report: verifying.VerifyReport, table_arn: str | None) -> None:
     """The run's counts as CloudWatch metrics (one ``PutMetricData``, dimension ``Table``), in the
     table's region (from its ARN; else the job's, ``settings.aws_region``): an alarm on
-    ``VerifyDifferences`` above
-    0 says a table stopped equalling DynamoDB, and ``doctor --aws`` reads the last one."""
+    ``VerifyDifferences`` above 0 says a table stopped equalling DynamoDB, and ``doctor --aws``
+    reads the last one."""
     region = sync.region_of(table_arn) if table_arn else settings.aws_region()
     with aws_errors(f"{report.table}: CloudWatch PutMetricData (the verify ran)"):
         cloudwatch_client(region).put_metric_data(

@@ -84,8 +84,7 @@ def stage_exports(
     rebaseline: bool = False,
 ) -> StagedExports:
     """Stage export folders in time order (whatever order they were given in). ``rebaseline``: one
-    full export staged to repair
-    the table (``staging.chain.check_rebaseline``)."""
+    full export staged to repair the table (``staging.chain.check_rebaseline``)."""
     ordered = in_time_order(sources)
     if ordered != sources:
         shown = ", ".join(short_source(s) for s in ordered)

@@ -2,10 +2,10 @@
 stream ingest: ``watch`` (for its whole life) and ``rebuild`` (while it replaces staging).
 
 The lock is ``<home>/locks/<table>.lock``, taken with ``flock``: the kernel frees it when the
-process ends, kill -9 included. Processes on other machines are not seen here (two EMR job
-runs): ``jobs.lease`` keeps a lease in the catalog for that, and ``rebuild`` also checks after
-its commit that no other commit landed while it ran (``maintenance.rebuild``). ``jobs.guard`` takes
-this lock and the lease together.
+process ends, kill -9 included. Processes on other machines are not seen here (two EMR job runs):
+``jobs.lease`` keeps a lease in the catalog for that, and ``rebuild`` also checks after its commit
+that no other commit landed while it ran (``maintenance.rebuild``). ``jobs.guard`` takes this lock
+and the lease together.
 """
 
 from __future__ import annotations

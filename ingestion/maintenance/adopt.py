@@ -1,10 +1,9 @@
-"""Drift adopted without a manual step: when a batch holds values that do not fit their column
-(a ``bigint`` column meets ``3.25``, a 38-digit number), the table's typed columns are derived
-again from the staged raw images with types wide enough (``maintenance.rebuild``), and the next
-merge
+"""Drift adopted without a manual step: when a batch holds values that do not fit their column (a
+``bigint`` column meets ``3.25``, a 38-digit number), the table's typed columns are derived again
+from the staged raw images with types wide enough (``maintenance.rebuild``), and the next merge
 rebuilds the final table from the change log (``merge.full_refresh``), so Athena reads the exact
-value, not a null, from that merge on. The table option ``adopt_drift: false`` keeps the values
-null (listed in ``_drift``) until someone runs ``rebuild``.
+value, not a null, from that merge on. The table option ``adopt_drift: false`` keeps the values null
+(listed in ``_drift``) until someone runs ``rebuild``.
 
 Decision: always the rebuild path, never an ``ALTER COLUMN`` promotion alone. A promotion that
 Iceberg allows (int -> long, float -> double, a wider decimal of the same scale) widens the

@@ -175,11 +175,10 @@ def maintain(
     now: datetime | None = None,
     expiry_every: timedelta | None = None,
 ) -> Report:
-    """Compact the final table (and its history), carry the staging ledger forward, expire
-    snapshots older than ``retention`` (keeping ``keep_snapshots``) and remove old orphan files,
-    for the final table, its history, the staging change log and the merge log. With
-    ``expiry_every`` (``watch``), only compact
-    when the last maintenance is more recent than that."""
+    """Compact the final table (and its history), carry the staging ledger forward, expire snapshots
+    older than ``retention`` (keeping ``keep_snapshots``) and remove old orphan files, for the final
+    table, its history, the staging change log and the merge log. With ``expiry_every`` (``watch``),
+    only compact when the last maintenance is more recent than that."""
     started = time.monotonic()
     now = clock.utc(now) if now else clock.utc_now()  # a naive ``now`` is UTC
     finals = [f.name for f in final_tables(table)]  # a single-table design's: one per entity

@@ -251,10 +251,9 @@ def read_export(spark: SparkSession, paths: list[str], schema: Schema) -> DataFr
 
 
 def export_fingerprints(items: DataFrame, schema: Schema) -> DataFrame:
-    """The key columns (``key_column``: the key attributes' text) and ``FINGERPRINT`` of each
-    item of ``read_export``'s frame: one query, its lookups in nested projections (built as one
-    text:
-    a select per level would analyse the plan again each time)."""
+    """The key columns (``key_column``: the key attributes' text) and ``FINGERPRINT`` of each item
+    of ``read_export``'s frame: one query, its lookups in nested projections (built as one text: a
+    select per level would analyse the plan again each time)."""
     lookups = _Lookups()
     fingerprint = _map("Item", schema.attributes, lookups, 0)
     keys = [f"element_at(Item, {sql_string(a.name)})" for a in schema.attributes if a.key]

@@ -97,8 +97,8 @@ def _last_verify(rows: list[tuple]) -> str | None:
 
 def status_without_spark(table: str) -> TableStatus:
     """``table_status`` without Spark (``catalog.table_metadata.available``): the ledger from the
-    staging table's metadata,
-    counts from DuckDB scans that honour delete files (equal to Spark's before ``maintain``)."""
+    staging table's metadata, counts from DuckDB scans that honour delete files (equal to Spark's
+    before ``maintain``)."""
     history = table_metadata.metadata_location(names.FINAL, names.history_table(table)) is not None
     pending = merge_log.new_batches_without_spark(table, history)
     unmerged = 0

@@ -3,21 +3,19 @@ value, in DynamoDB JSON (docs/proving-it.md).
 
 Two passes. The first, in the JVM, reads each side once: every item's fingerprint (its key and a
 hash of its canonical DynamoDB JSON, ingestion.maintenance.fingerprints) from the export and from
-the
-final table, summed per bucket of keys on each side (no join); a bucket whose sums agree holds
-equal items. The second runs only for the other buckets (none when the table is equal, every
-bucket holding a key changed after the instant): their export lines and final rows, read again,
-go to Python workers, which put each into canonical form, pair them by key and compare each pair
+the final table, summed per bucket of keys on each side (no join); a bucket whose sums agree holds
+equal items. The second runs only for the other buckets (none when the table is equal, every bucket
+holding a key changed after the instant): their export lines and final rows, read again, go to
+Python workers, which put each into canonical form, pair them by key and compare each pair
 (ingestion.schema.canonical), naming the attributes that differ.
 
-A key changed after the export's instant (a staged change with a later ``_version``) is compared
-as the change log held it at the instant, when the change log can say: when the export is the
-table's newest staged full export, whose rows maintenance never prunes
-(ingestion.maintenance.expiry),
-by the full-export rule that state is the key's row in that export, or no item when it lacks
-the key. Otherwise such a key is ``not comparable``: never counted equal or different. A final
-row kept for a delete (``ttl_deletes: keep``) is no item. A key the final table holds more than
-once is ``duplicate``, whatever its rows hold.
+A key changed after the export's instant (a staged change with a later ``_version``) is compared as
+the change log held it at the instant, when the change log can say: when the export is the table's
+newest staged full export, whose rows maintenance never prunes (ingestion.maintenance.expiry), by
+the full-export rule that state is the key's row in that export, or no item when it lacks the key.
+Otherwise such a key is ``not comparable``: never counted equal or different. A final row kept for a
+delete (``ttl_deletes: keep``) is no item. A key the final table holds more than once is
+``duplicate``, whatever its rows hold.
 
 Between an ingest and its merge: a key of a batch not merged yet is compared like a key changed
 after the instant, as the change log holds it (the merge's lag is no difference; the report

@@ -23,16 +23,15 @@ def full_exports(
 
 
 def full_export_versions(entries: list[Entry], batches: list[str]) -> dict[str, Any] | None:
-    """The versions of the re-baseline rule (macros/baseline.sql) from the ledger, for a merge
-    of ``batches`` into a table whose ledger is ``entries``: the newest full export staged
-    (``newest``) and the newest
-    among the batches (``among_batches``), each an export time in microseconds or None, and
-    every full export's (``all``). A full
-    export's rows are all `snapshot` at its export time, so this is what a `max(_version)` of
-    the change log's snapshot rows finds, without that scan (two a merge, growing with the
-    table): unless the export held no item, or retention pruned every row of it, where the
-    ledger still knows the export and the scan did not. None when the ledger cannot say (no
-    entry at all, or a full export's entry without its time): the macros then scan."""
+    """The versions of the re-baseline rule (macros/baseline.sql) from the ledger, for a merge of
+    ``batches`` into a table whose ledger is ``entries``: the newest full export staged (``newest``)
+    and the newest among the batches (``among_batches``), each an export time in microseconds or
+    None, and every full export's (``all``). A full export's rows are all `snapshot` at its export
+    time, so this is what a `max(_version)` of the change log's snapshot rows finds, without that
+    scan (two a merge, growing with the table): unless the export held no item, or retention pruned
+    every row of it, where the ledger still knows the export and the scan did not. None when the
+    ledger cannot say (no entry at all, or a full export's entry without its time): the macros then
+    scan."""
     newest: int | None = None
     among: int | None = None
     every: set[int] = set()

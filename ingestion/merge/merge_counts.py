@@ -64,18 +64,15 @@ def commit_counts(
 
     From the merge's commit alone when it can tell (``from_commit``: the rows it wrote and its
     summary). Else the keys the merged batches touched (``touched``, shared with the merge's tests)
-    are looked
-    up in the final table before and after the merge (their key and version columns only; the
-    few touched keys are broadcast, so nothing of the table is shuffled): new there = inserted,
-    gone = deleted, a newer version = updated. ``after_rows``: rows of the final table at
-    ``after`` holding at least the touched keys' (with their keys, `_version` and `_sequence`),
-    already read (the rows the merge's tests read, ``tested_rows.tested_views``: only those as new
-    as
-    the batches' oldest change, which every touched key's row is after a correct merge): then
-    only the snapshot before is looked up. A full export's re-baseline also deletes keys no batch
-    touched: its deleted rows
-    are the rows before, plus those inserted, less the rows after. A first build or a full
-    refresh inserted every row. ``final``: the final table's metadata at ``after``, when read
+    are looked up in the final table before and after the merge (their key and version columns only;
+    the few touched keys are broadcast, so nothing of the table is shuffled): new there = inserted,
+    gone = deleted, a newer version = updated. ``after_rows``: rows of the final table at ``after``
+    holding at least the touched keys' (with their keys, `_version` and `_sequence`), already read
+    (the rows the merge's tests read, ``tested_rows.tested_views``: only those as new as the
+    batches' oldest change, which every touched key's row is after a correct merge): then only the
+    snapshot before is looked up. A full export's re-baseline also deletes keys no batch touched:
+    its deleted rows are the rows before, plus those inserted, less the rows after. A first build or
+    a full refresh inserted every row. ``final``: the final table's metadata at ``after``, when read
     already (the table's handle)."""
     name = table.final_name
     if after is None:
@@ -147,12 +144,12 @@ def from_commit(
     ``after_rows`` when given (the merge's tests' rows: tested_rows.tested_views).
 
     The rows of the table's last full build hold null there (an update of one keeps it). None, and
-    the caller looks the touched keys up in
-    both snapshots, whenever the argument does not hold: the commit is not this session's one
-    child of ``before``, the table has no such column, the commit removed data files or has
-    equality deletes (a table switched to copy-on-write rewrites files: its added records are
-    not its writes), or more live rows carry the batches than the commit wrote (an earlier
-    attempt of the same batches committed them: a merge whose tests failed, applied again)."""
+    the caller looks the touched keys up in both snapshots, whenever the argument does not hold: the
+    commit is not this session's one child of ``before``, the table has no such column, the commit
+    removed data files or has equality deletes (a table switched to copy-on-write rewrites files:
+    its added records are not its writes), or more live rows carry the batches than the commit wrote
+    (an earlier attempt of the same batches committed them: a merge whose tests failed, applied
+    again)."""
     name = table.final_name
     metadata = metadata or table_metadata.read(spark, name)
     if metadata is None or INSERTED_BATCH not in metadata.columns:

@@ -3,8 +3,8 @@
 ``dynamodb_unique`` and ``dynamodb_not_null`` (``macros/tests/``) answer dbt's ``unique`` and
 ``not_null`` at the cost of the merge (scoped to the keys it touched; Iceberg's null counts). A
 model YAML that says ``unique``/``not_null`` asks for dbt's whole-table tests: rather than let every
-merge read the whole table unnoticed, the
-merge stops before it starts with one line naming the test to write instead.
+merge read the whole table unnoticed, the merge stops before it starts with one line naming the test
+to write instead.
 
 Decision: refuse, not rewrite the user's YAML: it is the user's file (descriptions, tests of
 their own), and the fix is one word per column. A test that was only renamed is the exception

@@ -1,12 +1,11 @@
 """``doctor``'s checks that run where the project runs (what ``dbt debug`` is to dbt). Each check
 gives one line: ✓ with what it found, or ✗ with the fix.
 
-``local_checks``: Java, the jars, the catalog file, the dbt project (parsed in this process, no
-JVM) and the free disk under ``LAKEHOUSE_HOME``. ``job_checks``: inside a job on the deployment
-(``doctor --in-job``, what ``doctor --aws --probe`` submits): its Python and dbt, Iceberg and
-staging's decoder on the classpath, both databases, a scratch table, and on AWS one call to each
-service the job's
-Python reaches (``endpoint_checks``). ``ingestion.aws.account_doctor`` checks an AWS account.
+``local_checks``: Java, the jars, the catalog file, the dbt project (parsed in this process, no JVM)
+and the free disk under ``LAKEHOUSE_HOME``. ``job_checks``: inside a job on the deployment (``doctor
+--in-job``, what ``doctor --aws --probe`` submits): its Python and dbt, Iceberg and staging's
+decoder on the classpath, both databases, a scratch table, and on AWS one call to each service the
+job's Python reaches (``endpoint_checks``). ``ingestion.aws.account_doctor`` checks an AWS account.
 """
 
 from __future__ import annotations

@@ -113,9 +113,8 @@ def replaced_models(table: TableConfig, root: Path) -> tuple[list[Path], list[Pa
 
 
 def rule_in_force(table: TableConfig) -> bool:
-    """Whether the table's change log was staged under its configured rule, or holds nothing
-    yet (read without a JVM where the path without Spark serves; else assumed). A job refuses any
-    other
+    """Whether the table's change log was staged under its configured rule, or holds nothing yet
+    (read without a JVM where the path without Spark serves; else assumed). A job refuses any other
     case, naming the reset: its models are then left as they are."""
     if not table_metadata.available():
         return True

@@ -1,10 +1,8 @@
 """``sample`` and ``demo``. The demo: sample exports, incremental exports and stream change files
-written in AWS's exact
-layout, each ingest a ``spark-submit`` job as a user would run it, merged, and the final tables'
-rows compared with what the files leave (computed in plain Python, ``expected_state``), and
-``books``
-verified against its full export (``verify``: the keys its stream changed since compared as the
-change log held them at the export's instant)."""
+written in AWS's exact layout, each ingest a ``spark-submit`` job as a user would run it, merged,
+and the final tables' rows compared with what the files leave (computed in plain Python,
+``expected_state``), and ``books`` verified against its full export (``verify``: the keys its stream
+changed since compared as the change log held them at the export's instant)."""
 
 from __future__ import annotations
 

@@ -43,9 +43,8 @@ from ingestion.schema.item_json import set_descriptor
 from ingestion.schema.type_rules import DETECTED_MARK
 from ingestion.schema.types import Attribute, ColumnType
 
-# The message a batch staged with types from its first items (``Schema.sampled``) fails with when
-# a value does not fit them: staging (ingestion/catalog/schema_choice.py) then detects the types
-# from
+# The message a batch staged with types from its first items (``Schema.sampled``) fails with when a
+# value does not fit them: staging (ingestion/catalog/schema_choice.py) then detects the types from
 # every item and stages the batch again.
 SAMPLE_MISFIT = "dynamodb-lakehouse: values the first items' types do not describe"
 

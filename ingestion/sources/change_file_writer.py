@@ -6,14 +6,13 @@ Plain Python and boto3 (no Spark): the function's code is this module with the t
 
     <prefix>/<table>/<YYYYMMDDTHHMMSSZ>-<YYYYMMDDTHHMMSSZ>-<digest>.json.gz
 
-where the times are the batch's earliest ``ApproximateCreationDateTime`` (so names sort by time)
-and its latest (the range ``status`` shows), and the digest is a hash of the batch's event ids (so a
-retried invocation of the same batch
-overwrites its object instead of writing a duplicate). Each line has the shape of an incremental
-export line (``Keys``, ``NewImage``, ``OldImage``) plus the stream's own fields
-(``SequenceNumber``, ``ApproximateCreationDateTime``, ``eventName``, ``eventID``, and
-``userIdentity`` for TTL deletions), which the ingest uses to order changes and to tell TTL
-expiries apart.
+where the times are the batch's earliest ``ApproximateCreationDateTime`` (so names sort by time) and
+its latest (the range ``status`` shows), and the digest is a hash of the batch's event ids (so a
+retried invocation of the same batch overwrites its object instead of writing a duplicate). Each
+line has the shape of an incremental export line (``Keys``, ``NewImage``, ``OldImage``) plus the
+stream's own fields (``SequenceNumber``, ``ApproximateCreationDateTime``, ``eventName``,
+``eventID``, and ``userIdentity`` for TTL deletions), which the ingest uses to order changes and to
+tell TTL expiries apart.
 
 Failures are reported the way Lambda's ``ReportBatchItemFailures`` expects: a record that is not a
 DynamoDB stream record stops the batch there (the records before it are written, Lambda retries

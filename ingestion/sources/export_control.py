@@ -1,13 +1,12 @@
 """Trigger DynamoDB exports with boto3 and wait for them (the `export` command's library).
 
-The next incremental window comes from the ledger: it starts where the last applied export ended.
-A backlog is split into windows of at most 24 hours (DynamoDB's limit), and a window shorter than
-15 minutes (DynamoDB's minimum) is left for a later run. "Now" is rounded down to its 15-minute
-slot, and each request carries a ``ClientToken`` derived from the table, the export type and the
-window: a retry in the same slot (after a crash or a timeout) is the same request, and DynamoDB
-returns the same export instead of starting another one (tokens are honoured for 8 hours). A run
-refuses to start
-while an export of the table is still in progress, naming it.
+The next incremental window comes from the ledger: it starts where the last applied export ended. A
+backlog is split into windows of at most 24 hours (DynamoDB's limit), and a window shorter than 15
+minutes (DynamoDB's minimum) is left for a later run. "Now" is rounded down to its 15-minute slot,
+and each request carries a ``ClientToken`` derived from the table, the export type and the window: a
+retry in the same slot (after a crash or a timeout) is the same request, and DynamoDB returns the
+same export instead of starting another one (tokens are honoured for 8 hours). A run refuses to
+start while an export of the table is still in progress, naming it.
 
 ``verify --from-dynamodb`` takes its full export under a prefix of its own
 (``<export_to>/dynamodb-lakehouse-verify``). The two kinds never wait for each other: a sync
@@ -108,12 +107,11 @@ class Request:
 
 
 def incremental_windows(last_end: datetime, now: datetime) -> list[Window]:
-    """Windows from ``last_end`` rounded down to its whole minute up to ``now`` rounded down to
-    its 15-minute slot: each at most 24 hours; a remainder shorter than 15 minutes is left for the
-    next run. Rounding the start down makes the first window after a full export (whose time has
-    milliseconds) overlap it by under a minute instead of leaving a gap: the overlap changes
-    nothing (``staging.chain``), and windows on whole minutes are what AWS's own windows look
-    like."""
+    """Windows from ``last_end`` rounded down to its whole minute up to ``now`` rounded down to its
+    15-minute slot: each at most 24 hours; a remainder shorter than 15 minutes is left for the next
+    run. Rounding the start down makes the first window after a full export (whose time has
+    milliseconds) overlap it by under a minute instead of leaving a gap: the overlap changes nothing
+    (``staging.chain``), and windows on whole minutes are what AWS's own windows look like."""
     windows = []
     start = last_end.replace(second=0, microsecond=0)
     until = slot_start(now)

@@ -1,6 +1,5 @@
 """Stream change files (written by ``ingestion.sources.change_file_writer``): listed, and deleted
-once
-staged, in a local folder or under an ``s3://`` prefix (``<location>/<table>/*.json.gz``)."""
+once staged, in a local folder or under an ``s3://`` prefix (``<location>/<table>/*.json.gz``)."""
 
 from __future__ import annotations
 

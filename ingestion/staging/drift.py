@@ -1,7 +1,7 @@
 """Schema drift: staged values that did not fit their column, per attribute and source.
 
-Such a row is staged with the column null and the value whole in ``_rest`` (in ``_image``, the
-whole item, in a table staged before decision 0012); ``_drift`` lists the attributes. ``rebuild``
+Such a row is staged with the column null and the value whole in ``_rest`` (in ``_image``, the whole
+item, in a table staged before decision 0012); ``_drift`` lists the attributes. ``rebuild``
 re-derives the columns with types that fit.
 """
 

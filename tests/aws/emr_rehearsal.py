@@ -27,9 +27,9 @@ What EMR Serverless does with a job run, and how each step is rehearsed here:
 What cannot run here and has a stand-in: the Glue Data Catalog (Iceberg's JDBC catalog behind
 ``rehearsal/NoViewCatalog.java``, compiled here, which like GlueCatalog is no view catalog: Spark
 lists no views in it and cannot create one; the profile's ``rehearsal`` target), S3FileIO and EMRFS
-(S3A on the local S3 endpoint, its jars added to ``spark.jars``),
-EMR's own Spark build (Apache Spark 3.5.9 from PyPI). A parameter this harness does not know
-fails the rehearsal: a new parameter must be thought through here, not passed on blindly.
+(S3A on the local S3 endpoint, its jars added to ``spark.jars``), EMR's own Spark build (Apache
+Spark 3.5.9 from PyPI). A parameter this harness does not know fails the rehearsal: a new parameter
+must be thought through here, not passed on blindly.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`register-glue`: Glue tables for Iceberg tables written elsewhere. Glue is moto's server on
-127.0.0.1 (a test double for AWS only); the Iceberg tables are made by pyiceberg in a scratch
-SQL catalog, so this needs no Spark (tests/maintenance/test_maintenance.py registers a Spark-built
+127.0.0.1 (a test double for AWS only); the Iceberg tables are made by pyiceberg in a scratch SQL
+catalog, so this needs no Spark (tests/maintenance/test_maintenance.py registers a Spark-built
 one)."""
 
 from __future__ import annotations

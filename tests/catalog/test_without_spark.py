@@ -1,7 +1,6 @@
 """Small commands without a JVM (``ingestion/without_spark``): after a merge with deletes and before
 ``maintain``, the status without Spark, drift and query give Spark's figures; ``status`` and a
-``sync``
-or ``merge`` with nothing new run in a process that cannot start Java."""
+``sync`` or ``merge`` with nothing new run in a process that cannot start Java."""
 
 from __future__ import annotations
 
@@ -147,8 +146,7 @@ def test_small_commands_need_no_jvm(spark, books_with_deletes: Path) -> None:
 
 def test_metadata_is_read_from_s3() -> None:
     """A warehouse on S3: the path without Spark reads the metadata file with the project's S3
-    client
-    (moto's server on 127.0.0.1, a test double for AWS only)."""
+    client (moto's server on 127.0.0.1, a test double for AWS only)."""
     import boto3
     import local_s3
 

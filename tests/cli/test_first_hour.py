@@ -240,9 +240,8 @@ def test_the_first_hours_messages_say_what_to_do(
     spark, clean_lakehouse, project_copy: Path, capsys
 ) -> None:
     """A plain `dbt run` before any ingest says to ingest first (not Spark's
-    TABLE_OR_VIEW_NOT_FOUND);
-    a mistyped --table names the closest configured table; `add-table --history` on a configured
-    table says how to turn its history on."""
+    TABLE_OR_VIEW_NOT_FOUND); a mistyped --table names the closest configured table; `add-table
+    --history` on a configured table says how to turn its history on."""
     from ingestion.merge import dbt_process
 
     assert (

@@ -1,7 +1,6 @@
-"""The rules of changes are written once in Python (ingestion/dynamodb/change_order.py) and once
-in macros (macros/change_order.sql, delete_operations.sql, baseline.sql): compiled by the real dbt,
-the macros say the same, and on
-real rows the macro's order picks the same latest change as Python's."""
+"""The rules of changes are written once in Python (ingestion/dynamodb/change_order.py) and once in
+macros (macros/change_order.sql, delete_operations.sql, baseline.sql): compiled by the real dbt, the
+macros say the same, and on real rows the macro's order picks the same latest change as Python's."""
 
 from __future__ import annotations
 
@@ -100,9 +99,8 @@ def test_the_macro_order_and_the_python_order_pick_the_same_change(spark) -> Non
 
 
 def test_the_merge_caches_the_change_order_columns_the_macros_read() -> None:
-    """The scoped tests read the change log's change-order columns from the rows the merge
-    cached (tested_rows.tested_views): the two lists must agree, or a test reads a missing
-    column."""
+    """The scoped tests read the change log's change-order columns from the rows the merge cached
+    (tested_rows.tested_views): the two lists must agree, or a test reads a missing column."""
     from ingestion.merge import tested_rows
 
     compiled = compile_inline("{{ dynamodb_change_order_columns() | join(',') }}")

@@ -4,10 +4,9 @@ items the exports leave (computed in plain Python), with no change lost or stage
 
 Real processes (`python -m ingestion.cli sync ...`), real Spark, Iceberg and dbt; the kill is a
 SIGKILL the process sends itself at the named point (ingestion/fault_points.py). Marked `faults`:
-run
-with `make test-faults` (not part of `make test`), with the stream kills of test_streams.py (after
-the stream commit, during cleanup, `watch` killed with a reader loop). The kill after a staging
-commit stays in the main suite (test_incremental.py).
+run with `make test-faults` (not part of `make test`), with the stream kills of test_streams.py
+(after the stream commit, during cleanup, `watch` killed with a reader loop). The kill after a
+staging commit stays in the main suite (test_incremental.py).
 """
 
 from __future__ import annotations

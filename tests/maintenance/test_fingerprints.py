@@ -1,9 +1,8 @@
 """The fingerprints `verify`'s first pass proves items equal with
-(ingestion.maintenance.fingerprints),
-on real Spark: an export line and the final row decoded from it fingerprint alike; every
-difference the Python comparison names (tests/schema/test_canonical.py) fingerprints apart, so
-the first pass never calls a differing item equal; and what the fingerprint cannot decide (a
-`string` column holding another type) is left to the second pass."""
+(ingestion.maintenance.fingerprints), on real Spark: an export line and the final row decoded from
+it fingerprint alike; every difference the Python comparison names (tests/schema/test_canonical.py)
+fingerprints apart, so the first pass never calls a differing item equal; and what the fingerprint
+cannot decide (a `string` column holding another type) is left to the second pass."""
 
 from __future__ import annotations
 

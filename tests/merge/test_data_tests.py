@@ -1,7 +1,7 @@
 """The data tests of a merge look at the keys its batches touched; `merge --full-check` and
 `maintain` test whole tables. (They read the whole final table and change log twice after every
-merge: their cost grew with the table, not with the changes.) `not_null` on a final table reads
-no data file when Iceberg's null counts prove the column has no null
+merge: their cost grew with the table, not with the changes.) `not_null` on a final table reads no
+data file when Iceberg's null counts prove the column has no null
 (macros/tests/dynamodb_not_null.sql)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`ttl_deletes: keep` through later full exports: a TTL-expired item is in no later export by
-definition, so the full-export baseline must not remove its kept row (finding 1 of the audit:
-every kept row was lost at the next full export, and by `rebuild`). Through the CLI, as the
-audit reproduced it; the expected state is computed in plain Python
+definition, so the full-export baseline must not remove its kept row (finding 1 of the audit: every
+kept row was lost at the next full export, and by `rebuild`). Through the CLI, as the audit
+reproduced it; the expected state is computed in plain Python
 (``expected_state.expected_items``)."""
 
 from __future__ import annotations

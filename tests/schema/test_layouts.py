@@ -1,6 +1,5 @@
 """Nested attributes decoded from a typed parse of the image (ingestion.schema.typed_columns) give
-the
-same staging rows as the text path, values that do not fit included; where a string column sits
+the same staging rows as the text path, values that do not fit included; where a string column sits
 on a route, maps and lists there stay text."""
 
 from __future__ import annotations

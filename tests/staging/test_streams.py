@@ -2,8 +2,7 @@
 
 Real Spark, Iceberg and dbt. Change files are written by the Lambda module's writer
 (ingestion.sources.change_file_writer) into a local folder; the expected final state is computed in
-plain
-Python from the same files before they are ingested
+plain Python from the same files before they are ingested
 (ingestion.samples.expected_state.expected_items).
 """
 
