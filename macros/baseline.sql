@@ -14,8 +14,8 @@
 
 {#-
   The same versions from the ledger, as `ddb-lakehouse` hands them over to `dbt run` and `dbt
-  test` (`dynamodb_full_exports: {<table>: {newest, among_batches}}`, ingestion/merge/runner.py,
-  full_export_versions): no scan of the change log's `_version`, and an export that held no item
+  test` (`dynamodb_full_exports: {<table>: {newest, among_batches}}`,
+  ingestion/merge/full_exports.py, full_export_versions): no scan of the change log's `_version`, and an export that held no item
   still counts. None without them (a plain `dbt run`, or a ledger that cannot say): the scan,
   which finds no export that staged no row.
 -#}

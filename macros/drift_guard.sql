@@ -10,7 +10,7 @@
   Drift that adoption keeps NULL by design passes: an attribute whose kept type a person declared,
   at its top or anywhere inside (re-detection keeps a declared type, so the misfit stays, listed in
   `_drift` and whole in `_rest`). A declared entry is one without `dynamodb_types` in the types kept
-  with the change log (the property ingestion/staging/table_types.py writes).
+  with the change log (the property ingestion/catalog/table_types.py writes).
 -#}
 {% macro dynamodb_drift_guard(table, batches=none) -%}
   {%- set entry = dynamodb_entry(table) or {} -%}

@@ -29,7 +29,7 @@ select {{ dynamodb_quoted_list([name]) }}, batch_id, current_timestamp()
 from (select explode(array({{ dynamodb_quoted_list(batches) }})) as batch_id)
 {%- endmacro %}
 
-{#- The merge log's definition, as ingestion/merge/merge_log.py creates it (tests/merge/
+{#- The merge log's definition, as ingestion/catalog/merge_log.py creates it (tests/merge/
     test_plain_dbt.py checks the two tables agree). -#}
 {% macro dynamodb_create_merge_log() -%}
 create table if not exists {{ dynamodb_merge_log() }}

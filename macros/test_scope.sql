@@ -37,7 +37,7 @@ where ({{ keys | join(', ') }}) in (
 {#- `relation`, or a subquery of it: its touched rows when the tests are scoped, `columns` only
     when given. The touched rows are read once for all the tests when `ddb-lakehouse merge` has
     cached them (`dynamodb_tested_views: {<table>: {final, changes}}`, temporary views of dbt's
-    session; ingestion/merge/runner.py, tested_views), for what they hold: the final table's key
+    session; ingestion/merge/tested_rows.py, tested_views), for what they hold: the final table's key
     columns and `_version` and `_sequence` (`columns` none or among those: a count, a key test,
     the versions of dynamodb_rows_match_latest_changes), the change log's keys
     and change-order columns of the changes as new as the batches' oldest or newer (each touched
