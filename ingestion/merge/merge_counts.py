@@ -15,6 +15,7 @@ from ingestion.dynamodb.entities import final_tables
 from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge.touched_keys import TouchedKeys
 from ingestion.schema.types import INSERTED_BATCH
+from ingestion.sources import manifest
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,34 @@ def per_entry(tables: list[TableConfig], counts: list[MergeCounts]) -> list[Merg
         batches = parts[0].batches if parts else ()
         summed.append(MergeCounts(table.name, rows, inserted, updated, deleted, batches))
     return summed
+
+
+def merged(
+    spark: SparkSession,
+    table: Table,
+    refreshed_from: DataFrame | None,
+    before: int | None,
+    batches: list[str],
+    touched: TouchedKeys,
+    after_rows: DataFrame | None,
+) -> MergeCounts:
+    """What a merge changed in one final table (its handle read after the merge's commit): from
+    its refresh (``refreshed_from``: the keys and versions before it), or from its commits."""
+    if refreshed_from is not None:
+        return refresh_counts(spark, table, refreshed_from, table.snapshot)
+    kinds = {e.batch_id: e.kind for e in table.ledger}
+    rebaselined = any(kinds.get(b) == manifest.FULL for b in batches)
+    return commit_counts(
+        spark,
+        table,
+        before,
+        table.snapshot,
+        batches,
+        touched,
+        rebaselined,
+        after_rows,
+        final=table.final,
+    )
 
 
 def current_snapshot(spark: SparkSession, table: str) -> int | None:

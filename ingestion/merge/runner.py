@@ -9,23 +9,22 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from ingestion import fault_points
 from ingestion.catalog import table as catalog_table
 from ingestion.catalog.merge_log import ensure_merge_log, record_merged
 from ingestion.catalog.table import Table
 from ingestion.dynamodb.tables import TableConfig
-from ingestion.merge import dbt_process
+from ingestion.merge import dbt_process, merge_counts
 from ingestion.merge.dbt_process import DbtError, dbt_test_args, selector
 from ingestion.merge.full_exports import full_exports
 from ingestion.merge.full_refresh import entities_refreshed, needs_full_refresh
 from ingestion.merge.history_types import retype_history
-from ingestion.merge.merge_counts import MergeCounts, before_refresh, commit_counts, refresh_counts
+from ingestion.merge.merge_counts import MergeCounts, before_refresh
 from ingestion.merge.model_tests import check_model_tests
 from ingestion.merge.tested_rows import drop_views, test_scope, tested_views
 from ingestion.merge.touched_keys import TouchedKeys
-from ingestion.sources import manifest
 from ingestion.spark import threads
 
 log = logging.getLogger(__name__)
@@ -111,7 +110,10 @@ def run_merge(
         # The final rows the tests read, when cached: the snapshot after, already read.
         tested = views.get(table.name, {}).get("final")
         after_rows = spark.table(tested) if tested else None
-        found = _counted(spark, table, refreshed_from, before, batches, touched, after_rows)
+        old = refreshed_from.get(table.name)
+        found = merge_counts.merged(
+            spark, table, old, before[table.name], batches[table.name], touched, after_rows
+        )
         return replace(found, batches=tuple(batches[table.name]))
 
     try:
@@ -158,34 +160,6 @@ def _entities_refreshed(
     for entry in {t.config.staging for t in finals if t.config.staging and t.name in whole}:
         if all(f.name in whole for f in finals if f.config.staging == entry):
             entities_refreshed(spark, entry)
-
-
-def _counted(
-    spark: SparkSession,
-    table: Table,
-    refreshed_from: dict[str, Any],
-    before: dict[str, int | None],
-    batches: dict[str, list[str]],
-    touched: TouchedKeys,
-    after_rows: DataFrame | None,
-) -> MergeCounts:
-    """What a merge changed in one final table: from its refresh, or from its commits."""
-    old = refreshed_from.get(table.name)
-    if old is not None:
-        return refresh_counts(spark, table, old, table.snapshot)
-    kinds = {e.batch_id: e.kind for e in table.ledger}
-    rebaselined = any(kinds.get(b) == manifest.FULL for b in batches[table.name])
-    return commit_counts(
-        spark,
-        table,
-        before[table.name],
-        table.snapshot,
-        batches[table.name],
-        touched,
-        rebaselined,
-        after_rows,
-        final=table.final,
-    )
 
 
 def full_check(

@@ -17,7 +17,7 @@ from ingestion import cli
 from ingestion.catalog import merge_log
 from ingestion.catalog import table as catalog_table
 from ingestion.config import settings
-from ingestion.merge import dbt_process, merge_counts, runner, tested_rows
+from ingestion.merge import dbt_process, merge_counts, tested_rows
 from ingestion.merge.touched_keys import TouchedKeys
 from ingestion.samples import orders_chain, sample_exports
 
@@ -167,11 +167,11 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     # The merge's tests look at the touched keys only: they pass, and cost what the merge costs.
     # Its counts take the rows the tests read as the state after the merge (`after_rows`).
     given: list[bool] = []
-    counts = runner.commit_counts
+    counts = merge_counts.commit_counts
     persisted = _persisted(spark)  # earlier tests' (this session is the run's)
     with monkeypatch.context() as patched:
         patched.setattr(
-            runner,
+            merge_counts,
             "commit_counts",
             lambda *a, **k: given.append(a[7] is not None) or counts(*a, **k),
         )
