@@ -5,7 +5,7 @@ Measured, interleaved for ``--rounds`` rounds on a books table of ``--items`` it
 merged once before, not measured): ``status``; ``sync --stream`` with no change file settled;
 ``merge`` with nothing new; ``query --engine duckdb`` of a count; ``status`` and ``merge`` on the
 Spark path (``LAKEHOUSE_NO_LIGHT=1``: what every one of them cost before
-``ingestion/without_spark``); and a plain ``dbt run`` of the table with nothing new (it starts
+``ingestion/catalog``); and a plain ``dbt run`` of the table with nothing new (it starts
 Spark as dbt-spark does; issue 73 asks it to cost what ``merge`` with nothing new costs).
 Target (issue 31): ``status`` and the ``sync`` with nothing new at most 4x the floor.
 
