@@ -189,9 +189,11 @@ class TableConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _entry(cls, entry: Any, info: ValidationInfo) -> Any:
-        """An entry as its mapping holds it: named by the context, its rule read by its parser
-        once its keys are valid (their errors come first)."""
-        name = (info.context or {}).get("name")
+        """An entry as its mapping holds it, named by the context. Its rule is read by its own
+        parser (``entities.parse_rule``) only with ``rule`` in the context: ``table_from_entry``
+        validates the other keys first, so that their errors come first, as they read."""
+        context = info.context or {}
+        name = context.get("name")
         if name is None or not isinstance(entry, dict):
             return entry  # a copy of a validated table, or no mapping (refused below)
         own = sorted(k for k in ("name", "staging") if k in entry)
@@ -200,13 +202,16 @@ class TableConfig(BaseModel):
                 f"unknown key(s) {', '.join(own)}; a table entry may hold "
                 f"{', '.join(ENTRY_KEYS)} (docs/tables-and-types.md)"
             )
-        keys = [entry.get("partition_key"), entry.get("sort_key") or None]
-        found = [str(k) for k in keys if k is not None and not _key_problem(str(k))]
-        rule = entry.get("entities")
-        if rule is not None and len(found) == len([k for k in keys if k is not None]):
-            descriptors = dict(k.rpartition(":")[::2] for k in found)
-            rule = parse_rule(name, rule, descriptors)
-        return {**entry, "name": name, "entities": rule}
+        values = {**entry, "name": name}
+        if values.get("dynamodb_table") == name:  # the default, written out
+            values["dynamodb_table"] = None
+        if not context.get("rule"):
+            values.pop("entities", None)
+            return values
+        keys = [entry["partition_key"], entry.get("sort_key") or None]
+        descriptors = dict(str(k).rpartition(":")[::2] for k in keys if k)
+        values["entities"] = parse_rule(name, entry.get("entities"), descriptors)
+        return values
 
     @field_validator("partition_key", "sort_key", mode="before")
     @classmethod
@@ -228,10 +233,15 @@ class TableConfig(BaseModel):
 
     @field_validator("dynamodb_table", mode="before")
     @classmethod
-    def _dynamodb_name(cls, name: Any) -> Any:
+    def _no_dynamodb_name(cls, name: Any) -> Any:
+        return "" if name is None else name  # none: the entry's name
+
+    @field_validator("dynamodb_table")
+    @classmethod
+    def _dynamodb_name(cls, name: str) -> str:
         if name:
-            check_dynamodb_name(str(name))
-        return name or ""
+            check_dynamodb_name(name)
+        return name
 
     @field_validator("table_arn")
     @classmethod
@@ -268,8 +278,6 @@ class TableConfig(BaseModel):
             )
         if self.sort_key and self.sort_key.column == self.partition_key.column:
             raise ValueError(f"partition and sort key map to one column {self.sort_key.column!r}")
-        if self.dynamodb_table == self.name:  # the default, written out
-            return self.model_copy(update={"dynamodb_table": ""})
         return self
 
     @property
@@ -365,7 +373,8 @@ def table_from_entry(name: str, entry: dict[str, Any]) -> TableConfig:
             "ATTR:TYPE, ...; docs/tables-and-types.md)"
         )
     try:
-        return TableConfig.model_validate(entry, context={"name": name})
+        TableConfig.model_validate(entry, context={"name": name})  # every key but the rule
+        return TableConfig.model_validate(entry, context={"name": name, "rule": True})
     except ValidationError as exc:
         raise TableConfigError(f"table {name}: {_problem(exc.errors())}") from None
 

@@ -187,14 +187,26 @@ def tick(
             if staged.newest_change and merged
             else None
         )
-        # fmt: off
-        done.append(Tick(
-            number, staged.files, staged.changes, merged.inserted if merged else 0,
-            merged.updated if merged else 0, merged.deleted if merged else 0, lag,
-            staged.seconds, merge_seconds if merged else 0.0, maintain_seconds, staged.pending,
-            maintain_error, staged.rejected, named, None, staged.unmatched,
-        ))
-        # fmt: on
+        done.append(
+            Tick(
+                number,
+                staged.files,
+                staged.changes,
+                merged.inserted if merged else 0,
+                merged.updated if merged else 0,
+                merged.deleted if merged else 0,
+                lag,
+                staged.seconds,
+                merge_seconds if merged else 0.0,
+                maintain_seconds,
+                staged.pending,
+                maintain_error,
+                staged.rejected,
+                named,
+                None,
+                staged.unmatched,
+            )
+        )
     return done
 
 

@@ -3,7 +3,6 @@ test double for AWS's control plane only), failing and passing, with its exact l
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -186,7 +185,7 @@ def _ages(*milliseconds: float) -> dict:
 def test_stream() -> None:
     client, lambdas, watch = _client("dynamodb"), _client("lambda"), _client("cloudwatch")
     daily = _table()
-    streamed = replace(daily, cadence="stream")
+    streamed = daily.model_copy(update={"cadence": "stream"})
     with Stubber(client) as stub, Stubber(lambdas) as lstub, Stubber(watch) as wstub:
         stub.add_response("describe_table", _described(None), {"TableName": ARN})
         assert account_doctor.stream(client, lambdas, watch, daily).line() == (

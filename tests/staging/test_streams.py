@@ -714,7 +714,6 @@ def test_drift_in_the_stream_is_adopted_without_a_manual_step(
     table until someone ran `rebuild`: a wrong answer in Athena with no end date. With the
     table's `adopt_drift` (default on) the same run widens the column from the staged images and
     the next merge rebuilds the final table: the value reads back exactly."""
-    from dataclasses import replace
     from decimal import Decimal
 
     from ingestion.cli import main
@@ -738,7 +737,9 @@ def test_drift_in_the_stream_is_adopted_without_a_manual_step(
     # The off setting keeps the value null (listed in _drift) and changes nothing.
     assert (
         adopt.adopt_drift(
-            spark, replace(books, adopt_drift=False), [drift.Drift("pages", "s", 1, "")]
+            spark,
+            books.model_copy(update={"adopt_drift": False}),
+            [drift.Drift("pages", "s", 1, "")],
         )
         == []
     )
