@@ -67,16 +67,22 @@ class Table:
         self.final_name = names.final_table(self.name)
         self._reader = reader
         self.spark = spark
+        self._owner = entry  # an entity's table: the entry's handle, whose change log it shares
         if entry is None:
             self._read_change_log()
-        else:  # an entity's table: the entry's change log, read once for all of them
+        else:
             self.change_log, self.ledger = entry.change_log, entry.ledger
+        self.finals = [self]
+        self.final = self.history_final = None
+        self.snapshot = None
+        self.merged, self.new_batches = set(), []
+        if config.entities is not None and not config.staging:
+            # A single-table design's entry: no final table of its own, one per entity.
+            self.finals = [Table(f, reader, spark, self) for f in final_tables(config)]
+            return
         self._read_final()
         self._read_history()
         self._read_merged()
-        self.finals = [self]
-        if config.entities is not None and not config.staging:
-            self.finals = [Table(f, reader, spark, self) for f in final_tables(config)]
 
     def __repr__(self) -> str:
         return f"Table({self.name!r})"
@@ -91,22 +97,25 @@ class Table:
                 final.use(spark)
 
     def refresh(self, *parts: str) -> None:
-        """Read ``parts`` of ``PARTS`` again (all, when none is named), here and in the entry's
-        other final tables."""
+        """Read ``parts`` of ``PARTS`` again (all, when none is named). An entry's entity tables
+        read theirs too, sharing its change log."""
         wanted = parts or PARTS
-        if "change_log" in wanted:
+        unknown = sorted(set(wanted) - set(PARTS))
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: no part of a table's state ({PARTS})")
+        if "change_log" in wanted and self._owner is None:
             self._read_change_log()
-        for final in self.finals:
-            if final is not self and "change_log" in wanted:
+        if self.finals != [self]:  # a single-table design's entry
+            for final in self.finals:
                 final.change_log, final.ledger = self.change_log, self.ledger
-            if final is not self:
-                final.__dict__.pop("kept_types", None)
-            if "final" in wanted:
-                final._read_final()
-            if "history" in wanted:
-                final._read_history()
-            if "merged" in wanted or "change_log" in wanted:
-                final._read_merged("merged" in wanted)
+                final.refresh(*wanted)
+            return
+        if "final" in wanted:
+            self._read_final()
+        if "history" in wanted:
+            self._read_history()
+        if "merged" in wanted or "change_log" in wanted:
+            self._read_merged(again="merged" in wanted)
 
     def _read_change_log(self) -> None:
         # Fresh from the catalog: another process (an ingest, a rebuild) may have committed
@@ -137,7 +146,10 @@ class Table:
 
     @cached_property
     def kept_types(self) -> types.Schema | None:
-        """The types kept with the change log (its entry's, entities' sections included)."""
+        """The types kept with the change log (its entry's, entities' sections included): parsed
+        once per entry, its entity tables asking their entry's handle."""
+        if self._owner is not None:
+            return self._owner.kept_types
         log = self.change_log
         text = log.properties.get(table_types.PROPERTY) if log is not None else None
         return table_types.parse(text, self.entry, self.staging_name) if text else None

@@ -43,8 +43,13 @@ def merge_tables(
     spark = spark_config.build_spark("merge")
     if handles is None:
         handles = catalog_table.load(tables, spark)
-    for handle in handles:
-        handle.use(spark)
+    else:
+        # The change log read again, through Spark, where the merge decides from it: a rebuild
+        # may have committed while Spark started, and a merge that missed its wider types would
+        # write them into the narrower columns (merge.full_refresh).
+        for handle in handles:
+            handle.use(spark)
+            handle.refresh("change_log")
     staged = [h for h in handles if h.change_log is not None]
     for handle in handles:
         if handle.change_log is None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from table_trace import traced
 
-from ingestion.catalog import table_metadata
+from ingestion.catalog import merge_log, table_metadata
 from ingestion.cli import main
 from ingestion.project import onboarding
 from ingestion.samples import sample_exports
@@ -50,19 +50,28 @@ def table_h(spark, clean_lakehouse, project_copy: Path, tmp_path: Path):
         spark.sql(f"drop table if exists {name}")
 
 
-def test_one_merge_reads_each_part_of_its_tables_state_once(spark, table_h: Path) -> None:
+@pytest.mark.parametrize("without_jvm_first", [True, False], ids=["files-then-spark", "spark"])
+def test_one_merge_reads_each_part_of_its_tables_state_once(
+    spark, table_h: Path, monkeypatch: pytest.MonkeyPatch, without_jvm_first: bool
+) -> None:
     """The change log's metadata, its kept types, its ledger and the merge log: once each. The
-    final table's and its history's metadata: once before the merge and once after its own
-    commit (the state the counts read), never more. No other table's metadata is read."""
+    final table's metadata: once before the merge and once after its own commit (the state the
+    counts read); its history's once. Where the target lets `merge` look without a JVM first
+    (the embedded catalog), that look reads the change log from its files, and the merge reads
+    it again through Spark, fresh, where it decides (a rebuild may commit while Spark starts):
+    two reads, each once."""
+    if not without_jvm_first:
+        monkeypatch.setenv("LAKEHOUSE_NO_LIGHT", "1")  # as on the emr target: Spark only
     table_metadata.READS.clear()
     with traced("h") as trace:
         assert main(["merge", "--table", "h"]) == 0
     reads = dict(table_metadata.READS)
     if os.environ.get("LAKEHOUSE_TRACE"):
         print(reads, trace.report(), sep="\n")
-    assert reads.pop(("metadata", "lake.staging.h")) == 1
+    twice = 2 if without_jvm_first else 1  # the look without a JVM, then the merge
+    assert reads.pop(("metadata", "lake.staging.h")) == twice
+    assert reads.pop(("ledger", "h")) == twice
     assert reads.pop(("types", "h")) == 1
-    assert reads.pop(("ledger", "h")) == 1
     assert reads.pop(("merge log", "h")) == 1
     assert reads.pop(("merge log", "h__history")) == 1
     assert reads.pop(("metadata", "lake.lakehouse.h__history")) == 1
@@ -74,6 +83,23 @@ def test_one_merge_reads_each_part_of_its_tables_state_once(spark, table_h: Path
     # How far the table travels (tests/table_trace.py): measured, and held where it is now.
     assert len(trace.stops) <= STOPS, trace.report()
     assert max(trace.entries.values()) <= ENTRIES, trace.report()
+
+
+def test_a_final_table_without_its_batch_column_is_refused_not_altered(
+    spark, table_h: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every full build creates `_inserted_batch_id`; the merge never adds it behind the model's
+    back: a final table without it is refused in one line naming the rebuild, nothing merged."""
+    spark.sql("alter table lake.lakehouse.h drop column _inserted_batch_id")
+    before = spark.sql("select count(*) from lake.lakehouse.h.snapshots").first()[0]
+    capsys.readouterr()
+    assert main(["merge", "--table", "h"]) == 2
+    err = capsys.readouterr().err
+    assert "has no _inserted_batch_id column" in err and "rebuild --table h" in err
+    assert "_inserted_batch_id" not in spark.table("lake.lakehouse.h").columns
+    spark.sql("refresh table lake.lakehouse.h")
+    assert spark.sql("select count(*) from lake.lakehouse.h.snapshots").first()[0] == before
+    assert len(merge_log.new_batches(spark, "h", history=True)) == 1  # still to merge
 
 
 # One merge of one table with its history (table_trace), at most: its stops, and how often the
