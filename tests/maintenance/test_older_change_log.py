@@ -1,7 +1,7 @@
 """A lakehouse staged before decision 0012 (the change log and the final table keep the whole item
 in ``_image`` and have no ``_rest``) keeps working as it is: later batches are staged in its form,
 merged, their drift reported from ``_image``; and ``rebuild`` moves it to the new form (the
-remainder ``_rest``, no ``_image``) in one commit per table, every item given back as before."""
+remainder ``_rest``, no ``_image``) in one commit per table, every item given back unchanged."""
 
 from __future__ import annotations
 

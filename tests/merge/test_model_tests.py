@@ -1,5 +1,5 @@
-"""A final table's YAML that still says dbt's `unique`/`not_null` (written by an earlier
-`add-table`) stops the merge with one line naming the scoped test, before any work."""
+"""A final table's YAML that says dbt's `unique`/`not_null` stops the merge with one line
+naming the scoped test, before any work."""
 
 from __future__ import annotations
 
