@@ -31,7 +31,6 @@ from ingestion.catalog import table_types
 from ingestion.catalog.table import Table
 from ingestion.config import names
 from ingestion.config.errors import LakehouseError
-from ingestion.dynamodb.tables import TableConfig
 from ingestion.merge.full_refresh import plain_type, staged_types
 from ingestion.schema import item_json, types
 from ingestion.staging.retype import retyped
@@ -64,7 +63,7 @@ def retype_history(spark: SparkSession, table: Table) -> tuple[str, ...]:
     history = names.final_table(names.history_table(table.name))
     held = spark.table(history)
     have = {f.name: f.dataType.simpleString() for f in held.schema.fields}
-    written_with = _written_with(spark, table.entry, table.config, have, current)
+    written_with = _written_with(table, have, current)
     if written_with is None:
         raise HistoryTypesError(
             f"{table.name}: its history's columns {', '.join(changed)} have older types than its "
@@ -84,24 +83,16 @@ def retype_history(spark: SparkSession, table: Table) -> tuple[str, ...]:
     return changed
 
 
-def _written_with(
-    spark: SparkSession,
-    entry: TableConfig,
-    table: TableConfig,
-    have: dict[str, str],
-    current: types.Schema,
-) -> types.Schema | None:
-    """The newest of the kept types and those each rebuild replaced (its commit's summary) whose
-    column types are the history's: the types its rows were written with, as its columns lie."""
+def _written_with(table: Table, have: dict[str, str], current: types.Schema) -> types.Schema | None:
+    """The newest of the kept types and those each rebuild replaced (its commit's summary, in
+    the change log's metadata the handle read) whose column types are the history's: the types
+    its rows were written with, as its columns lie."""
     candidates = [current]
-    snapshots = spark.sql(
-        f"select summary from {names.staging_table(entry.name)}.snapshots order by committed_at "
-        f"desc"
-    ).collect()
-    for row in snapshots:
-        before = (row["summary"] or {}).get(TYPES_BEFORE)
+    commits = table.change_log.snapshots if table.change_log is not None else []
+    for commit in sorted(commits, key=lambda c: c.committed_at, reverse=True):
+        before = commit.summary.get(TYPES_BEFORE)
         if before:
-            candidates.append(table_types.parse(before, entry))
+            candidates.append(table_types.parse(before, table.entry, table.staging_name))
     for candidate in candidates:
         flat = item_json.final_table_schema(candidate, table.name)
         if _same_columns(flat, have):
