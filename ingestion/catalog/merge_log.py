@@ -37,7 +37,7 @@ def new_batches(spark: SparkSession, table: str, history: bool = False) -> list[
     """The ledger's batches (commit order) that the merge log does not hold yet: for the final
     table, or with ``history`` for either the final table or its history."""
     # small: maintenance compacts it with the ledger
-    merged = set.intersection(*(merged_batches(spark, n) for n in logged_names(table, history)))
+    merged = merged_under(spark, logged_names(table, history))
     return unmerged(ledger.entries(spark, table), merged)
 
 
@@ -83,18 +83,30 @@ _read: dict[str, tuple[str, frozenset[str]]] = {}
 
 def merged_batches(spark: SparkSession, table: str) -> set[str]:
     """The batches of ``table`` the merge log holds (as this session's catalog sees the log)."""
-    table_metadata.READS[("merge log", table)] += 1
+    return merged_under(spark, [table])
+
+
+def merged_under(spark: SparkSession, logged_as: list[str]) -> set[str]:
+    """The batches the merge log holds under every name of ``logged_as`` (a final table's, and
+    its history's), its metadata and rows read once for all of them."""
+    table_metadata.READS[("merge log", logged_as[0])] += 1
     metadata = table_metadata.read(spark, MERGE_LOG)
     if metadata is None:  # no merge yet: created by the first (``ensure_merge_log``)
         return set()
     version = metadata.location
-    known = _read.get(table)
-    if known is not None and version and known[0] == version:
-        return set(known[1])
-    rows = spark.table(MERGE_LOG).where(F.col("table_name") == table).select("batch_id")
-    merged = frozenset(r["batch_id"] for r in rows.collect())  # one row per merged batch
-    _read[table] = (version, merged)
-    return set(merged)
+    found = {n: _read[n][1] for n in logged_as if n in _read and _read[n][0] == version}
+    wanted = [n for n in logged_as if n not in found]
+    if wanted:
+        rows = (
+            spark.table(MERGE_LOG)
+            .where(F.col("table_name").isin(wanted))
+            .select("table_name", "batch_id")
+            .collect()
+        )  # one row per merged batch
+        for name in wanted:
+            found[name] = frozenset(r["batch_id"] for r in rows if r["table_name"] == name)
+            _read[name] = (version, found[name])
+    return set.intersection(*(set(found[n]) for n in logged_as))
 
 
 def forget_table(spark: SparkSession, table: str) -> None:
@@ -112,15 +124,13 @@ def new_batches_without_spark(table: str, history: bool = False) -> list[str]:
 
 
 def merged_without_spark(logged_as: list[str]) -> set[str]:
-    """The batches the merge log holds under every name of ``logged_as``, read with DuckDB."""
-    found = []
-    for name in logged_as:
-        table_metadata.READS[("merge log", name)] += 1
-        rows = duckdb_engine.query(
-            names.STAGING,
-            names.MERGE_LOG,
-            "select batch_id from {table} where table_name = ?",
-            [name],
-        )
-        found.append({str(row[0]) for row in rows})
-    return set.intersection(*found)
+    """``merged_under`` read with DuckDB: one query for every name of ``logged_as``."""
+    table_metadata.READS[("merge log", logged_as[0])] += 1
+    marks = ", ".join("?" for _ in logged_as)
+    rows = duckdb_engine.query(
+        names.STAGING,
+        names.MERGE_LOG,
+        f"select table_name, batch_id from {{table}} where table_name in ({marks})",
+        list(logged_as),
+    )
+    return set.intersection(*({str(b) for t, b in rows if t == n} for n in logged_as))

@@ -88,13 +88,16 @@ class Table:
         return f"Table({self.name!r})"
 
     def use(self, spark: SparkSession) -> None:
-        """Read through ``spark`` from now on; what was read stays (it was the committed state
-        when read, and Spark's catalog loads a table it has not seen as committed now)."""
+        """Read through ``spark`` from now on, the change log again, fresh: where a job switches
+        to Spark it decides from the change log (a rebuild may have committed meanwhile, and a
+        merge that missed its wider types would write them into narrower columns). What else
+        was read stays."""
         self.spark = spark
         self._reader = table_metadata.SparkReader(spark)
         for final in self.finals:
             if final is not self:
-                final.use(spark)
+                final.spark, final._reader = spark, self._reader
+        self.refresh("change_log")
 
     def refresh(self, *parts: str) -> None:
         """Read ``parts`` of ``PARTS`` again (all, when none is named). An entry's entity tables
@@ -140,8 +143,7 @@ class Table:
             if self.spark is None:
                 self.merged = merge_log.merged_without_spark(self.logged_as)
             else:
-                found = [merge_log.merged_batches(self.spark, n) for n in self.logged_as]
-                self.merged = set.intersection(*found)
+                self.merged = merge_log.merged_under(self.spark, self.logged_as)
         self.new_batches = merge_log.unmerged(self.ledger, self.merged)
 
     @cached_property

@@ -35,7 +35,8 @@ def merge_tables(
     batches this process staged and saw no drift in (``adopt_before_merge``).
 
     Each table's handle (``catalog.table``) is loaded once: read from the metadata files while
-    no JVM runs (``table_metadata.available``), then through Spark, what was read kept."""
+    no JVM runs (``table_metadata.available``), then through Spark, where only the change log is
+    read again (``Table.use``)."""
     handles = catalog_table.load(tables) if table_metadata.available() else None
     if not full_check and handles is not None and nothing_to_merge(handles, reporter):
         return []
@@ -43,13 +44,9 @@ def merge_tables(
     spark = spark_config.build_spark("merge")
     if handles is None:
         handles = catalog_table.load(tables, spark)
-    else:
-        # The change log read again, through Spark, where the merge decides from it: a rebuild
-        # may have committed while Spark started, and a merge that missed its wider types would
-        # write them into the narrower columns (merge.full_refresh).
+    else:  # the change log read again, through Spark (``Table.use``)
         for handle in handles:
             handle.use(spark)
-            handle.refresh("change_log")
     staged = [h for h in handles if h.change_log is not None]
     for handle in handles:
         if handle.change_log is None:

@@ -72,8 +72,10 @@ def test_one_merge_reads_each_part_of_its_tables_state_once(
     assert reads.pop(("metadata", "lake.staging.h")) == twice
     assert reads.pop(("ledger", "h")) == twice
     assert reads.pop(("types", "h")) == 1
-    assert reads.pop(("merge log", "h")) == 1
-    assert reads.pop(("merge log", "h__history")) == 1
+    assert reads.pop(("merge log", "h")) == 1  # the final table's rows and its history's
+    # The merge log's own metadata, which says whether its rows changed since the last read:
+    # through Spark only (DuckDB reads the catalog's pointer to it).
+    assert reads.pop(("metadata", "lake.staging.dynamodb_lakehouse_merges"), 0) <= 1
     assert reads.pop(("metadata", "lake.lakehouse.h__history")) == 1
     assert reads.pop(("metadata", "lake.lakehouse.h")) == 2
     assert reads == {}  # nothing else: no other table, no second read
@@ -104,6 +106,7 @@ def test_a_final_table_without_its_batch_column_is_refused_not_altered(
 
 
 # One merge of one table with its history (table_trace), at most: its stops, and how often the
-# busiest file is entered. Before the table handle: 151 stops, names.py entered 28 times.
-STOPS = 70
-ENTRIES = 6
+# busiest file is entered (files then Spark: 75 and table.py 7; Spark only: 64 and 6). Before the
+# table handle: 151 stops, names.py entered 28 times.
+STOPS = 75
+ENTRIES = 7
