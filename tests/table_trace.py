@@ -1,7 +1,8 @@
 """Following a table through the calls that pass it on, as the code runs (no reading of source).
 
 A *stop* is a call into a function of ``ingestion`` that receives the table: its entry, its handle,
-a list holding one of them, or one of its names (the entry's, or a catalog name holding it).
+or a list holding one of them; with ``names=True`` also one of its names (the entry's, or a catalog
+name holding it), which counts every helper a name goes through (quoting, formatting).
 Comprehensions and lambdas are no stops; their calls are. A file is *entered* each time a stop is in
 another file than the stop before it, on the same thread (the counts run on threads of their own
 while ``dbt test`` runs). The merge's shape, measured: ``tests/merge/test_table_handle.py``.
@@ -23,26 +24,48 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ingestion"
 ANONYMOUS = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<lambda>", "<module>")
 
 
+@dataclass(frozen=True)
+class Stop:
+    file: str
+    function: str
+    thread: int
+    by_name: bool  # the call received only one of the table's names, not the table
+
+
 @dataclass
 class Trace:
-    stops: list[tuple[str, str, int]] = field(default_factory=list)  # (file, function, thread)
-    entries: Counter[str] = field(default_factory=Counter)
-    _last: dict[int, str] = field(default_factory=dict)
+    """The stops in the order they ran; ``names`` says whether calls that received only one of
+    the table's names count (the stricter measure) or only calls that received the table."""
+
+    all_stops: list[Stop] = field(default_factory=list)
+    names: bool = True
+
+    def of(self, names: bool) -> Trace:
+        return Trace(self.all_stops, names)
+
+    @property
+    def stops(self) -> list[Stop]:
+        return [s for s in self.all_stops if self.names or not s.by_name]
 
     @property
     def files(self) -> set[str]:
-        return {file for file, _, _ in self.stops}
+        return {stop.file for stop in self.stops}
 
-    def add(self, file: str, function: str, thread: int) -> None:
-        self.stops.append((file, function, thread))
-        if self._last.get(thread) != file:
-            self.entries[file] += 1
-        self._last[thread] = file
+    @property
+    def entries(self) -> Counter[str]:
+        entries: Counter[str] = Counter()
+        last: dict[int, str] = {}
+        for stop in self.stops:
+            if last.get(stop.thread) != stop.file:
+                entries[stop.file] += 1
+            last[stop.thread] = stop.file
+        return entries
 
     def report(self) -> str:
-        lines = [f"{len(self.stops)} stops in {len(self.files)} files"]
+        subject = "the table or one of its names" if self.names else "the table"
+        lines = [f"{len(self.stops)} stops in {len(self.files)} files (calls receiving {subject})"]
         lines += [f"  {file}: entered {n}" for file, n in self.entries.most_common()]
-        lines += ["stops:"] + [f"  {file}:{function}" for file, function, _ in self.stops]
+        lines += ["stops:"] + [f"  {stop.file}:{stop.function}" for stop in self.stops]
         return "\n".join(lines)
 
 
@@ -59,16 +82,20 @@ def _holds(value: Any, marks: Callable[[Any], bool], depth: int = 0) -> bool:
 @contextmanager
 def traced(table: str, start: str = "merge_tables") -> Iterator[Trace]:
     """The stops of the code run inside, following the table named ``table``, from the call of
-    the function ``start`` on (what calls it chose the table: the command line, its config)."""
+    the function ``start`` on (what calls it chose the table: the command line, its config).
+    Both measures at once: ``trace.of(names=False)`` counts only calls that received the table."""
     trace = Trace()
     root = str(PACKAGE)
     started, done = threading.Event(), threading.Event()
 
-    def marks(value: Any) -> bool:
-        if isinstance(value, str):
-            return value == table or value.endswith(f".{table}") or value.endswith(f".`{table}`")
+    def is_table(value: Any) -> bool:
         name = getattr(value, "name", None)
         return isinstance(name, str) and name == table and hasattr(value, "keys")
+
+    def is_name(value: Any) -> bool:
+        if not isinstance(value, str):
+            return False
+        return value == table or value.endswith((f".{table}", f".`{table}`"))
 
     def profile(frame: FrameType, event: str, _arg: Any) -> None:
         code = frame.f_code
@@ -85,9 +112,11 @@ def traced(table: str, start: str = "merge_tables") -> Iterator[Trace]:
             return
         arguments = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
         values = [frame.f_locals.get(a) for a in arguments]
-        if any(_holds(v, marks) for v in values):
+        by_table = any(_holds(v, is_table) for v in values)
+        if by_table or any(_holds(v, is_name) for v in values):
             file = str(Path(code.co_filename).relative_to(PACKAGE.parent))
-            trace.add(file, code.co_qualname, threading.get_ident())
+            stop = Stop(file, code.co_qualname, threading.get_ident(), by_name=not by_table)
+            trace.all_stops.append(stop)
 
     threading.setprofile(profile)
     sys.setprofile(profile)

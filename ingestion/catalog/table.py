@@ -88,16 +88,24 @@ class Table:
         return f"Table({self.name!r})"
 
     def use(self, spark: SparkSession) -> None:
-        """Read through ``spark`` from now on, the change log again, fresh: where a job switches
-        to Spark it decides from the change log (a rebuild may have committed meanwhile, and a
-        merge that missed its wider types would write them into narrower columns). What else
-        was read stays."""
+        """Read through ``spark`` from now on. Where a job switches to Spark it decides from the
+        change log as committed then: a rebuild may have committed meanwhile, and a merge that
+        missed its wider types would write them into narrower columns. Read from the files,
+        the change log is checked against the catalog's pointer (no metadata read) and read
+        again only when another commit moved it; Spark's cached copy is dropped either way, so
+        its queries load the table as committed. What else was read stays."""
+        before = self._reader
         self.spark = spark
         self._reader = table_metadata.SparkReader(spark)
         for final in self.finals:
             if final is not self:
                 final.spark, final._reader = spark, self._reader
-        self.refresh("change_log")
+        if self._owner is not None:
+            return  # its entry's handle reads the change log they share
+        if before.unchanged(names.STAGING, self.entry.name, self.change_log):
+            table_metadata.forget(spark, self.staging_name)
+        else:
+            self.refresh("change_log")
 
     def refresh(self, *parts: str) -> None:
         """Read ``parts`` of ``PARTS`` again (all, when none is named). An entry's entity tables

@@ -125,16 +125,16 @@ def read(spark: SparkSession, name: str, fresh: bool = False) -> Metadata | None
         current = operations.refresh() if fresh else operations.current()
     except Exception as exc:  # Iceberg's NoSuchTableException or IllegalStateException
         if fresh and "NoSuchTableException" in str(exc):
-            _forget(spark, name)  # another process dropped it
+            forget(spark, name)  # another process dropped it
             return None
         if not fresh or "UUID does not match" not in str(exc):
             raise
         # Another process dropped the table and created it again since this session cached
         # it: the cached one cannot refresh into it. Load it anew, as `refresh table` does.
-        _forget(spark, name)
+        forget(spark, name)
         return read(spark, name)
     if current is None:  # the cached table's refresh found it dropped (an earlier fresh read)
-        _forget(spark, name)
+        forget(spark, name)
         return None
     # Written by the JVM to a local file rather than returned: Py4J takes about 40 ms to return
     # a string of a few kilobytes (TCP's delayed acknowledgement), the file about 2 ms. The
@@ -147,7 +147,7 @@ def read(spark: SparkSession, name: str, fresh: bool = False) -> Metadata | None
     return Metadata(str(current.metadataFileLocation()), raw)
 
 
-def _forget(spark: SparkSession, name: str) -> None:
+def forget(spark: SparkSession, name: str) -> None:
     """Drop ``name`` from the session catalog's cache, without loading it (the next look-up
     reads the catalog)."""
     jvm = spark.sparkContext._jvm
@@ -237,6 +237,11 @@ class Reader(Protocol):
 
     def read(self, namespace: str, table: str, fresh: bool = False) -> Metadata | None: ...
 
+    def unchanged(self, namespace: str, table: str, read: Metadata | None) -> bool:
+        """Whether ``read`` is still the table's current metadata, told without reading it
+        (False when this reader cannot tell)."""
+        ...
+
 
 @dataclass(frozen=True)
 class SparkReader:
@@ -247,6 +252,9 @@ class SparkReader:
     def read(self, namespace: str, table: str, fresh: bool = False) -> Metadata | None:
         return read(self.spark, f"{names.CATALOG}.{namespace}.`{table}`", fresh=fresh)
 
+    def unchanged(self, namespace: str, table: str, read: Metadata | None) -> bool:
+        return False  # only a read through the catalog would tell
+
 
 @dataclass(frozen=True)
 class FileReader:
@@ -254,6 +262,12 @@ class FileReader:
 
     def read(self, namespace: str, table: str, fresh: bool = False) -> Metadata | None:
         return read_metadata(namespace, table)
+
+    def unchanged(self, namespace: str, table: str, read: Metadata | None) -> bool:
+        """The catalog's pointer still names the file ``read`` came from (None: still no
+        table)."""
+        location = metadata_location(namespace, table)
+        return location == (read.location if read is not None else None)
 
 
 def reader(spark: SparkSession | None) -> Reader:
