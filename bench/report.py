@@ -545,6 +545,22 @@ def small_commands(doc: dict) -> list[Row]:
     ]
 
 
+def merge_cost(doc: dict) -> list[Row]:
+    m = doc["median_seconds"]
+    return [
+        (
+            f"a small merge, warm, beside the same merge at {doc['baseline']} and a plain MERGE",
+            f"{doc['changes']} stream changes into {doc['rows']:,} `books` rows, "
+            f"{doc['rounds']} interleaved rounds",
+            f"{m['now merge']} s = **{doc['now_over_baseline']}x** the baseline's "
+            f"{m['baseline merge']} s; {doc['now_over_its_floor']}x a plain MERGE "
+            f"({m['now floor']} s; the baseline {doc['baseline_over_its_floor']}x its own)",
+            f"≤ {doc['target']}x the baseline",
+            _met(doc["met"]),
+        )
+    ]
+
+
 def tick_profile(doc: dict) -> list[Row]:
     steps = doc["per_table_s"]
     return [
@@ -705,6 +721,7 @@ SECTIONS: list[tuple[str, Callable[[dict], list[Row]]]] = [
     ("daily_sync", daily),
     ("freshness", freshness),
     ("tick_profile", tick_profile),
+    ("merge_cost", merge_cost),
     ("maintenance", maintenance),
     ("detect_schema", detect),
     ("export_to_final", export_to_final),
@@ -827,6 +844,19 @@ def _headline_rows() -> list[list[Any]]:
                         cost.get("measured"),
                     ]
                 )
+    small = _load("merge_cost")
+    if small:
+        m = small["median_seconds"]
+        rows.append(
+            [
+                f"a small merge: {small['changes']} stream changes into {small['rows']:,} rows "
+                "(warm, dbt run and its tests)",
+                f"{m['now merge']} s = **{small['now_over_its_floor']}x** a plain MERGE INTO "
+                f"({m['now floor']} s)",
+                "merge_cost",
+                small.get("measured"),
+            ]
+        )
     daily = _load("daily_sync")
     if daily:
         each = [s["ingest_seconds"] + s["merge_seconds"] for s in daily["steps"][1:]]

@@ -1,9 +1,9 @@
 {#-
   The final table against its staging change log (run them after a merge: a change staged but not
   merged yet makes them fail, which is what they are for). The latest staged change of every key
-  is computed with the model's own rule macros (macros/change_order.sql). The two tests are in
-  macros/tests/ (dynamodb_no_deleted_keys, dynamodb_rows_match_latest_changes); this file is their
-  scope.
+  is computed with the model's own rule macros (macros/change_order.sql). The test is
+  macros/tests/dynamodb_final_table.sql (and, for a YAML that lists them, the six it replaces,
+  beside it); this file is their scope.
 
   Scope: `ddb-lakehouse merge` hands over `dynamodb_test_batches: {<table>: [...]}` (as its batches,
   macros/run_var.sql, dynamodb_run_var; `--vars` works too), the
@@ -35,41 +35,13 @@ where ({{ keys | join(', ') }}) in (
 {%- endmacro %}
 
 {#- `relation`, or a subquery of it: its touched rows when the tests are scoped, `columns` only
-    when given. The touched rows are read once for all the tests when `ddb-lakehouse merge` has
-    cached them (`dynamodb_tested_views: {<table>: {final, changes}}`, temporary views of dbt's
-    session; ingestion/merge/tested_rows.py, tested_views), for what they hold: the final table's key
-    columns and `_version` and `_sequence` (`columns` none or among those: a count, a key test,
-    the versions of dynamodb_rows_match_latest_changes), the change log's keys
-    and change-order columns of the changes as new as the batches' oldest or newer (each touched
-    key's latest is among them: enough for dynamodb_expected_latest, its one reader here; not a
-    count of a key's changes). Any other relation or column reads the relation, as without them. -#}
+    when given. -#}
 {% macro dynamodb_tested(table, relation, columns=none) -%}
   {%- set batches = dynamodb_test_batches(table) -%}
-  {%- set view = _dynamodb_tested_view(table, relation, columns) -%}
   {%- if batches is none and columns is none -%}{{ relation }}
   {%- elif batches is none -%}(select {{ columns }} from {{ relation }}) as tested
-  {%- elif view is not none -%}(select {{ columns or '*' }} from {{ view }}) as tested
   {%- else -%}({{ _dynamodb_touched_rows(table, relation, batches, columns or '*') }}) as tested
   {%- endif -%}
-{%- endmacro %}
-
-{#- The cached view (above) that holds `columns` of the touched rows of `relation`, or none. -#}
-{% macro _dynamodb_tested_view(table, relation, columns) -%}
-  {%- set views = (dynamodb_run_var('dynamodb_tested_views') or {}).get(table) -%}
-  {%- if views is none -%}{{ return(none) }}{%- endif -%}
-  {%- set keys = dynamodb_key_columns(table) | map('lower') | list -%}
-  {%- if (relation | string) == (dynamodb_change_log(table) | string) -%}
-    {%- set held = keys + dynamodb_change_order_columns() -%}
-    {%- set side = 'changes' -%}
-  {%- elif relation.identifier is defined and relation.identifier == table
-      and relation.schema == env_var('LAKEHOUSE_FINAL_DATABASE', 'lakehouse') -%}
-    {%- set held = keys + ['_version', '_sequence'] -%}
-    {%- set side = 'final' -%}
-  {%- else -%}{{ return(none) }}
-  {%- endif -%}
-  {%- if columns is none -%}{{ return(views[side] if side == 'final' else none) }}{%- endif -%}
-  {%- set wanted = columns.split(',') | map('trim') | map('replace', '`', '') | map('lower') | list -%}
-  {{ return(views[side] if wanted | reject('in', held) | list | length == 0 else none) }}
 {%- endmacro %}
 
 {#- The latest staged change of every tested key, of the columns the tests need only: the keys
@@ -97,11 +69,14 @@ where ({{ keys | join(', ') }}) in (
   (bench/export_to_final.py). Never with `merge --full-check` or `maintain`, which pass
   `dynamodb_full_check` and scan.
 -#}
-{% macro dynamodb_copied_full_export(table, model) -%}
+{% macro dynamodb_copied_full_export(table, model, keys_checked=false) -%}
   {%- if not execute or dynamodb_run_var('dynamodb_full_check') -%}{{ return(false) }}{%- endif -%}
   {#- Scoped tests follow an incremental merge: never a first load, and no metadata query. -#}
   {%- if dynamodb_test_batches(table) is not none -%}{{ return(false) }}{%- endif -%}
-  {%- if not _dynamodb_key_test_runs(table) or dynamodb_entity(table) -%}{{ return(false) }}{%- endif -%}
+  {%- if dynamodb_entity(table) -%}{{ return(false) }}{%- endif -%}
+  {#- The keys proven unique: by the caller's own query (`keys_checked`: dynamodb_final_table),
+      or by a key test in the same `dbt test`. -#}
+  {%- if not keys_checked and not _dynamodb_key_test_runs(table) -%}{{ return(false) }}{%- endif -%}
   {%- if not dynamodb_change_log_is_one_full_export(table) -%}{{ return(false) }}{%- endif -%}
   {%- set query -%}
     select

@@ -43,7 +43,7 @@ class Table:
     change_log: Metadata | None  # the change log's metadata, as committed when read
     ledger: list[Entry]  # the change log's ledger, in commit order
     final: Metadata | None  # the final table's metadata
-    snapshot: int | None  # the final table's newest snapshot (None: no table, or no commit)
+    snapshot: int | None  # the final table's current snapshot (None: no table, or no commit)
     history_final: Metadata | None  # the history's metadata (``history: true``), or None
     merged: set[str]  # the batches the merge log holds for the final table and its history
     new_batches: list[str]  # the ledger's batches, in commit order, the merge log lacks
@@ -139,8 +139,10 @@ class Table:
 
     def _read_final(self) -> None:
         self.final = self._reader.read(names.FINAL, self.name)
-        newest = self.final.newest if self.final is not None else None
-        self.snapshot = newest.snapshot_id if newest is not None else None
+        # The current snapshot, the state the merge builds on: after a rollback it is not the
+        # last one committed.
+        current = self.final.current if self.final is not None else None
+        self.snapshot = current.snapshot_id if current is not None else None
 
     def _read_history(self) -> None:
         history = f"{self.name}__history"

@@ -97,10 +97,47 @@ def dbt_invoke(
     if not result.success:
         _out_of_memory(args, result)
         detail = f": {result.exception}" if result.exception else ""
+        found = failed_checks(result)
+        said = f"; {'; '.join(found)}" if found else ""
         raise DbtError(
-            f"`dbt {' '.join(args)}` failed{detail} (dbt's errors above; its whole log: "
+            f"`dbt {' '.join(args)}` failed{detail}{said} (dbt's errors above; its whole log: "
             f"{dbt_log_file()})"
         )
+
+
+# The project's one data test of a final table (macros/tests/dynamodb_final_table.sql): its rows
+# name the checks that failed.
+FINAL_TABLE_TEST = "dynamodb_final_table"
+
+
+def failed_checks(result: Any) -> list[str]:
+    """What each failed ``FINAL_TABLE_TEST`` found, one line per final table ("books: rows
+    missing 3, keys more than once 1"): its compiled query run again, in this process's Spark
+    session, which only a failure pays (dbt reports a test's count of rows, not the rows). Empty
+    when there is none, or no session to ask."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    lines = []
+    for r in getattr(getattr(result, "result", None), "results", None) or []:
+        node: Any = getattr(r, "node", None)
+        metadata: Any = getattr(node, "test_metadata", None)
+        if str(getattr(r, "status", "")) != "fail" or getattr(metadata, "name", None) != (
+            FINAL_TABLE_TEST
+        ):
+            continue
+        table = (metadata.kwargs or {}).get("table") or "?"
+        compiled = getattr(node, "compiled_code", None)
+        if spark is None or not compiled:
+            continue
+        try:
+            rows = spark.sql(compiled).collect()
+        except Exception:  # noqa: BLE001 (a detail of the message: never a second failure)
+            log.debug("the failed test %s could not be run again", node.name, exc_info=True)
+            continue
+        if rows:
+            lines.append(f"{table}: " + ", ".join(f"{row[0]} {row[1]}" for row in rows))
+    return lines
 
 
 def _out_of_memory(args: list[str], result: Any) -> None:

@@ -50,7 +50,6 @@ def merged(
     before: int | None,
     batches: list[str],
     touched: TouchedKeys,
-    after_rows: DataFrame | None,
 ) -> MergeCounts:
     """What a merge changed in one final table (its handle read after the merge's commit): from
     its refresh (``refreshed_from``: the keys and versions before it), or from its commits."""
@@ -66,16 +65,16 @@ def merged(
         batches,
         touched,
         rebaselined,
-        after_rows,
         final=table.final,
     )
 
 
 def current_snapshot(spark: SparkSession, table: str) -> int | None:
-    """The final table's newest snapshot, or None (no final table, or no commit yet)."""
+    """The final table's current snapshot (after a rollback, not the last one committed), or
+    None (no final table, or no commit yet)."""
     metadata = table_metadata.read(spark, names.final_table(table))
-    newest = metadata.newest if metadata is not None else None
-    return newest.snapshot_id if newest is not None else None
+    current = metadata.current if metadata is not None else None
+    return current.snapshot_id if current is not None else None
 
 
 def commit_counts(
@@ -86,7 +85,6 @@ def commit_counts(
     batches: list[str] | tuple[str, ...],
     touched: TouchedKeys,
     rebaselined: bool = False,
-    after_rows: DataFrame | None = None,
     final: Metadata | None = None,
 ) -> MergeCounts:
     """Inserted / updated / deleted rows of a merge, from what it applied, not a table diff.
@@ -95,14 +93,10 @@ def commit_counts(
     summary). Else the keys the merged batches touched (``touched``, shared with the merge's tests)
     are looked up in the final table before and after the merge (their key and version columns only;
     the few touched keys are broadcast, so nothing of the table is shuffled): new there = inserted,
-    gone = deleted, a newer version = updated. ``after_rows``: rows of the final table at ``after``
-    holding at least the touched keys' (with their keys, `_version` and `_sequence`), already read
-    (the rows the merge's tests read, ``tested_rows.tested_views``: only those as new as the
-    batches' oldest change, which every touched key's row is after a correct merge): then only the
-    snapshot before is looked up. A full export's re-baseline also deletes keys no batch touched:
-    its deleted rows are the rows before, plus those inserted, less the rows after. A first build or
-    a full refresh inserted every row. ``final``: the final table's metadata at ``after``, when read
-    already (the table's handle)."""
+    gone = deleted, a newer version = updated. A full export's re-baseline also deletes keys no
+    batch touched: its deleted rows are the rows before, plus those inserted, less the rows after.
+    A first build or a full refresh inserted every row. ``final``: the final table's metadata at
+    ``after``, when read already (the table's handle)."""
     name = table.final_name
     if after is None:
         return MergeCounts(table.name, 0, 0, 0, 0)
@@ -113,11 +107,7 @@ def commit_counts(
         return MergeCounts(table.name, rows, rows, 0, 0)
     if before == after or not batches:
         return MergeCounts(table.name, _counted(spark, table.name, int(after)), 0, 0, 0)
-    committed = (
-        None
-        if rebaselined
-        else from_commit(spark, table, before, after, batches, after_rows, final)
-    )
+    committed = None if rebaselined else from_commit(spark, table, before, after, batches, final)
     if committed is not None:
         inserted, updated, deleted = committed
         known = _known_rows(spark, final, table.name, int(before), int(after))
@@ -129,12 +119,11 @@ def commit_counts(
     keys = table.key_columns
     touched_keys = F.broadcast(touched.of(table, batches))  # each key once, however often changed
 
-    def state(snapshot: int, side: str, rows: DataFrame | None = None) -> DataFrame:
-        if rows is None:
-            rows = spark.sql(f"select * from {name} version as of {int(snapshot)}")
+    def state(snapshot: int, side: str) -> DataFrame:
+        rows = spark.sql(f"select * from {name} version as of {int(snapshot)}")
         return versions(rows.join(touched_keys, on=keys, how="left_semi"), table, side)
 
-    old, new = state(int(before), "old"), state(int(after), "new", after_rows)
+    old, new = state(int(before), "old"), state(int(after), "new")
     inserted, deleted, updated = _diff(old, new, keys)
     if rebaselined:
         # The re-baseline also deleted keys no batch touched: counted from the rows before and
@@ -158,7 +147,6 @@ def from_commit(
     before: int,
     after: int,
     batches: list[str] | tuple[str, ...],
-    after_rows: DataFrame | None = None,
     metadata: Metadata | None = None,
 ) -> tuple[int, int, int] | None:
     """Inserted, updated and deleted rows of the merge's commit ``after`` (child of ``before``),
@@ -169,8 +157,7 @@ def from_commit(
     over leave with the file they were in). Those are two numbers of three; the rows it wrote
     give the third: an insert wrote its own batch into `_inserted_batch_id`, an update kept the
     row's (``INSERTED_BATCH``). The rows it wrote are the live rows of the merged ``batches``
-    (found by their `_batch_id`, whose bounds let Iceberg skip every older data file), in
-    ``after_rows`` when given (the merge's tests' rows: tested_rows.tested_views).
+    (found by their `_batch_id`, whose bounds let Iceberg skip every older data file).
 
     The rows of the table's last full build hold null there (an update of one keeps it). None, and
     the caller looks the touched keys up in both snapshots, whenever the argument does not hold: the
@@ -200,9 +187,8 @@ def from_commit(
         return None
     if equality_deletes or removed_files:
         return None
-    if after_rows is None or INSERTED_BATCH not in after_rows.columns:
-        after_rows = spark.sql(f"select * from {name} version as of {int(after)}")
-    mine = after_rows.where(F.col("_batch_id").isin(list(batches)))
+    rows = spark.sql(f"select * from {name} version as of {int(after)}")
+    mine = rows.where(F.col("_batch_id").isin(list(batches)))
     found = mine.agg(
         F.count(F.lit(1)).alias("rows"),
         F.count_if(F.col(INSERTED_BATCH) == F.col("_batch_id")).alias("inserted"),

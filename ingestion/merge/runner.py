@@ -23,7 +23,7 @@ from ingestion.merge.full_refresh import entities_refreshed, needs_full_refresh
 from ingestion.merge.history_types import retype_history
 from ingestion.merge.merge_counts import MergeCounts, before_refresh
 from ingestion.merge.model_tests import check_model_tests
-from ingestion.merge.tested_rows import drop_views, test_scope, tested_views
+from ingestion.merge.tested_rows import test_scope
 from ingestion.merge.touched_keys import TouchedKeys
 from ingestion.spark import threads
 
@@ -104,32 +104,23 @@ def run_merge(
     for t in to_run:
         t.refresh("final")  # the merge's commit
     touched = TouchedKeys(spark)
-    views: dict[str, dict[str, str]] = {}
 
     def counted(table: Table) -> MergeCounts:
-        # The final rows the tests read, when cached: the snapshot after, already read.
-        tested = views.get(table.name, {}).get("final")
-        after_rows = spark.table(tested) if tested else None
         old = refreshed_from.get(table.name)
         found = merge_counts.merged(
-            spark, table, old, before[table.name], batches[table.name], touched, after_rows
+            spark, table, old, before[table.name], batches[table.name], touched
         )
         return replace(found, batches=tuple(batches[table.name]))
 
     try:
-        scope: dict[str, list[str]] = {}
-        if test:
-            scope = {} if whole_tables else test_scope(finals, batches, refresh, also_test or {})
-            after = {t.name: t.snapshot for t in finals}
-            views = tested_views(spark, finals, scope, touched, after)
         # The counts read only what the merge committed (its snapshots before and after): they
-        # run while `dbt test` does, whose time is mostly dbt's own and small queries, on threads
-        # for several tables (as their models do). Tests that fail leave them unused.
+        # run while `dbt test` does, whose time is mostly dbt's own, on threads for several
+        # tables (as their models do). Tests that fail leave them unused.
         with threads.meanwhile(spark, lambda: threads.each(spark, counted, finals)) as counting:
             if test:
+                scope = test_scope(finals, batches, refresh, also_test or {})
                 run_vars = {
-                    "dynamodb_test_batches": scope,
-                    "dynamodb_tested_views": views,
+                    "dynamodb_test_batches": {} if whole_tables else scope,
                     "dynamodb_full_check": whole_tables,
                     "dynamodb_full_exports": full_exports(ledgers, batches),
                 }
@@ -146,7 +137,6 @@ def run_merge(
             _entities_refreshed(spark, finals, refresh, before)
         counts = counting.result()
     finally:
-        drop_views(spark, views)
         touched.release()
     return counts, time.monotonic() - started
 

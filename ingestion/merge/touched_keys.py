@@ -1,7 +1,6 @@
-"""The keys a merge's batches touched, read from the change log once per merge and shared: the
-merge's counts (``merge_counts.commit_counts``) and the rows its scoped tests read
-(``tested_rows.tested_views``) each looked them up themselves, three scans of the change log's key
-columns a merge where one does (bench/apply_cost.py, docs/performance.md)."""
+"""The keys a merge's batches touched, read from the change log at the first ask and kept for
+the merge: the counts look them up where the merge's commit alone cannot tell them
+(``merge_counts.commit_counts``); a merge whose commit tells them reads none."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ import aws_calls
 import boto3
 import pytest
 from botocore.stub import Stubber
-from support import ROOT
+from support import ROOT, with_old_key_test
 
 from ingestion.aws import contracts, deployment, emr, job_python, packaging
 from ingestion.config import names
@@ -46,13 +46,11 @@ def test_the_package_carries_a_model_written_before_a_tests_rename_migrated(
     """The job parses the models it is given: the archive holds the renamed test's new name, and
     so does the user's file it was built from."""
     path = project_copy / "models" / "marts" / "orders.yml"
-    path.write_text(
-        path.read_text().replace("- dynamodb_unique_combination", "- unique_combination")
-    )
+    migrated = with_old_key_test(path)
     built = packaging.package(tmp_path / "dist", project_copy)
     packed = zipfile.ZipFile(built.archive).read("models/marts/orders.yml").decode()
     assert "- dynamodb_unique_combination_of_columns:" in packed
-    assert packed == path.read_text()
+    assert packed == path.read_text() == migrated
 
 
 def test_serverless_job_request_and_wait() -> None:

@@ -12,6 +12,7 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.stub import ANY, Stubber
+from support import with_old_key_test
 
 from ingestion import cli
 from ingestion.aws import account_doctor
@@ -55,12 +56,10 @@ def test_doctor_parses_a_model_written_before_a_tests_rename(project_copy, capsy
     """`dbt parse` would not know `unique_combination_of_columns` any more: doctor migrates the
     model YAML first (merge.model_tests.migrate_models), as a merge does."""
     path = project_copy / "models" / "marts" / "orders.yml"
-    path.write_text(
-        path.read_text().replace("- dynamodb_unique_combination", "- unique_combination")
-    )
+    migrated = with_old_key_test(path)
     assert cli.main(["doctor"]) == 0
     assert "✓ dbt project" in capsys.readouterr().out
-    assert "- dynamodb_unique_combination_of_columns:" in path.read_text()
+    assert path.read_text() == migrated
 
 
 def test_credentials() -> None:

@@ -98,10 +98,14 @@ def test_the_macro_order_and_the_python_order_pick_the_same_change(spark) -> Non
     assert by_macro == by_python == {"a": "delete", "b": "upsert", "c": "upsert", "d": "ttl_delete"}
 
 
-def test_the_merge_caches_the_change_order_columns_the_macros_read() -> None:
-    """The scoped tests read the change log's change-order columns from the rows the merge cached
-    (tested_rows.tested_views): the two lists must agree, or a test reads a missing column."""
-    from ingestion.merge import tested_rows
+def test_the_change_order_reads_only_the_columns_the_final_table_test_selects() -> None:
+    """The final table's test reads only the change log's keys and change-order columns
+    (macros/tests/dynamodb_final_table.sql, `dynamodb_change_order_columns`), then orders them by
+    `dynamodb_change_order`: every column the order names must be in that list, or the test reads
+    a missing column."""
+    import re
 
-    compiled = compile_inline("{{ dynamodb_change_order_columns() | join(',') }}")
-    assert compiled.split(",") == tested_rows.CHANGE_ORDER_COLUMNS
+    columns = compile_inline("{{ dynamodb_change_order_columns() | join(',') }}").split(",")
+    order = compile_inline("{{ dynamodb_change_order() }}")
+    named = set(re.findall(r"`(_[a-z_]+)`", order))
+    assert named and named <= set(columns), (named, columns)

@@ -145,8 +145,8 @@ def test_add_table_writes_config_source_and_models(project_copy: Path) -> None:
     sources = yaml.safe_load((project_copy / "models/staging/dynamodb/__sources.yml").read_text())
     assert "sessions" in [t["name"] for t in sources["sources"][0]["tables"]]
     model_yml = yaml.safe_load((project_copy / "models/marts/sessions.yml").read_text())
-    tests = model_yml["models"][0]["data_tests"][0]["dynamodb_unique_combination_of_columns"]
-    assert tests["arguments"]["combination_of_columns"] == ["user_id", "started_at"]
+    (test,) = model_yml["models"][0]["data_tests"]  # every check of the final table, one query
+    assert test == {"dynamodb_final_table": {"arguments": {"table": "sessions"}}}
 
 
 def test_add_table_refuses_duplicates_and_bad_keys_without_writing(project_copy: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import ROOT
+from support import ROOT, with_old_key_test
 
 from ingestion import cli
 from ingestion.config.errors import LakehouseError
@@ -56,7 +56,11 @@ def test_merge_stops_on_such_a_model_with_one_line_before_any_work(
     books = get_table("books")
     ingest_export(spark, books, str(samples["books"]))
     path = project_copy / "models" / "marts" / "books.yml"
-    path.write_text(path.read_text().replace("[dynamodb_unique, dynamodb_not_null]", "[unique]"))
+    described = "        description: DynamoDB partition key `id` (S).\n"
+    assert described in path.read_text()
+    path.write_text(
+        path.read_text().replace(described, described + "        data_tests: [unique]\n")
+    )
     assert cli.main(["merge", "--table", "books"]) == 2
     err = capsys.readouterr().err
     assert err == (
@@ -79,10 +83,9 @@ def test_the_renamed_combination_test_is_migrated_in_place_and_dbt_utils_left_al
     is a user's own and stays."""
     marts = tmp_path / "models" / "marts"
     marts.mkdir(parents=True)
-    new = (ROOT / "models" / "marts" / "orders.yml").read_text()
-    old = new.replace(
-        "- dynamodb_unique_combination_of_columns:", "- unique_combination_of_columns:"
-    )
+    shutil.copy(ROOT / "models" / "marts" / "orders.yml", marts / "orders.yml")
+    new = with_old_key_test(marts / "orders.yml")
+    old = (marts / "orders.yml").read_text()
     assert old != new
     theirs = (
         "\n      - dbt_utils.unique_combination_of_columns:\n          "
@@ -105,11 +108,9 @@ def test_a_model_written_before_the_rename_still_merges_and_runs_its_test(
     orders = get_table("orders")
     ingest_export(spark, orders, str(samples["orders"]))
     path = project_copy / "models" / "marts" / "orders.yml"
-    path.write_text(
-        path.read_text().replace("- dynamodb_unique_combination", "- unique_combination")
-    )
+    migrated = with_old_key_test(path)
     assert cli.main(["merge", "--table", "orders"]) == 0
-    assert "- dynamodb_unique_combination_of_columns:" in path.read_text()
+    assert path.read_text() == migrated
     results = json.loads((project_copy / "target" / "run_results.json").read_text())["results"]
     ran = [r["unique_id"] for r in results if r["status"] == "pass"]
     assert any(".dynamodb_unique_combination_of_columns_orders_" in node for node in ran), ran
