@@ -37,15 +37,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = "b9aa2b9"  # the last commit before the one-query test (issue 76)
 TARGET = 0.5
-LEFT_OUT = {".venv", ".git", "bench", "tests", "target", "logs", "__pycache__"}
+TOP_LEFT_OUT = {".venv", ".git", "bench", "tests"}  # top level only: macros/tests is the project's
+CACHES = {"target", "logs", "__pycache__"}
 
 
 def _copy_project(code: Path, destination: Path) -> None:
-    shutil.copytree(
-        code,
-        destination,
-        ignore=lambda _, names: {n for n in names if n in LEFT_OUT or n.startswith(".lakehouse")},
-    )
+    def left_out(folder: str, names: list[str]) -> set[str]:
+        top = TOP_LEFT_OUT if Path(folder) == code else set()
+        return {n for n in names if n in top or n in CACHES or n.startswith(".lakehouse")}
+
+    shutil.copytree(code, destination, ignore=left_out)
 
 
 def worker(code: Path, scratch: Path, rows: int, changes: int) -> None:

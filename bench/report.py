@@ -552,9 +552,9 @@ def merge_cost(doc: dict) -> list[Row]:
             f"a small merge, warm, beside the same merge at {doc['baseline']} and a plain MERGE",
             f"{doc['changes']} stream changes into {doc['rows']:,} `books` rows, "
             f"{doc['rounds']} interleaved rounds",
-            f"{m['now merge']} s = **{doc['now_over_baseline']}x** the baseline's "
-            f"{m['baseline merge']} s; {doc['now_over_its_floor']}x a plain MERGE "
-            f"({m['now floor']} s; the baseline {doc['baseline_over_its_floor']}x its own)",
+            f"{m['now merge']:.2f} s = **{doc['now_over_baseline']}x** the baseline's "
+            f"{m['baseline merge']:.2f} s; {doc['now_over_its_floor']}x a plain MERGE "
+            f"({m['now floor']:.2f} s; the baseline {doc['baseline_over_its_floor']}x its own)",
             f"≤ {doc['target']}x the baseline",
             _met(doc["met"]),
         )
@@ -851,8 +851,9 @@ def _headline_rows() -> list[list[Any]]:
             [
                 f"a small merge: {small['changes']} stream changes into {small['rows']:,} rows "
                 "(warm, dbt run and its tests)",
-                f"{m['now merge']} s = **{small['now_over_its_floor']}x** a plain MERGE INTO "
-                f"({m['now floor']} s)",
+                f"{m['now merge']:.1f} s = **{small['now_over_its_floor']}x** a plain MERGE INTO "
+                f"({m['now floor']:.2f} s); {small['now_over_baseline']}x the merge at "
+                f"{small['baseline']}",
                 "merge_cost",
                 small.get("measured"),
             ]
