@@ -1,7 +1,8 @@
 {#-
   True while a model builds its final table from scratch (first build or full refresh) and its
   change log holds exactly one batch, a full export, and no carried ledger: every key has one
-  change (DynamoDB exports an item once; the `dynamodb_unique` test on the keys proves it after the build)
+  change (DynamoDB exports an item once; the final table's test, `dynamodb_final_table`, proves it
+  after the build: its keys once)
   and every row stays (a snapshot is no delete and is the baseline itself). Then the build needs
   neither the per-key aggregation nor the baseline query: it copies the export's rows. The
   first load of a table, the most expensive merge, does only what it needs. Anything else (a

@@ -61,10 +61,12 @@ where ({{ keys | join(', ') }}) in (
   neither table has a delete file. Its change-log tests then need no scan. A full export stages
   `snapshot` rows only, so no key's latest change is a delete. And the copy holds every staged
   row, so its rows match the latest changes (one per key) exactly when the staged keys are
-  distinct: when the two tables hold as many rows (Iceberg's record counts) and the key test
-  (`dynamodb_unique_combination_of_columns` on the keys, or `dynamodb_unique` on a table's one key, run
-  whole, at error severity, in this same `dbt test`) passes. Without such a key test in the run
-  (not declared, `severity: warn`, not selected) the tests scan the tables. A first load is
+  distinct: when the two tables hold as many rows (Iceberg's record counts) and the keys are
+  proven unique, by the caller's own query (`keys_checked`: dynamodb_final_table groups the
+  keys) or, for the six tests a YAML may still list, by a key test
+  (`dynamodb_unique_combination_of_columns` on the keys, or `dynamodb_unique` on a table's one
+  key, run whole, at error severity, in this same `dbt test`). Without either (not declared,
+  `severity: warn`, not selected) the tests scan the tables. A first load is
   tested at the cost of its keys, not of two scans and an aggregation of the whole table
   (bench/export_to_final.py). Never with `merge --full-check` or `maintain`, which pass
   `dynamodb_full_check` and scan.

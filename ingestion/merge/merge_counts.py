@@ -90,7 +90,7 @@ def commit_counts(
     """Inserted / updated / deleted rows of a merge, from what it applied, not a table diff.
 
     From the merge's commit alone when it can tell (``from_commit``: the rows it wrote and its
-    summary). Else the keys the merged batches touched (``touched``, shared with the merge's tests)
+    summary). Else the keys the merged batches touched (``touched``, read there and then)
     are looked up in the final table before and after the merge (their key and version columns only;
     the few touched keys are broadcast, so nothing of the table is shuffled): new there = inserted,
     gone = deleted, a newer version = updated. A full export's re-baseline also deletes keys no

@@ -19,11 +19,13 @@
   stay, for a YAML that lists them; `add-table` writes this one.
 
   Scope (macros/test_scope.sql): after `ddb-lakehouse merge` (`dynamodb_test_batches`), only the
-  keys its batches touched, and of those only the changes and rows as new as the batches' oldest
-  change (`_dynamodb_tested_floor`: Iceberg skips every older data file by its `_version` bounds,
-  so the read follows the batches, not the table). A touched key's latest change is among them,
-  and so is its row after a correct merge; a row the MERGE should have replaced and left older is
-  not read here, a guarantee the whole-table check of `merge --full-check` and `maintain` keeps.
+  keys its batches touched. The merge also passes `dynamodb_test_floor`: then only the changes
+  and rows as new as the batches' oldest change are read (`_dynamodb_tested_floor`: Iceberg skips
+  every older data file by its `_version` bounds, so the read follows the batches, not the
+  table). A touched key's latest change is among them, and so is its row after a correct merge;
+  a row the MERGE should have replaced and left older is not read then, a guarantee the
+  whole-table check of `merge --full-check` and `maintain` keeps (and a `dbt test` given only
+  `dynamodb_test_batches`, which reads every row of the touched keys).
   Without the var (a plain `dbt test`) the whole tables. The null checks always read the whole
   table, which costs no data file when Iceberg's null counts prove there is none
   (macros/tests/dynamodb_not_null.sql says how). A first build that copied one full export is
@@ -65,7 +67,7 @@ checks as (
   {%- else %}
     {%- set log = dynamodb_change_log(table) -%}
     {%- set batches = dynamodb_test_batches(table) -%}
-    {%- set floor = _dynamodb_tested_floor(table, log, batches) -%}
+    {%- set floor = _dynamodb_tested_floor(table, log, batches) if dynamodb_run_var('dynamodb_test_floor') else none -%}
     {%- set order_columns = dynamodb_quote_list(dynamodb_change_order_columns()) -%}
     {%- set narrow = (keys + order_columns) | join(', ') %}
 {%- if batches is not none %}

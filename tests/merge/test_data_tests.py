@@ -40,15 +40,13 @@ def _delete(spark, key: tuple[str, str]) -> None:
     spark.sql(f"delete from lake.lakehouse.orders where {_where(key)}")
 
 
-def _test(batches: list[str]) -> None:
+def _test(batches: list[str], floor: bool = False) -> None:
+    """The test scoped to ``batches``; with ``floor`` as a merge runs it (only the rows as new as
+    the batches' oldest change), else reading every row of the touched keys."""
+    scope: dict = {"dynamodb_test_batches": {"orders": batches}}
     dbt_process.dbt_invoke(
-        [
-            "test",
-            "--select",
-            "stg_dynamodb__orders+",
-            "--vars",
-            json.dumps({"dynamodb_test_batches": {"orders": batches}}),
-        ]
+        ["test", "--select", "stg_dynamodb__orders+", "--vars", json.dumps(scope)],
+        {"dynamodb_test_floor": True} if floor else None,
     )
 
 
@@ -174,7 +172,7 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     # as in the whole log, also for the earlier batch, whose keys the later one changed again.
     (orders,) = catalog_table.load([get_table("orders")], spark)
     for scope in ([later], [batch]):
-        _test(scope)
+        _test(scope, floor=True)
         oldest = _floor(_compiled())
         keys = TouchedKeys(spark)
         try:
@@ -221,10 +219,11 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
     assert _null_files_read(spark) == 1
 
     # A touched key's row older than the tested batches (a row the MERGE should have replaced
-    # and did not): a scoped test reads the rows as new as the batches' oldest change, so it
-    # does not see it; the whole-table check of `merge --full-check` and `maintain` does (the
-    # guarantee moved there).
+    # and did not): the merge's test reads the rows as new as the batches' oldest change, so it
+    # does not see it; a `dbt test` of the touched keys, and the whole-table check of `merge
+    # --full-check` and `maintain`, do (the guarantee moved there).
     stale = sorted(later_keys & final)[0]
+    _test([later], floor=True)
     oldest = _floor(_compiled())
     assert oldest is not None
     _duplicate(spark, stale)
@@ -232,7 +231,8 @@ def test_merge_tests_the_touched_keys_and_full_checks_test_all(
         f"update lake.lakehouse.orders set `_version` = {oldest - 1} where `_batch_id` = "
         f"'duplicate'"
     )
-    _test([later])
+    _test([later], floor=True)  # as the merge reads: not seen
+    _fails([later], "keys more than once 1")  # a `dbt test` of the touched keys reads it
     capsys.readouterr()
     assert cli.main(["merge", "--table", "orders", "--full-check"]) == 2  # damage above, too
     assert "keys more than once 1" in capsys.readouterr().err

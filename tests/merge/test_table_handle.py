@@ -136,10 +136,10 @@ def test_a_final_table_without_its_batch_column_is_refused_not_altered(
 
 
 # One merge of one table with its history (tests/table_trace.py), at most: its stops, and how
-# often the busiest file is entered; files then Spark, the busier path (Spark only: 35 and 4, 64
-# and 6). Counting calls that receive the table (its entry, its handle, a list of them): 41 stops,
+# often the busiest file is entered, on the busier path (files then Spark). Counting calls that
+# receive the table (its entry, its handle, a list of them): 33 measured (30 Spark only),
 # table.py and runner.py entered 4 times each; before the handle (4c1b55d) 42, runner.py 5.
-# Counting also calls that receive only one of its names: 75, table.py 7; before, 151 and
-# names.py 28.
+# Counting also the calls that receive only one of its names: 67 measured (58), table.py 7 (6);
+# before, 151 and names.py 28.
 STOPS, ENTRIES = 45, 4
-STOPS_BY_NAME, ENTRIES_BY_NAME = 75, 7
+STOPS_BY_NAME, ENTRIES_BY_NAME = 67, 7
