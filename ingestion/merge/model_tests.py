@@ -36,7 +36,8 @@ RENAMED = {"unique_combination_of_columns": "dynamodb_unique_combination_of_colu
 
 
 class ModelTestError(LakehouseError):
-    """A final table's YAML names dbt's built-in key test instead of the merge's scoped one."""
+    """A final table's YAML does not parse, or names dbt's built-in key test instead of the
+    merge's scoped one."""
 
 
 def _test_name(test: Any) -> str:
@@ -86,7 +87,16 @@ def check_model_tests(tables: list[TableConfig], project: Path | None = None) ->
         path = project / "models" / "marts" / f"{table.name}.yml"
         if not path.exists():
             continue
-        models = (yaml.safe_load(path.read_text()) or {}).get("models") or []
+        try:
+            models = (yaml.safe_load(path.read_text()) or {}).get("models") or []
+        except yaml.YAMLError as exc:
+            where = getattr(exc, "problem_mark", None)
+            at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+            problem = getattr(exc, "problem", None) or "not YAML"
+            raise ModelTestError(
+                f"{path.relative_to(project)} does not parse{at}: {problem}. Fix the file; "
+                "nothing was merged"
+            ) from None
         for model in models:
             if model.get("name") != table.name:
                 continue
