@@ -10,13 +10,14 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ingestion import fault_points
 from ingestion.catalog import table_types
 from ingestion.config import names, settings
 from ingestion.config.errors import LakehouseError
 from ingestion.dynamodb.tables import load_tables
+from ingestion.merge import dbt_manifest
 from ingestion.spark import out_of_memory
 
 log = logging.getLogger(__name__)
@@ -66,18 +67,33 @@ def dbt_invoke(
     args: list[str], run_vars: dict[str, Any] | None = None, artifacts: bool = True
 ) -> None:
     """Run one dbt command in this process (it shares this process's SparkSession), with
-    ``run_vars`` in ``DYNAMODB_LAKEHOUSE_RUN`` for the command's duration only. Without
-    ``artifacts``, dbt writes no ``target/manifest.json`` nor ``run_results.json`` (``watch``'s
-    ticks, docs/performance.md says what that saves; a ``merge`` keeps them)."""
+    ``run_vars`` in ``DYNAMODB_LAKEHOUSE_RUN`` for the command's duration only. The project is
+    parsed once while its files stay the same (``dbt_manifest``; a failed parse fails as
+    `dbt parse`), which writes ``target/manifest.json``; each command writes
+    ``run_results.json``, unless without ``artifacts`` (``watch``'s ticks, docs/performance.md
+    says what that saves; a ``merge`` keeps it)."""
     if _loading is not None:
         _loading.join()  # its import done, not a second one beside it (Python's import locks)
     from dbt.cli.main import dbtRunner
 
     settings.export_environment()
     project = settings.project_dir()
-    full = [*args, "--project-dir", str(project), "--profiles-dir", str(project)]
-    full += output_flags() + ([] if artifacts else ["--no-write-json"])
+    where = ["--project-dir", str(project), "--profiles-dir", str(project), *output_flags()]
     log.info("dbt %s", " ".join(args))
+    flags = dbt_manifest.parse_flags(args)
+    parsed_from = dbt_manifest.key(project, flags)
+    manifest = dbt_manifest.kept(parsed_from)
+    if args[0] == "parse" or manifest is None:
+        # The project parsed once, its manifest kept for every command after it in this process
+        # (dbt_manifest). The parse writes target/manifest.json, a command on it run_results.json.
+        parsed = dbtRunner().invoke(["parse", *flags, *where])
+        if not parsed.success:
+            _failed(["parse", *flags], parsed)
+        dbt_manifest.keep(parsed_from, parsed.result)
+        if args[0] == "parse":
+            return
+        manifest = dbt_manifest.kept(parsed_from)
+    full = [*args, *where, "--no-write-json"]
     callbacks: list[Any] = []
     if (
         os.environ.get("LAKEHOUSE_FAULT") == "during-merge"
@@ -91,18 +107,27 @@ def dbt_invoke(
     if run_vars:
         os.environ[RUN_VARIABLE] = json.dumps(run_vars)
     try:
-        result = dbtRunner(callbacks=callbacks).invoke(full)
+        result = dbtRunner(manifest=manifest, callbacks=callbacks).invoke(full)
     finally:
         os.environ.pop(RUN_VARIABLE, None)
+    ran: Any = result.result  # a command's results (a RunExecutionResult), or None if it failed
+    if artifacts and hasattr(ran, "write"):
+        ran.write(str(dbt_manifest.target_path(project) / "run_results.json"))
     if not result.success:
-        _out_of_memory(args, result)
-        detail = f": {result.exception}" if result.exception else ""
-        found = failed_checks(result)
-        said = f"; {'; '.join(found)}" if found else ""
-        raise DbtError(
-            f"`dbt {' '.join(args)}` failed{detail}{said} (dbt's errors above; its whole log: "
-            f"{dbt_log_file()})"
-        )
+        _failed(args, result)
+
+
+def _failed(args: list[str], result: Any) -> NoReturn:
+    """Raise what a failed dbt command says: ``OutOfMemory``, or ``DbtError`` naming what the
+    project's final-table test found."""
+    _out_of_memory(args, result)
+    detail = f": {result.exception}" if result.exception else ""
+    found = failed_checks(result)
+    said = f"; {'; '.join(found)}" if found else ""
+    raise DbtError(
+        f"`dbt {' '.join(args)}` failed{detail}{said} (dbt's errors above; its whole log: "
+        f"{dbt_log_file()})"
+    )
 
 
 # The project's one data test of a final table (macros/tests/dynamodb_final_table.sql): its rows

@@ -73,12 +73,13 @@ def _test_whole() -> None:
 
 
 def _compiled(test: str = TEST) -> str:
-    """The compiled SQL of the test named ``test``: found through the manifest, since dbt names
-    the file of a test whose name reaches 64 characters by a hash."""
-    project = settings.project_dir()
-    nodes = json.loads((project / "target" / "manifest.json").read_text())["nodes"].values()
-    (node,) = [n for n in nodes if n["resource_type"] == "test" and n["name"] == test]
-    return (project / node["compiled_path"]).read_text()
+    """The compiled SQL of the test named ``test``, as the last dbt command ran it: from
+    ``run_results.json`` (the manifest a merge keeps is the parsed one, not a compiled one:
+    ingestion/merge/dbt_manifest.py)."""
+    results = settings.project_dir() / "target" / "run_results.json"
+    ran = json.loads(results.read_text())["results"]
+    (result,) = [r for r in ran if r["unique_id"].split(".")[2] == test]
+    return str(result["compiled_code"])
 
 
 def _floor(compiled: str) -> int | None:
