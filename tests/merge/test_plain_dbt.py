@@ -1,6 +1,7 @@
 """A plain `dbt run` keeps the merge log as `ddb-lakehouse merge` does (macros/merge_log.sql): it
 records what each model merged, so `status` agrees with the final table and a run with nothing
-new merges nothing."""
+new merges nothing; and `dbt run && dbt test` builds the same table as `ddb-lakehouse merge`,
+fails the same test on the same damage and refuses what the merge refuses."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import pytest
 from ingestion.catalog import merge_log
 from ingestion.cli import main
 from ingestion.config import names
+from ingestion.dynamodb.tables import get_table
 from ingestion.maintenance import status
-from ingestion.merge import dbt_process, merge_counts
+from ingestion.merge import dbt_process, merge_counts, runner
 from ingestion.project import onboarding
 from ingestion.samples import sample_exports
 from ingestion.samples import stream as sample_stream
@@ -136,3 +138,116 @@ def test_a_history_that_lags_its_final_table_gets_the_batch_at_the_next_merge(
         for r in spark.table(f"lake.lakehouse.{HISTORY}").orderBy("_valid_from").collect()
     ]
     assert titles == ["A", "A2"]
+
+
+@pytest.fixture
+def tables_t_and_u(spark, clean_lakehouse, project_copy: Path):
+    """Tables ``t`` and ``u``, alike, in a copy of the project."""
+    for name in ("t", "u"):
+        onboarding.add_table(name, "id:S", None)
+    yield
+    for name in ("t", "u"):
+        schema_file.schema_path(name).unlink(missing_ok=True)
+        for table in (names.staging_table(name), f"lake.lakehouse.{name}"):
+            spark.sql(f"drop table if exists {table}")
+
+
+def _rows(spark, table: str) -> list[tuple]:
+    """The final table's rows, by what a change decides: not which batch brought it, nor its
+    ``_source`` (each table's own export and stream files, named for the table)."""
+    spark.sql(f"refresh table lake.lakehouse.{table}")
+    columns = "id, title, _operation, _version, _sequence, _rest, _drift"
+    return sorted(
+        tuple(r) for r in spark.sql(f"select {columns} from lake.lakehouse.{table}").collect()
+    )
+
+
+def _plain(table: str) -> None:
+    """What a user of plain dbt runs: `dbt run && dbt test` of the table (no value from
+    ddb-lakehouse: the macros find the batches and test whole tables themselves)."""
+    dbt_process.dbt_invoke(["run", "--select", table])
+    dbt_process.dbt_invoke(["test", "--select", table])
+
+
+def test_merge_and_a_plain_dbt_run_and_test_build_the_same_table(
+    spark, tables_t_and_u, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue "A merge at the cost of its changes", item 5: the same inputs merged by
+    `ddb-lakehouse merge` (into ``t``) and by `dbt run && dbt test` (into ``u``), batch by batch:
+    the same rows after every batch, every batch recorded by both, the same test failing on the
+    same damage, and the same refusal of a final table the strategy cannot merge into."""
+    items = [item(k, k.upper()) for k in "abcde"]
+    steps = [
+        [("MODIFY", "a", "A2", 0), ("REMOVE", "b", None, 1), ("INSERT", "f", "F", 2)],
+        # Late: a change of b older than its delete, in time and in sequence (never brings b
+        # back), c twice (the later wins), and a delete of e with its re-insert at the same
+        # second (the insert is later in sequence).
+        [
+            ("MODIFY", "b", "B-late", -130, 1005),
+            ("MODIFY", "c", "C2", 3),
+            ("MODIFY", "c", "C3", 4),
+            ("REMOVE", "e", None, 5),
+            ("INSERT", "e", "E2", 5),
+        ],
+    ]
+    for name in ("t", "u"):
+        full = sample_exports.write_items_export(tmp_path / "full" / name, name, items)
+        assert main(["ingest", "--table", name, str(full)]) == 0
+    assert main(["merge", "--table", "t"]) == 0
+    _plain("u")
+    assert _rows(spark, "t") == _rows(spark, "u")
+    for n, changes in enumerate(steps):
+        for name in ("t", "u"):
+            records = [
+                sample_stream.stream_record(
+                    name,
+                    event,
+                    {"id": {"S": key}},
+                    item(key, "old"),
+                    item(key, title) if title else None,
+                    LATER + n * 100 + at,
+                    sequence[0] if sequence else 1000 * (n + 1) + 10 * i,
+                )
+                for i, (event, key, title, at, *sequence) in enumerate(changes)
+            ]
+            streams = tmp_path / "streams" / name
+            assert write_batch(records, str(streams))[1] is None
+            assert main(["ingest", "--table", name, "--stream", str(streams), "--settle", "0"]) == 0
+        assert main(["merge", "--table", "t"]) == 0
+        _plain("u")
+        rows = _rows(spark, "t")
+        assert rows == _rows(spark, "u"), n
+        assert (
+            status.table_status(spark, "t").pending == status.table_status(spark, "u").pending == []
+        )
+    titles = {r[0]: r[1] for r in rows}
+    assert titles == {"a": "A2", "c": "C3", "d": "D", "e": "E2", "f": "F"}
+
+    # The same damage fails the same test, naming what it found, on both paths.
+    for name in ("t", "u"):
+        spark.sql(f"delete from lake.lakehouse.{name} where id = 'd'")
+    with pytest.raises(dbt_process.DbtError, match="t: rows missing 1"):
+        runner.run_merge(spark, [get_table("t")], whole_tables=True)
+    with pytest.raises(dbt_process.DbtError, match="u: rows missing 1"):
+        dbt_process.dbt_invoke(["test", "--select", "u"])
+
+    # The same refusal: a final table without the column every full build creates.
+    for name in ("t", "u"):
+        spark.sql(f"alter table lake.lakehouse.{name} drop column _inserted_batch_id")
+        record = sample_stream.stream_record(
+            name, "MODIFY", {"id": {"S": "a"}}, item("a", "A2"), item("a", "A3"), LATER + 900, 99
+        )
+        streams = tmp_path / "streams" / name
+        assert write_batch([record], str(streams))[1] is None
+        assert main(["ingest", "--table", name, "--stream", str(streams), "--settle", "0"]) == 0
+    capsys.readouterr()
+    for name, merge in (
+        ("t", lambda: runner.run_merge(spark, [get_table("t")])),
+        ("u", lambda: dbt_process.dbt_invoke(["run", "--select", "u"])),
+    ):
+        with pytest.raises(dbt_process.DbtError, match=f"`dbt run --select .*{name}.*` failed"):
+            merge()
+        said = capsys.readouterr().out  # dbt's own line on the model's failure
+        assert f"lakehouse.{name} has no _inserted_batch_id column" in said, said[-2000:]
+        assert f"rebuild --table {name}" in said
+        assert merge_log.new_batches(spark, name), name  # the batch still to merge
