@@ -28,8 +28,15 @@ _CAUSES = (
         "could not start Spark: its driver memory is below Spark's minimum of 450 MB",
     ),
 )
-# The Python side's view of a JVM that died under it (the usual end of an out-of-memory error).
-_GONE = ("Py4JNetworkError", "ConnectionRefusedError", "Answer from Java side is empty")
+# The Python side's view of a JVM that died under it (the usual end of an out-of-memory error);
+# the last one is what a running job answers when Spark's handler of an uncaught error (out of
+# memory in a task's thread) stops the context and its shutdown takes long enough to answer.
+_GONE = (
+    "Py4JNetworkError",
+    "ConnectionRefusedError",
+    "Answer from Java side is empty",
+    "cancelled because SparkContext was shut down",
+)
 
 
 class OutOfMemory(LakehouseError):

@@ -56,6 +56,15 @@ def test_what_ran_out_is_found_through_chained_exceptions() -> None:
         "built a plan deeper than the JVM's stack"
     )
     assert out_of_memory.cause(RuntimeError("TABLE_OR_VIEW_NOT_FOUND")) is None
+    # A job cancelled by the context's stop that an error in a task's thread set off (a slow
+    # shutdown answers before the JVM is gone): seen as exit 1 with a traceback before.
+    stopped = RuntimeError(
+        "An error occurred while calling o71.collectToPython.\n: org.apache.spark."
+        "SparkException: Job 0 cancelled because SparkContext was shut down"
+    )
+    assert (
+        out_of_memory.cause(stopped) == "stopped its JVM (most often: out of the driver's memory)"
+    )
 
 
 def test_the_line_names_the_largest_attribute_and_its_deepest_path() -> None:
