@@ -148,3 +148,31 @@ def test_a_plain_spark_submit_has_the_clis_driver_memory_and_quiet_logging(tmp_p
     assert int(said["heap"]) > 1.5 * 2**30  # a 2 GB heap, not Spark's 1 GB default
     assert said["level"] == "WARN"
     assert " INFO " not in done.stderr
+
+
+def test_the_profile_is_rendered_again_only_when_what_it_reads_changes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Rendered once (each table's metadata read asks for it): again when the environment, the
+    target or profiles.yml changes; a caller that changes what it got changes nothing kept."""
+    renders = []
+    real = spark_config._render_target
+    monkeypatch.setattr(spark_config, "_render_target", lambda *a: renders.append(a) or real(*a))
+    monkeypatch.setattr(spark_config, "_rendered", None)
+    first = spark_config.spark_conf()
+    first["spark.sql.defaultCatalog"] = "changed by a caller"
+    assert spark_config.spark_conf()["spark.sql.defaultCatalog"] == "lake"
+    assert len(renders) == 1
+    monkeypatch.setenv("LAKEHOUSE_HOME", str(tmp_path / "moved"))
+    assert spark_config.spark_conf()["spark.sql.catalog.lake.uri"].endswith("/moved/catalog.db")
+    assert len(renders) == 2
+    spark_config.profile_target(target="local")  # named, not the default: rendered again
+    assert len(renders) == 3
+    project = tmp_path / "project"
+    project.mkdir()
+    profiles = (spark_config.settings.project_dir() / "profiles.yml").read_text()
+    (project / "profiles.yml").write_text(profiles)
+    spark_config.profile_target(project)
+    (project / "profiles.yml").write_text(profiles.replace("spark.sql.defaultCatalog", "spark.x"))
+    assert "spark.x" in spark_config.profile_target(project)["server_side_parameters"]
+    assert len(renders) == 5
