@@ -864,7 +864,8 @@ def _headline_rows() -> list[list[Any]]:
     if small:
         m = small["median_seconds"]
         tables = (
-            f"; {many['tables']} tables in one merge **{many['ten_over_one']}x** one"
+            f"; {many['tables']} tables in one merge **{many['ten_over_one']}x** one (target "
+            f"{many['target']}x: {'met' if many['met'] else 'not met'})"
             if many
             else ""
         )
@@ -874,7 +875,8 @@ def _headline_rows() -> list[list[Any]]:
                 "(warm, dbt run and its tests)",
                 f"{m['now merge']:.1f} s = **{small['now_over_its_floor']}x** a plain MERGE INTO "
                 f"({m['now floor']:.2f} s); {small['now_over_baseline']}x the merge at "
-                f"{small['baseline']}{tables}",
+                f"{small['baseline']} (target {small['target']}x: "
+                f"{'met' if small['met'] else 'not met'}){tables}",
                 "merge_cost",
                 small.get("measured"),
             ]

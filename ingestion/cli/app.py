@@ -133,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
             entity_models()
         code: int = args.run(args)
     except LakehouseError as exc:  # the one family of errors a user can cause (config.errors)
+        if isinstance(exc, out_of_memory.OutOfMemory):
+            out_of_memory.end_jvm()  # its last warnings before the line, not after
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_status
     except Exception as exc:
@@ -146,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         table = getattr(args, "table", None)
         table = ", ".join(table) if isinstance(table, list) else table
         line = out_of_memory.message(table, args.command, said, _kept_types(table))
+        out_of_memory.end_jvm()  # its last warnings before the line, not after
         print(f"error: {line}", file=sys.stderr)
         return out_of_memory.OutOfMemory.exit_status
     log.debug("%s finished in %.1fs", args.command, time.monotonic() - started)

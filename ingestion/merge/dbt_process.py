@@ -68,10 +68,11 @@ def dbt_invoke(
 ) -> None:
     """Run one dbt command in this process (it shares this process's SparkSession), with
     ``run_vars`` in ``DYNAMODB_LAKEHOUSE_RUN`` for the command's duration only. The project is
-    parsed once while its files stay the same (``dbt_manifest``; a failed parse fails as
-    `dbt parse`), which writes ``target/manifest.json``; each command writes
-    ``run_results.json``, unless without ``artifacts`` (``watch``'s ticks, docs/performance.md
-    says what that saves; a ``merge`` keeps it)."""
+    parsed once while its files, the environment variables they read and the command's parse
+    flags stay the same (``dbt_manifest``; a failed parse fails as `dbt parse`); the parse
+    writes ``target/manifest.json``. Each command writes ``run_results.json``, unless without
+    ``artifacts`` (``watch``'s ticks, docs/performance.md says what that saves; a ``merge``
+    keeps it)."""
     if _loading is not None:
         _loading.join()  # its import done, not a second one beside it (Python's import locks)
     from dbt.cli.main import dbtRunner
@@ -112,7 +113,7 @@ def dbt_invoke(
         os.environ.pop(RUN_VARIABLE, None)
     ran: Any = result.result  # a command's results (a RunExecutionResult), or None if it failed
     if artifacts and hasattr(ran, "write"):
-        ran.write(str(dbt_manifest.target_path(project) / "run_results.json"))
+        ran.write(str(dbt_manifest.target_path(project, flags) / "run_results.json"))
     if not result.success:
         _failed(args, result)
 

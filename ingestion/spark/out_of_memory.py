@@ -11,12 +11,16 @@ a failure: every write is one Iceberg commit, made after the work that could fai
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ingestion.config.errors import LakehouseError
 from ingestion.schema.types import ColumnType, Schema
+
+log = logging.getLogger(__name__)
 
 _CAUSES = (
     ("java.lang.OutOfMemoryError", "ran out of the driver's memory"),
@@ -74,6 +78,24 @@ def _jvm_answers() -> bool:
         return True
     except Exception:
         return False
+
+
+def end_jvm() -> None:
+    """Stop this process's Spark JVM, where Python started it, before the one line is said: a
+    JVM dying of an out-of-memory error goes on writing its shutdown's warnings to the same
+    standard error for a while, after the line otherwise (seen in the suite: the line, then
+    `ShutdownHook '' failed ... OutOfMemoryError`). Under spark-submit the JVM runs Python and
+    is left alone (no process of this one's)."""
+    pyspark = sys.modules.get("pyspark")
+    context = getattr(pyspark, "SparkContext", None)
+    process = getattr(getattr(context, "_gateway", None), "proc", None)
+    if process is None or process.poll() is not None:
+        return
+    process.kill()
+    try:
+        process.wait(timeout=30)
+    except Exception:  # noqa: BLE001 (the line is said whatever the JVM does)
+        log.debug("the JVM did not stop in 30 s", exc_info=True)
 
 
 def _paths(name: str, column: ColumnType) -> Iterator[tuple[str, int]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -41,6 +42,15 @@ def _env_var(name: str, default: Any = _MISSING) -> str:
     return str(default)
 
 
+# A call of dbt's env_var() with a literal name, in any file dbt renders (profiles.yml, models).
+ENV_VAR_CALL = re.compile(r"""env_var\(\s*['"]([^'"]+)['"]""")
+
+
+def env_var_names(text: str) -> set[str]:
+    """The environment variables ``text`` reads through ``env_var('NAME')``."""
+    return set(ENV_VAR_CALL.findall(text))
+
+
 def _render(value: Any, env: jinja2.Environment) -> Any:
     if isinstance(value, str):
         return env.from_string(value).render()
@@ -53,13 +63,14 @@ def _render(value: Any, env: jinja2.Environment) -> Any:
 
 def profile_target(profiles_dir: Path | None = None, target: str | None = None) -> dict[str, Any]:
     """The rendered dbt output (target) of the project's profile. Rendered once while the file,
-    the target asked for and the environment stay the same (``_rendered``): each table's
+    the target asked for and the variables it reads stay the same (``_rendered``): each table's
     metadata read asks for the catalog's settings, 55 ms of Jinja a time (a merge of ten tables
     asked 40 times: docs/performance.md, "Many tables in one merge")."""
     path = (profiles_dir or settings.project_dir()) / "profiles.yml"
     text = path.read_text()
     global _rendered
-    key = (str(path), text, target, tuple(sorted(os.environ.items())))
+    read = tuple((name, os.environ.get(name)) for name in sorted(env_var_names(text)))
+    key = (str(path), text, target, read)
     kept = _rendered  # one read: another thread may replace it (a whole tuple, never half)
     if kept is None or kept[0] != key:
         kept = _rendered = (key, _render_target(path, text, target))

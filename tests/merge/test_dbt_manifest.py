@@ -55,6 +55,13 @@ def test_the_key_follows_what_dbt_parses_and_nothing_else(
         lambda: (project / "profiles.yml").write_text("p: {}\n"),
         lambda: monkeypatch.setenv("LAKEHOUSE_SOMETHING", "1"),
         lambda: monkeypatch.setenv("DBT_SOMETHING", "1"),
+        lambda: (project / ".dbtignore").write_text("models/marts/n.py\n"),
+        # A variable a parsed file names in env_var(), whatever its prefix: the file, then its
+        # value (profiles.yml reads AWS_ENDPOINT_URL_S3; a user's model may read any).
+        lambda: (project / "models" / "marts" / "e.sql").write_text(
+            'select \'{{ env_var("REGION_OF_THE_MODEL", "x") }}\' as r\n'
+        ),
+        lambda: monkeypatch.setenv("REGION_OF_THE_MODEL", "eu-west-1"),
     ]
     seen = {first}
     for change in changes:
@@ -62,6 +69,17 @@ def test_the_key_follows_what_dbt_parses_and_nothing_else(
         now = dbt_manifest.key(project, [])
         assert now not in seen, change
         seen.add(now)
+    # A variable no parsed file names, nor of the project's prefixes: not part of a parse.
+    monkeypatch.setenv("DYNAMODB_LAKEHOUSE_RUN", '{"batches": ["b1"]}')
+    monkeypatch.setenv("SOME_OTHER_VARIABLE", "1")
+    assert dbt_manifest.key(project, []) == now
+    # A dbt_project.yml that is no YAML: every default folder still read (dbt's parse says what
+    # is wrong with the file).
+    (project / "dbt_project.yml").write_text("name: [p\n")
+    broken = dbt_manifest.key(project, [])
+    (project / "macros" / "x.sql").write_text("{% macro x() %}3{% endmacro %}\n")
+    assert dbt_manifest.key(project, []) != broken
+    (project / "dbt_project.yml").write_text("name: p\nmodel-paths: [models]\n")
     # A folder the project names (dbt_project.yml's model-paths) is read, the default is not.
     (project / "dbt_project.yml").write_text("name: p\nmodel-paths: [elsewhere]\n")
     moved = dbt_manifest.key(project, [])
@@ -91,6 +109,11 @@ def test_artifacts_go_where_dbt_writes_them(tmp_path: Path, monkeypatch: pytest.
     assert dbt_manifest.target_path(project) == project / "out"
     monkeypatch.setenv("DBT_TARGET_PATH", "elsewhere")
     assert dbt_manifest.target_path(project) == project / "elsewhere"
+    # The command's own flag first, in either spelling.
+    assert dbt_manifest.target_path(project, ["--target-path", "t2"]) == project / "t2"
+    assert dbt_manifest.target_path(project, ["--vars", "{}", "--target-path=t3"]) == (
+        project / "t3"
+    )
 
 
 def _change(streams: Path, key: str, title: str, moment: int) -> None:

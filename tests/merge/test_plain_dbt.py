@@ -12,7 +12,7 @@ import pytest
 
 from ingestion.catalog import merge_log
 from ingestion.cli import main
-from ingestion.config import names
+from ingestion.config import names, settings
 from ingestion.dynamodb.tables import get_table
 from ingestion.maintenance import status
 from ingestion.merge import dbt_process, merge_counts, runner
@@ -162,11 +162,21 @@ def _rows(spark, table: str) -> list[tuple]:
     )
 
 
-def _plain(table: str) -> None:
-    """What a user of plain dbt runs: `dbt run && dbt test` of the table (no value from
-    ddb-lakehouse: the macros find the batches and test whole tables themselves)."""
-    dbt_process.dbt_invoke(["run", "--select", table])
-    dbt_process.dbt_invoke(["test", "--select", table])
+def _plain(command: str, table: str) -> Any:
+    """What a user of plain dbt runs (`dbt run`, `dbt test`), as dbt's own runner: no value
+    from ddb-lakehouse (the macros find the batches and test whole tables themselves), no
+    manifest kept by it, dbt's own parse; its result."""
+    from dbt.cli.main import dbtRunner
+
+    project = str(settings.project_dir())
+    where = ["--project-dir", project, "--profiles-dir", project, "--quiet"]
+    return dbtRunner().invoke([command, "--select", table, *where])
+
+
+def _plain_build(table: str) -> None:
+    for command in ("run", "test"):
+        done = _plain(command, table)
+        assert done.success, (command, done.exception)
 
 
 def test_merge_and_a_plain_dbt_run_and_test_build_the_same_table(
@@ -194,7 +204,7 @@ def test_merge_and_a_plain_dbt_run_and_test_build_the_same_table(
         full = sample_exports.write_items_export(tmp_path / "full" / name, name, items)
         assert main(["ingest", "--table", name, str(full)]) == 0
     assert main(["merge", "--table", "t"]) == 0
-    _plain("u")
+    _plain_build("u")
     assert _rows(spark, "t") == _rows(spark, "u")
     for n, changes in enumerate(steps):
         for name in ("t", "u"):
@@ -214,7 +224,7 @@ def test_merge_and_a_plain_dbt_run_and_test_build_the_same_table(
             assert write_batch(records, str(streams))[1] is None
             assert main(["ingest", "--table", name, "--stream", str(streams), "--settle", "0"]) == 0
         assert main(["merge", "--table", "t"]) == 0
-        _plain("u")
+        _plain_build("u")
         rows = _rows(spark, "t")
         assert rows == _rows(spark, "u"), n
         assert (
@@ -228,8 +238,8 @@ def test_merge_and_a_plain_dbt_run_and_test_build_the_same_table(
         spark.sql(f"delete from lake.lakehouse.{name} where id = 'd'")
     with pytest.raises(dbt_process.DbtError, match="t: rows missing 1"):
         runner.run_merge(spark, [get_table("t")], whole_tables=True)
-    with pytest.raises(dbt_process.DbtError, match="u: rows missing 1"):
-        dbt_process.dbt_invoke(["test", "--select", "u"])
+    tested = _plain("test", "u")
+    assert not tested.success and dbt_process.failed_checks(tested) == ["u: rows missing 1"]
 
     # The same refusal: a final table without the column every full build creates.
     for name in ("t", "u"):
@@ -241,13 +251,13 @@ def test_merge_and_a_plain_dbt_run_and_test_build_the_same_table(
         assert write_batch([record], str(streams))[1] is None
         assert main(["ingest", "--table", name, "--stream", str(streams), "--settle", "0"]) == 0
     capsys.readouterr()
-    for name, merge in (
-        ("t", lambda: runner.run_merge(spark, [get_table("t")])),
-        ("u", lambda: dbt_process.dbt_invoke(["run", "--select", "u"])),
-    ):
-        with pytest.raises(dbt_process.DbtError, match=f"`dbt run --select .*{name}.*` failed"):
-            merge()
-        said = capsys.readouterr().out  # dbt's own line on the model's failure
-        assert f"lakehouse.{name} has no _inserted_batch_id column" in said, said[-2000:]
-        assert f"rebuild --table {name}" in said
+    with pytest.raises(dbt_process.DbtError, match="`dbt run --select stg_dynamodb__t.*` failed"):
+        runner.run_merge(spark, [get_table("t")])
+    said = capsys.readouterr().out  # dbt's own line on the model's failure
+    ran = _plain("run", "u")
+    assert not ran.success
+    said_plain = " ".join(str(r.message) for r in ran.result.results if r.message)
+    for name, text in (("t", said), ("u", said_plain)):
+        assert f"lakehouse.{name} has no _inserted_batch_id column" in text, text[-2000:]
+        assert f"rebuild --table {name}" in text
         assert merge_log.new_batches(spark, name), name  # the batch still to merge

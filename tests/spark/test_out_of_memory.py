@@ -5,6 +5,8 @@ the JVM's own words, as Spark and dbt pass them on."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from ingestion.merge.dbt_process import out_of_memory_in
@@ -102,3 +104,27 @@ def test_a_dbt_model_that_ran_out_of_memory_is_one_line(
     assert text.startswith("books: dbt run ran out of the driver's memory (driver memory 1g)")
     assert "\n" not in text and "Traceback" not in text
     assert out_of_memory_in("dbt run", [("books", "AMBIGUOUS_REFERENCE: `x`")]) is None
+
+
+def test_the_jvm_python_started_is_stopped_before_the_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A JVM dying of an out-of-memory error wrote its shutdown's warnings after the CLI's one
+    line (test_first_hour's case failed so in the suite): the CLI stops the JVM it started
+    first. A stand-in process for the JVM (no Spark in this test); a JVM that runs Python
+    (spark-submit: no process of Python's) is left alone."""
+    import subprocess
+
+    import pyspark
+
+    jvm = subprocess.Popen(["sleep", "60"])
+    try:
+        monkeypatch.setattr(pyspark.SparkContext, "_gateway", SimpleNamespace(proc=jvm))
+        out_of_memory.end_jvm()
+        assert jvm.poll() is not None
+        out_of_memory.end_jvm()  # gone already: nothing to do
+        monkeypatch.setattr(pyspark.SparkContext, "_gateway", SimpleNamespace(proc=None))
+        out_of_memory.end_jvm()
+    finally:
+        jvm.kill()
+        jvm.wait()

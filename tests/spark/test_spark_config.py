@@ -153,8 +153,9 @@ def test_a_plain_spark_submit_has_the_clis_driver_memory_and_quiet_logging(tmp_p
 def test_the_profile_is_rendered_again_only_when_what_it_reads_changes(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Rendered once (each table's metadata read asks for it): again when the environment, the
-    target or profiles.yml changes; a caller that changes what it got changes nothing kept."""
+    """Rendered once (each table's metadata read asks for it): again when a variable it reads,
+    the target or profiles.yml changes; a caller that changes what it got changes nothing
+    kept."""
     renders = []
     real = spark_config._render_target
     monkeypatch.setattr(spark_config, "_render_target", lambda *a: renders.append(a) or real(*a))
@@ -162,6 +163,11 @@ def test_the_profile_is_rendered_again_only_when_what_it_reads_changes(
     first = spark_config.spark_conf()
     first["spark.sql.defaultCatalog"] = "changed by a caller"
     assert spark_config.spark_conf()["spark.sql.defaultCatalog"] == "lake"
+    assert len(renders) == 1
+    # A variable profiles.yml does not read (the merge's values, set for each dbt command):
+    # nothing rendered again.
+    monkeypatch.setenv("DYNAMODB_LAKEHOUSE_RUN", '{"batches": []}')
+    spark_config.spark_conf()
     assert len(renders) == 1
     monkeypatch.setenv("LAKEHOUSE_HOME", str(tmp_path / "moved"))
     assert spark_config.spark_conf()["spark.sql.catalog.lake.uri"].endswith("/moved/catalog.db")
