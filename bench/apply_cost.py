@@ -2,9 +2,9 @@
 
 For each size N (default 1M, 5M and 10M `orders` items) one process, in a fresh lakehouse:
 
-1. Set-up (timed for the record only): the orders sample's full export of N items, ingested and
-   merged into the final table (`orders`, in a copy of the project with the layout below),
-   without tests; the final table copied into ``lake.bench.orders_floor`` (same partitioning,
+1. Set-up (timed for the record only): the orders sample's full export of N items synced into
+   the final table (``ddb-lakehouse sync``: `orders`, in a copy of the project with the layout
+   below); the final table copied into ``lake.bench.orders_floor`` (same partitioning,
    merge-on-read).
 2. Two cases, one after the other, each 10,000 changes of existing orders:
    ``random``: 10,000 orders changed once, every tenth change a delete (an incremental export,
@@ -19,21 +19,25 @@ For each size N (default 1M, 5M and 10M `orders` items) one process, in a fresh 
    long-lived process pays them once; a `sync` process pays them every time, which
    ``--processes`` measures. Their figures are recorded beside the cases (``first_apply``, per
    case).
-   For each case, in the same warm process:
-   (b) the project's apply as `sync` runs it: ``ingest_export`` of the export, then
-       ``run_merge`` (`dbt run`, `dbt test` scoped to the batch, the report), timed as one;
+   The changed orders are drawn from the full export's files (DynamoDB JSON, as the cases write
+   it), distinct across the cases.
+   For each case, in the same warm process (bench/lakehouse.py: the commands, in-process):
+   (b) the project's apply as `sync` runs it: ``ddb-lakehouse ingest`` of the export or the
+       change files, then ``ddb-lakehouse merge`` (`dbt run`, `dbt test` scoped to the batch,
+       the report), timed as one;
    (a) the floor: the latest change per key of the same batch, precomputed from the staged rows
        into a table (not timed), then one MERGE INTO the copy (delete, update, insert; no version
        guard, no tests, no report), timed.
    Then the copy and the final table are checked equal (keys and versions).
-   Last, ``untested random`` and ``untested hot``: the same two cases applied with no `dbt test`
-   (``run_merge(test=False)``), each beside its own floor: a bound, not a target (no design of
-   the tests takes the tested apply below it), recorded as ``cases_without_tests``.
+   Last, ``untested random`` and ``untested hot``: the same two cases staged by ``ingest`` and
+   merged by dbt's own ``dbt run`` of the model (no `dbt test`: the project's ``merge`` always
+   tests), each beside its own floor: a bound, not a target (no design of the tests takes the
+   tested apply below it), recorded as ``cases_without_tests``.
    (c) the design's floor: what this design must pay beyond (a) even if every other statement
        cost nothing: (a), plus one append of the batch's staged rows (materialised first, so
        only the write and its commit are timed) to a copy of the change log (its schema), plus dbt's
-       own time in the apply's `dbt run` and `dbt test` (each command's wall time less the
-       time its Spark statements took to run and fetch). A change log, a dbt
+       own time in the apply's `dbt run` and `dbt test` (each ``dbtRunner.invoke``'s wall time,
+       dbt's own entry point, less the time its Spark statements took to run and fetch). A change log, a dbt
        merge and its dbt tests are the product's design: (c) / (a) above 2.0 says the target
        cannot be met on this design, whatever the code.
 
@@ -76,6 +80,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import lakehouse
 import project
 import results_file  # bench/ is on sys.path when a benchmark runs as a script
 
@@ -166,12 +171,13 @@ def floor_merge(spark, batch: str) -> float:
     """(a): the batch's latest change per key, precomputed; then one plain MERGE INTO, timed."""
     from pyspark.sql import functions as F
 
-    from ingestion.dynamodb import change_order
-
     staged = spark.table("lake.staging.orders").where(F.col("_batch_id") == batch)
+    # One batch's latest change of a key: the highest version, then the stream's sequence
+    # (docs/exports-and-the-ledger.md); a batch never holds two changes equal in both.
+    order = F.struct(F.col("_version"), F.coalesce(F.col("_sequence"), F.lit("")))
     latest = (
         staged.groupBy("customer_id", "order_id")
-        .agg(F.max_by(F.struct(*staged.columns), change_order.change_order()).alias("latest"))
+        .agg(F.max_by(F.struct(*staged.columns), order).alias("latest"))
         .select("latest.*")
     )
     latest.writeTo(LATEST).using("iceberg").createOrReplace()
@@ -200,6 +206,11 @@ def staging_append_floor(spark, batch: str) -> float:
     started = time.monotonic()
     rows.writeTo("lake.bench.staging_floor").append()
     return time.monotonic() - started
+
+
+def newest_batch(spark) -> str:
+    """The batch the last ``ingest`` staged: the newest ``_ingested_at`` of the change log."""
+    return spark.sql("select max_by(_batch_id, _ingested_at) from lake.staging.orders").first()[0]
 
 
 def count_sql_time(spans: list[tuple[float, float]]) -> None:
@@ -232,28 +243,22 @@ def covered(spans: list[tuple[float, float]]) -> float:
 
 
 def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
+    from dbt.cli.main import dbtRunner
     from pyspark.sql import functions as F
 
-    from ingestion.catalog import merge_log
-    from ingestion.dynamodb.tables import get_table
-    from ingestion.merge import dbt_process, merge_counts, runner
     from ingestion.samples import sample_exports
-    from ingestion.sources import manifest
     from ingestion.sources.change_file_writer import write_batch
     from ingestion.spark.spark_config import build_spark
-    from ingestion.staging import exports, streams
 
-    project.copy(scratch / "project", buckets)
+    copy = project.copy(scratch / "project", buckets)
     started = time.monotonic()
     folder = sample_exports.write_samples(scratch / "exports", size, seed=1, tables=["orders"])[
         "orders"
     ]
     generated_s = time.monotonic() - started
-    spark = build_spark("bench apply cost")
-    orders = get_table("orders")
+    spark = build_spark("bench apply cost")  # the session every command below shares
     started = time.monotonic()
-    exports.ingest_export(spark, orders, str(folder))
-    runner.run_merge(spark, [orders], test=False)
+    lakehouse.cli("sync", "--table", "orders", str(folder))  # its first build, with its tests
     baseline_s = time.monotonic() - started
     spark.sql("create namespace if not exists lake.bench")
     properties = ", ".join(
@@ -276,43 +281,31 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
     dbt_own: list[float] = []
     spans: list[tuple[float, float]] = []
     count_sql_time(spans)
-    invoke = dbt_process.dbt_invoke
+    invoke = dbtRunner.invoke  # dbt's own entry point, which the project's merge calls
 
-    def timed_invoke(args, run_vars=None, artifacts=True):
+    def timed_invoke(self, args, **kwargs):
         began = time.monotonic()
         spans.clear()
         try:
-            invoke(args, run_vars, artifacts)
+            return invoke(self, args, **kwargs)
         finally:
             dbt_times.append((args[0], time.monotonic() - began))
             dbt_own.append(dbt_times[-1][1] - covered(spans))
 
-    dbt_process.dbt_invoke = timed_invoke
-    export = manifest.read_export(folder, verify=False)
-    start = export.export_time
-    assert start is not None
+    dbtRunner.invoke = timed_invoke
+    start = lakehouse.export_time(folder)
+    pool = export_images(spark, folder, CHANGES * len(HOURS), rows)
     cases = []
     for number, case in enumerate(HOURS):
         seed = SEEDS[case]
         rng = random.Random(seed)
-        picked = (
-            orders_items(spark)
-            .select("_image")
-            .sample(min(1.0, 1.5 * CHANGES / rows), seed=seed)
-            .orderBy(F.rand(seed=seed))  # the sample is in file order: spread it over all
-            .limit(CHANGES)
-            .collect()
-        )
-        images = [json.loads(r["_image"]) for r in picked]
+        images = pool[number * CHANGES : (number + 1) * CHANGES]
         # Each export's window starts where the last one ended (a chain, or ingest refuses the
         # gap); each batch is newer than every earlier one, as the floor (no version guard)
         # assumes: the random export's window ends after the first hot case's stream changes.
         window_start = start + timedelta(hours=HOURS[case])
         dbt_times.clear()
         dbt_own.clear()
-        # As a `sync` process meets it: no row count remembered from an earlier merge of this
-        # process (ingestion.merge.merge_counts derives a watch's next count from its last).
-        merge_counts._rows.clear()
         if case.endswith("random"):
             lines = export_lines(images, window_start, rng)
             chained = (
@@ -320,7 +313,7 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
             )
             incremental = incremental_export(scratch, lines, window_start, rng, chained)
             began = time.monotonic()
-            exports.ingest_export(spark, orders, str(incremental))
+            lakehouse.cli("ingest", "--table", "orders", str(incremental))
         else:
             records = stream_records(images[: CHANGES // 10], window_start, rng)
             location = scratch / f"stream-{number}"
@@ -328,19 +321,25 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
                 written, failed = write_batch(records[first : first + 1000], str(location))
                 assert failed is None and written
             began = time.monotonic()
-            streams.ingest_stream(spark, orders, str(location), settle_seconds=0)
+            lakehouse.cli("ingest", "--table", "orders", "--stream", str(location), "--settle", "0")
         ingest_s = time.monotonic() - began
-        changes = spark.table("lake.staging.orders").where(
-            F.col("_batch_id").isin(merge_log.new_batches(spark, "orders"))
-        )
+        batch = newest_batch(spark)  # not timed
+        changes = spark.table("lake.staging.orders").where(F.col("_batch_id") == batch)
         keys = changes.select("customer_id", "order_id").distinct().count()
         staged = changes.count()
-        (batch,) = merge_log.new_batches(spark, "orders")  # not timed: the merge asks it again
         floor_s = floor_merge(spark, batch)
         append_s = staging_append_floor(spark, batch)
         began = time.monotonic()
-        counts, _ = runner.run_merge(spark, [orders], test=not case.startswith("untested"))
-        merge_s = time.monotonic() - began
+        if case.startswith("untested"):
+            # No tests: dbt's own `dbt run` of the model, as a plain dbt user runs it (the
+            # project's `merge` always tests); its counts from the final table's commit.
+            where = ["--project-dir", str(copy), "--profiles-dir", str(copy), "--quiet"]
+            assert dbtRunner().invoke(["run", "--select", "orders", *where]).success
+            merge_s = time.monotonic() - began
+            counts = dict.fromkeys(("inserted", "updated", "deleted"))  # plain dbt prints none
+        else:
+            counts = lakehouse.merged(lakehouse.cli("merge", "--table", "orders"), "orders")
+            merge_s = time.monotonic() - began
         final = spark.table("lake.lakehouse.orders").select("customer_id", "order_id", "_version")
         copy = spark.table(FLOOR).select("customer_id", "order_id", "_version")
         differ = final.exceptAll(copy).count() + copy.exceptAll(final).count()
@@ -370,9 +369,9 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
                 "design_floor_seconds": round(design_floor_s, 1),
                 "design_floor_ratio": round(design_floor_s / floor_s, 2),
                 "inserted_updated_deleted": [
-                    counts[0].inserted,
-                    counts[0].updated,
-                    counts[0].deleted,
+                    counts["inserted"],
+                    counts["updated"],
+                    counts["deleted"],
                 ],
                 "changed_partitions": summary.get("changed-partition-count"),
             }
@@ -462,12 +461,11 @@ def plain_merge_job(folder: Path, schema_file: Path) -> None:
     each column built from its descriptor, the latest change per key, one MERGE INTO."""
     from pyspark.sql.types import StructType
 
-    from ingestion.sources import manifest
     from ingestion.spark.spark_config import build_spark
 
     spark = build_spark("bench plain merge")
     schema = StructType.fromJson(json.loads(schema_file.read_text()))
-    paths = [str(f.path) for f in manifest.read_export(folder, verify=False).files]
+    paths = lakehouse.export_data_files(folder)
     spark.read.schema(schema).json(paths).createOrReplaceTempView("export_lines")
     target = spark.table(PLAIN).schema
     new_image = schema["NewImage"].dataType
@@ -507,10 +505,7 @@ def process_setup(picked_out: Path, folder: Path, schema_out: Path) -> None:
 
     spark = build_spark("bench process setup")
     if schema_out.name != "-":
-        from ingestion.sources import manifest
-
-        paths = [str(f.path) for f in manifest.read_export(folder, verify=False).files]
-        schema_out.write_text(spark.read.json(paths).schema.json())
+        schema_out.write_text(spark.read.json(lakehouse.export_data_files(folder)).schema.json())
         return
     final = spark.table("lake.lakehouse.orders")
     items = [f"`{c}`" for c in final.columns if not c.startswith("_")]
@@ -526,15 +521,7 @@ def process_setup(picked_out: Path, folder: Path, schema_out: Path) -> None:
     )
     rows = final.count()
     changed = PROCESS_UPDATES + PROCESS_DELETES
-    picked = (
-        orders_items(spark)
-        .select("_image")
-        .sample(min(1.0, 1.5 * changed / rows), seed=7)
-        .orderBy("_image")
-        .limit(changed)
-        .collect()
-    )
-    picked_out.write_text(json.dumps([json.loads(r["_image"]) for r in picked]))
+    picked_out.write_text(json.dumps(export_images(spark, folder, changed, rows, seed=7)))
 
 
 def process_check(out: Path) -> None:
@@ -554,7 +541,6 @@ def process_run(scratch: Path, size: int, buckets: int | None, log: Path) -> dic
 
     from ingestion.samples import sample_exports
     from ingestion.samples.items import order_item
-    from ingestion.sources import manifest
     from ingestion.spark import spark_config
 
     copy = project.copy(scratch / "project", buckets)
@@ -573,8 +559,7 @@ def process_run(scratch: Path, size: int, buckets: int | None, log: Path) -> dic
     images = json.loads(picked.read_text())
     rng = random.Random(11)
     new_items = [order_item(size + i, rng) for i in range(PROCESS_INSERTS)]
-    start = manifest.read_export(folder, verify=False).export_time
-    assert start is not None
+    start = lakehouse.export_time(folder)
     incremental = incremental_export(scratch, process_lines(images, new_items, start), start, rng)
     subprocess.run(
         [*here, "--process-setup", str(picked), str(incremental), str(schema)], env=env, check=True
@@ -622,15 +607,24 @@ def per_10x(runs: list[dict], case: str) -> list[float]:
     ]
 
 
-def orders_items(spark):
-    """The final ``orders`` table with ``_image``: each row's item, from its columns and remainder
-    (``item_json``, decision 0012)."""
-    from ingestion.catalog import table_types
-    from ingestion.dynamodb.tables import get_table
-    from ingestion.schema import item_json
+def export_images(spark, folder: Path, count: int, rows: int, seed: int = 5) -> list[dict]:
+    """``count`` distinct items of the full export in ``folder`` (of ``rows`` items), drawn at
+    random (``seed``), as DynamoDB JSON: the images the cases change. Read from the export's
+    files, as a user's own job would (the final table holds typed columns, not DynamoDB JSON);
+    a case's change of an item an earlier case changed overwrites it whole, as DynamoDB's
+    PutItem does."""
+    from pyspark.sql import functions as F
 
-    schema = table_types.stored_schema(spark, get_table("orders"))
-    return item_json.with_staged_image(spark.table("lake.lakehouse.orders"), schema)
+    lines = spark.read.text(lakehouse.export_data_files(folder))
+    picked = (
+        lines.sample(min(1.0, 1.5 * count / rows), seed=seed)
+        .orderBy(F.rand(seed=seed))  # the sample is in file order: spread it over all
+        .limit(count)
+        .collect()
+    )
+    images = [json.loads(r["value"])["Item"] for r in picked]
+    assert len(images) == count, f"the export gave {len(images)} items, not {count}"
+    return images
 
 
 def main(argv: list[str] | None = None) -> int:

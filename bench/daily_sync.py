@@ -4,8 +4,12 @@ Each step is what a scheduled run does: ingest the export (verified against its 
 chain) and merge it (`dbt run` + `dbt test`). The incrementals are the sample's chain
 (`orders_chain.write_orders_chain`): each changes 6% of the table (2% updates, 2% deletes, 2%
 inserts; the last one a NEW_IMAGE export). Then `maintain` (compaction, change-log pruning, snapshot
-expiry at a clock two days later, so the retention has passed). The final row count is checked
+expiry as if the retention had passed, and its full data tests). The final row count is checked
 against the items the exports leave, computed in plain Python.
+
+Every step is the command a user runs (``ddb-lakehouse ingest``, ``merge``, ``maintain``,
+``status``), in this process so that they share one warm Spark session, as a scheduled job's
+steps do (bench/lakehouse.py).
 
 The final table is laid out as the docs advise for its size (not bucketed below several GB;
 ``--buckets N`` sets it), in a copy of the project (bench/project.py).
@@ -20,9 +24,9 @@ import argparse
 import os
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import lakehouse
 import project
 import results_file  # bench/ is on sys.path when a benchmark runs as a script
 
@@ -44,12 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["LAKEHOUSE_HOME"] = str(scratch / "home")
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
-    from ingestion.dynamodb.tables import get_table
-    from ingestion.maintenance import compaction
-    from ingestion.merge import runner
     from ingestion.samples import expected_state, orders_chain, sample_exports
     from ingestion.spark.spark_config import build_spark
-    from ingestion.staging import exports
 
     project.copy(scratch / "project", args.buckets)  # the layout the docs advise for its size
     started = time.monotonic()
@@ -59,40 +59,41 @@ def main(argv: list[str] | None = None) -> int:
     expected = len(expected_state.expected_items(folders, ["customer_id", "order_id"]))
     generated_s = time.monotonic() - started
 
-    spark = build_spark("bench daily sync")
-    orders = get_table("orders")
+    spark = build_spark("bench daily sync")  # the session every command below shares
     steps = []
     for i, folder in enumerate(folders):
         started = time.monotonic()
-        staged = exports.ingest_export(spark, orders, str(folder))
+        staged = lakehouse.cli("ingest", "--table", "orders", str(folder))
         ingest_s = time.monotonic() - started
         started = time.monotonic()
-        counts, _ = runner.run_merge(spark, [orders])
+        merged = lakehouse.merged(lakehouse.cli("merge", "--table", "orders"), "orders")
         merge_s = time.monotonic() - started
         steps.append(
             {
                 "step": "full export" if i == 0 else f"incremental {i}",
-                "rows_staged": staged.rows,
+                "rows_staged": lakehouse.staged_rows(staged),
                 "ingest_seconds": round(ingest_s, 1),
                 "merge_seconds": round(merge_s, 1),
                 "inserted_updated_deleted": [
-                    counts[0].inserted,
-                    counts[0].updated,
-                    counts[0].deleted,
+                    merged["inserted"],
+                    merged["updated"],
+                    merged["deleted"],
                 ],
             }
         )
         print(f"daily sync: {steps[-1]}", flush=True)
 
-    health_before = compaction.health(spark, "orders")
-    files_before = compaction.live_files(spark, "orders")
-    later = datetime.now(UTC).replace(tzinfo=None) + timedelta(days=2)
+    final = "lake.lakehouse.orders"
+    health_before = health()
+    files_before = lakehouse.live_files(spark, final)
     started = time.monotonic()
-    report = compaction.maintain(spark, orders, now=later)
+    # As a run two days later with the default retention (24 h): every snapshot but the last
+    # five is past it (the commands take no clock; a retention of 0 hours is the same cut).
+    report = lakehouse.cli("maintain", "--table", "orders", "--retention-hours", "0")
     maintain_s = time.monotonic() - started
-    health_after = compaction.health(spark, "orders")
-    files_after = compaction.live_files(spark, "orders")
-    rows = spark.table("lake.lakehouse.orders").count()
+    health_after = health()
+    files_after = lakehouse.live_files(spark, final)
+    rows = spark.table(final).count()
     assert rows == expected, (rows, expected)
 
     total = sum(s["ingest_seconds"] + s["merge_seconds"] for s in steps) + maintain_s
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             "data_and_delete_files_after_maintain": list(files_after),
             "before_maintain": health_before,
             "after_maintain": health_after,
-            "maintain_report": report.lines(),
+            "maintain_report": report.splitlines(),
             "sample_generation_seconds": round(generated_s, 1),
         },
         f".venv/bin/python bench/daily_sync.py --items {args.items} --increments {args.increments} "
@@ -123,6 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     spark.stop()
     return 0
+
+
+def health() -> str:
+    """The final table's line of ``status``: files, snapshots, metadata, last maintenance."""
+    for line in lakehouse.cli("status", "--table", "orders", echo=False).splitlines():
+        if line.strip().startswith("final table:"):
+            return line.split("final table:", 1)[1].strip()
+    raise lakehouse.CommandFailed("status printed no line on the final table")
 
 
 if __name__ == "__main__":

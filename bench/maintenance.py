@@ -1,15 +1,15 @@
 """Maintenance after many small merges: files, delete files, snapshots and metadata before and
 after `maintain`, with an independent reader (DuckDB, no Spark) looping over the table meanwhile.
 
-Sets up `books` from a full export, then runs `--merges` small merges through the real path (the
-Lambda module's writer writes one change file, `ingest --stream` stages it, the dbt merge applies
-it: upserts and deletes). Then:
+Sets up `books` from a full export (`sync`), then runs `--merges` small merges as a user's
+commands run them (the Lambda module's writer writes one change file, `ingest --stream` stages
+it, `merge` applies it with its tests: upserts and deletes; bench/lakehouse.py). Then:
   1. DuckDB and Spark read the table, value by value, and must agree (before);
   2. `maintain` with the default retention (24 h) while a DuckDB reader loops: compaction and the
      ledger checkpoint, nothing expires (everything is younger than the retention);
-  3. `maintain` as if run two days later (`now` + 2 days), while the reader loops: snapshots
-     older than the retention expire (the last 5 kept), merged superseded changes leave the
-     staging change log;
+  3. `maintain` as if run two days later (``--retention-hours 0``), while the reader loops:
+     snapshots older than the retention expire (the last 5 kept), merged superseded changes
+     leave the staging change log;
   4. DuckDB and Spark agree again, and both equal the items the export and change files leave
      (computed in plain Python).
 
@@ -22,12 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import lakehouse
 import results_file  # bench/ is on sys.path when a benchmark runs as a script
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -48,21 +49,15 @@ def main(argv: list[str] | None = None) -> int:
 
     import readers
 
-    from ingestion.dynamodb.tables import get_table
-    from ingestion.maintenance import compaction
-    from ingestion.merge import runner
     from ingestion.samples import expected_state, sample_exports
     from ingestion.samples import stream as sample_stream
     from ingestion.sources.change_file_writer import write_batch
     from ingestion.spark.spark_config import build_spark
-    from ingestion.staging import exports, streams
 
-    books = get_table("books")
-    spark = build_spark("bench-maintenance")
+    spark = build_spark("bench-maintenance")  # the session every command below shares
     spark.sparkContext.setLogLevel("ERROR")
     export = sample_exports.write_samples(scratch / "exports", args.items, 5, ["books"])["books"]
-    exports.ingest_export(spark, books, str(export))
-    runner.run_merge(spark, [books], test=False)
+    lakehouse.cli("sync", "--table", "books", str(export), echo=False)
     records = [
         r
         for batch in sample_stream.books_stream_records(args.items, 5, args.merges * args.changes)
@@ -78,8 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     for number, batch in enumerate(batches, 1):
         started = time.monotonic()
         write_batch(batch, str(scratch / "streams"))
-        streams.ingest_stream(spark, books, str(scratch / "streams"), settle_seconds=0)
-        runner.run_merge(spark, [books], test=False)
+        stream = str(scratch / "streams")
+        lakehouse.cli("ingest", "--table", "books", "--stream", stream, "--settle", "0", echo=False)
+        lakehouse.cli("merge", "--table", "books", echo=False)
         merge_seconds.append(time.monotonic() - started)
         if number % 10 == 0:
             print(f"merge {number}/{len(batches)}: {merge_seconds[-1]:.1f}s", flush=True)
@@ -87,15 +83,14 @@ def main(argv: list[str] | None = None) -> int:
     def state() -> dict:
         spark.sql("refresh table lake.lakehouse.books")
         name = "lake.lakehouse.books"
-        files = spark.table(f"{name}.files").groupBy("content").count().collect()
-        by_content = {r["content"]: int(r["count"]) for r in files}
+        data_files, delete_files = lakehouse.live_files(spark, name)
         return {
-            "data_files": by_content.get(0, 0),
-            "delete_files": by_content.get(1, 0) + by_content.get(2, 0),
+            "data_files": data_files,
+            "delete_files": delete_files,
             "snapshots": spark.table(f"{name}.snapshots").count(),
             "staging_snapshots": spark.table("lake.staging.books.snapshots").count(),
             "staging_rows": spark.table("lake.staging.books").count(),
-            "metadata_kb": round(compaction.metadata_bytes(spark, name) / 1024, 1),
+            "metadata_kb": round(lakehouse.metadata_bytes(spark, name) / 1024, 1),
         }
 
     def agree() -> int:
@@ -118,17 +113,16 @@ def main(argv: list[str] | None = None) -> int:
     before = state()
     print(f"before maintain: {before}", flush=True)
     young, young_seconds, young_reads, young_failures = with_reader(
-        lambda: compaction.maintain(spark, books)
+        lambda: lakehouse.cli("maintain", "--table", "books")
     )
     compacted = state()
-    later = datetime.now(UTC).replace(tzinfo=None) + timedelta(days=2)
+    # As a run two days later: every snapshot but the last five is past the retention (the
+    # commands take no clock; a retention of 0 hours makes the same cut).
     old, old_seconds, old_reads, old_failures = with_reader(
-        lambda: compaction.maintain(spark, books, now=later)
+        lambda: lakehouse.cli("maintain", "--table", "books", "--retention-hours", "0")
     )
     after = state()
     assert agree() == rows
-    for report in (young, old):
-        print("\n".join(report.lines()))
     spark.stop()
     failures = young_failures + old_failures
     figures = {
@@ -141,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         "after_maintain": compacted,
         "after_maintain_2_days_later": after,
         "maintain_seconds": [round(young_seconds, 1), round(old_seconds, 1)],
-        "pruned_staging_rows": young.pruned + old.pruned,
+        "pruned_staging_rows": pruned(young) + pruned(old),
         "reader_reads": young_reads + old_reads,
         "reader_failures": len(failures),
         "first_failures": failures[:3],
@@ -150,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["bench/maintenance.py", *(argv if argv is not None else sys.argv[1:])])
     results_file.write("maintenance", figures, f".venv/bin/python {command.strip()}")
     return 1 if failures else 0
+
+
+def pruned(report: str) -> int:
+    """The superseded staged rows a ``maintain`` said it removed from the change log."""
+    found = re.findall(r"(\d+) superseded changes removed from staging", report)
+    return sum(int(n) for n in found)
 
 
 if __name__ == "__main__":
