@@ -37,9 +37,9 @@ For each size N (default 1M, 5M and 10M `orders` items) one process, in a fresh 
        cost nothing: (a), plus one append of the batch's staged rows (materialised first, so
        only the write and its commit are timed) to a copy of the change log (its schema), plus dbt's
        own time in the apply's `dbt run` and `dbt test` (each ``dbtRunner.invoke``'s wall time,
-       dbt's own entry point, less the time its Spark statements took to run and fetch). A change log, a dbt
-       merge and its dbt tests are the product's design: (c) / (a) above 2.0 says the target
-       cannot be met on this design, whatever the code.
+       dbt's own entry point, less the time its Spark statements took to run and fetch). A change
+       log, a dbt merge and its dbt tests are the product's design: (c) / (a) above 2.0 says the
+       target cannot be met on this design, whatever the code.
 
 Ratios are (b) / (a) per case and size; growth is (b) at 10x the rows over (b). Targets (issue
 53): (b) <= 2.0x (a); (b)'s growth per 10x rows <= 1.2x (a)'s own growth over the same sizes

@@ -4,18 +4,21 @@ One process, one change log: the orders sample's full export of N items (default
 once. Then for each layout (none, 4, 16, 64 buckets), in turn:
 
 1. a copy of the project whose `orders` entry says that `buckets` (LAKEHOUSE_PROJECT_DIR), and
-   the final table rebuilt from the change log in it (`run_merge(full_refresh=True)`, as
-   `ddb-lakehouse rebuild` does; timed for the record only);
+   the final table rebuilt from the change log in it (``ddb-lakehouse rebuild``, as the docs say
+   for a changed `buckets`; the first layout's first build by ``merge``; timed for the record
+   only);
 2. ``tick``: 50 orders changed once each by the stream (the change files of the project's Lambda
-   module), ingested and merged as a `watch` tick (`run_merge`: dbt run, scoped dbt test,
-   report), three times, the median kept;
+   module), staged by ``ingest --stream`` and merged by ``merge`` (dbt run, scoped dbt test,
+   report) as a `watch` tick does, three times, the median kept;
 3. ``batch``: 10,000 orders changed once each by an incremental export (every tenth a delete),
    ingested and merged the same way.
 
-Per layout and case: the merge's seconds (``run_merge``; the ingest does not depend on the
-layout), the buckets its commit changed (``changed-partition-count``), the data files of the final
-table, and the ratio to the unbucketed layout measured in the same run (the floor). Each layout's
-changes pick other orders; the change log grows by the same amount between layouts.
+Every step is a command, run in this process (bench/lakehouse.py). The changed orders are drawn
+from the full export's files. Per layout and case: the merge's seconds (``merge``; the ingest
+does not depend on the layout), the buckets its commit changed (``changed-partition-count``), the
+data files of the final table, and the ratio to the unbucketed layout measured in the same run
+(the floor). Each layout's changes pick other orders; the change log grows by the same amount
+between layouts.
 
 Usage: .venv/bin/python bench/buckets.py [--items 1000000]
 Writes bench/results/buckets.json.
@@ -24,7 +27,6 @@ Writes bench/results/buckets.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -34,27 +36,13 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import lakehouse
 import project
 import results_file  # bench/ is on sys.path when a benchmark runs as a script
-from apply_cost import export_lines, orders_items
+from apply_cost import export_images, export_lines
 
 LAYOUTS = (None, 4, 16, 64)
 TICK, TICKS, BATCH = 50, 3, 10_000
-
-
-def pick_images(spark, count: int, seed: int) -> list[dict]:
-    from pyspark.sql import functions as F
-
-    rows = spark.table("lake.lakehouse.orders").count()
-    picked = (
-        orders_items(spark)
-        .select("_image")
-        .sample(min(1.0, 1.5 * count / rows), seed=seed)
-        .orderBy(F.rand(seed=seed))  # the sample is in file order (by bucket): spread it
-        .limit(count)
-        .collect()
-    )
-    return [json.loads(r["_image"]) for r in picked]
 
 
 def last_commit(spark) -> dict:
@@ -89,41 +77,42 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def measure(scratch: Path, items: int) -> list[dict]:
-    from ingestion.dynamodb.tables import get_table
-    from ingestion.merge import runner
     from ingestion.samples import sample_exports
     from ingestion.samples import stream as sample_stream
     from ingestion.samples.items import STATUSES
-    from ingestion.sources import manifest
     from ingestion.sources.change_file_writer import write_batch
     from ingestion.spark.spark_config import build_spark
-    from ingestion.staging import exports, streams
 
     folder = sample_exports.write_samples(scratch / "exports", items, seed=1, tables=["orders"])[
         "orders"
     ]
-    start = manifest.read_export(folder, verify=False).export_time
-    assert start is not None
-    spark = build_spark("bench buckets")
+    start = lakehouse.export_time(folder)
+    spark = build_spark("bench buckets")  # the session every command below shares
     project.copy(scratch / "project-none", LAYOUTS[0])
-    exports.ingest_export(spark, get_table("orders"), str(folder))
+    lakehouse.cli("ingest", "--table", "orders", str(folder), echo=False)
+
+    def pick_images(count: int, seed: int) -> list[dict]:
+        return export_images(spark, folder, count, items, seed)
+
     # Stream ticks a month after the export (newer than every export line), incremental windows
     # chained from the full export's time, one hour each.
     runs, sequence, moment = [], 1, start + timedelta(days=30)
     for number, buckets in enumerate(LAYOUTS):
-        if number:
-            project.copy(scratch / f"project-{buckets}", buckets)
-        orders = get_table("orders")
-        assert orders.buckets == buckets
         began = time.monotonic()
-        runner.run_merge(spark, [orders], full_refresh=True, test=False)
+        if number:  # the entry's `buckets` changed: a full refresh, as the docs say
+            project.copy(scratch / f"project-{buckets}", buckets)
+            lakehouse.cli("rebuild", "--table", "orders", echo=False)
+        else:  # the first build
+            lakehouse.cli("merge", "--table", "orders", echo=False)
         rebuild_s = time.monotonic() - began
+        created = spark.sql("show create table lake.lakehouse.orders").first()[0]
+        assert (f"bucket({buckets}, customer_id)" in created) == bool(buckets), created
         rng = random.Random(11 + number)
         ticks = []
         for tick in range(TICKS):
             moment += timedelta(minutes=1)
             records = []
-            for image in pick_images(spark, TICK, seed=100 * number + tick):
+            for image in pick_images(TICK, seed=100 * number + tick):
                 keys = {"customer_id": image["customer_id"], "order_id": image["order_id"]}
                 new = dict(image, status={"S": rng.choice(STATUSES)})
                 second = int(moment.timestamp())
@@ -136,12 +125,13 @@ def measure(scratch: Path, items: int) -> list[dict]:
             location = scratch / f"stream-{number}-{tick}"
             written, failed = write_batch(records, str(location))
             assert failed is None and written
-            streams.ingest_stream(spark, orders, str(location), settle_seconds=0)
+            stream = str(location)
+            lakehouse.cli("ingest", "--table", "orders", "--stream", stream, "--settle", "0")
             began = time.monotonic()
-            runner.run_merge(spark, [orders])
+            lakehouse.cli("merge", "--table", "orders", echo=False)
             ticks.append((time.monotonic() - began, last_commit(spark)))
         window = start + timedelta(hours=number)
-        images = pick_images(spark, BATCH, seed=100 * number + 99)
+        images = pick_images(BATCH, seed=100 * number + 99)
         incremental = sample_exports.write_export(
             scratch / "exports",
             "orders",
@@ -150,9 +140,9 @@ def measure(scratch: Path, items: int) -> list[dict]:
             rng,
             window=(window, window + timedelta(hours=1), "NEW_AND_OLD_IMAGES"),
         )
-        exports.ingest_export(spark, orders, str(incremental))
+        lakehouse.cli("ingest", "--table", "orders", str(incremental), echo=False)
         began = time.monotonic()
-        runner.run_merge(spark, [orders])
+        lakehouse.cli("merge", "--table", "orders", echo=False)
         batch_s, batch_commit = time.monotonic() - began, last_commit(spark)
         files = spark.sql(
             "select count(*) from lake.lakehouse.orders.files where content = 0"

@@ -1,7 +1,8 @@
 """Schema detection throughput and driver memory, next to Spark's read floor in the same run.
 
 floor:  Spark reads the export's files with the explicit envelope schema and counts rows;
-detect: `detect_export` (every item: nodes of every value, aggregated by path and type).
+detect: ``ddb-lakehouse detect-schema`` in this process (every item: nodes of every value,
+        aggregated by path and type; bench/lakehouse.py), its schema file written aside.
 Driver memory: the JVM heap in use is sampled every 0.2 s during each run, with the heap capped
 by LAKEHOUSE_DRIVER_MEMORY (default here 1g); the peak is reported for a small and a large export,
 so growth with the item count would show.
@@ -15,12 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import lakehouse
 import results_file  # bench/ is on sys.path when a benchmark runs as a script
 
 
@@ -62,38 +65,48 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import functions as F
 
-    from ingestion.dynamodb import decode
-    from ingestion.dynamodb.tables import get_table
     from ingestion.samples import sample_exports
-    from ingestion.schema import detect
-    from ingestion.sources import manifest
     from ingestion.spark.spark_config import build_spark
 
-    spark = build_spark("bench detect-schema")
-    table = get_table(args.table)
+    spark = build_spark("bench detect-schema")  # the session the command below shares
     runs = []
     for items in (args.small, args.items):
         folder = sample_exports.write_samples(
             scratch / f"exports-{items}", items, seed=1, tables=[args.table]
         )[args.table]
-        export = manifest.read_export(folder, verify=False)
-        paths = [str(f.path) for f in export.files]
+        paths = lakehouse.export_data_files(folder)
         spark.read.text(paths).count()  # warm-up: file listing, JIT
 
         def floor(paths: list[str] = paths) -> int:
             return (
                 spark.read.text(paths)
-                .select(F.from_json("value", decode.ENVELOPE).alias("l"))
+                .select(F.from_json("value", "Item string").alias("l"))
                 .where(F.col("l.Item").isNotNull())
                 .count()
             )
 
-        def detect_it(export: manifest.Export = export) -> object:
-            return detect.detect_export(spark, export, table)
+        def detect_it(folder: Path = folder, items: int = items) -> tuple[int, int]:
+            """``detect-schema``: (items scanned, attributes found), as the command prints them."""
+            out = scratch / f"schema-{items}.json"
+            text = lakehouse.cli(
+                "detect-schema",
+                str(folder),
+                "--table",
+                args.table,
+                "-o",
+                str(out),
+                echo=False,
+                stderr=True,
+            )
+            scanned = re.search(r"(\d+) items scanned", text)
+            assert scanned, text
+            attributes = lakehouse.table_with(text, "attribute")
+            return int(scanned.group(1)), len(attributes)
 
         floor_rows, floor_s, floor_heap = _peak_heap_mb(spark, floor)
         detected, detect_s, detect_heap = _peak_heap_mb(spark, detect_it)
-        assert floor_rows == items and detected.items == items, (floor_rows, detected.items)
+        scanned, attributes = detected
+        assert floor_rows == items and scanned == items, (floor_rows, scanned)
         runs.append(
             {
                 "items": items,
@@ -103,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                 "ratio_to_floor": round(detect_s / floor_s, 2),
                 "peak_heap_mb_floor": floor_heap,
                 "peak_heap_mb_detect": detect_heap,
-                "attributes": len(detected.attributes),
+                "attributes": attributes,
             }
         )
         print(json.dumps(runs[-1]), flush=True)

@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import lakehouse
 import results_file  # bench/ is on sys.path when a benchmark runs as a script
 
 # A tick's line: "tick N: ..." for one table, "tick N TABLE: ..." for several.
@@ -76,16 +77,13 @@ def hot_tables(count: int) -> list[str]:
 def set_up(scratch: Path, names: list[str], items_count: int) -> None:
     """`books` from a full export, each other table from a stream file of as many inserts:
     their staging and final tables exist before the clock starts (not timed)."""
-    from ingestion.dynamodb.tables import get_table
-    from ingestion.merge import runner
     from ingestion.samples import sample_exports
     from ingestion.sources.change_file_writer import write_batch
     from ingestion.spark.spark_config import build_spark
-    from ingestion.staging import exports, streams
 
     full = sample_exports.write_samples(scratch / "exports", items_count, seed=3, tables=["books"])
-    spark = build_spark("bench freshness setup")
-    exports.ingest_export(spark, get_table("books"), str(full["books"]))
+    spark = build_spark("bench freshness setup")  # the session the commands below share
+    lakehouse.cli("ingest", "--table", "books", str(full["books"]), echo=False)
     for name in names[1:]:
         rng = random.Random(name)
         records = [
@@ -94,8 +92,9 @@ def set_up(scratch: Path, names: list[str], items_count: int) -> None:
         ]
         written, failed = write_batch(records, str(scratch / "seed"))
         assert failed is None and written
-        streams.ingest_stream(spark, get_table(name), str(scratch / "seed"), settle_seconds=0)
-    runner.run_merge(spark, [get_table(n) for n in names])
+        seed = str(scratch / "seed")
+        lakehouse.cli("ingest", "--table", name, "--stream", seed, "--settle", "0", echo=False)
+    lakehouse.cli("merge", *(a for n in names for a in ("--table", n)), echo=False)
     spark.stop()
 
 
@@ -118,12 +117,13 @@ def _record(table: str, event: str, key: str, number: int, rng: random.Random, s
 
 def write_changes(location: Path, names: list[str], args: argparse.Namespace) -> dict:
     """``args.rate`` changes a second in total for ``args.seconds``, one file per table a second
-    (updates, inserts, 5% deletes); file name -> (table, landing time, changes)."""
+    (updates, inserts, 5% deletes); each change's sequence number -> (table, its file's landing
+    time)."""
     from ingestion.sources.change_file_writer import write_batch
 
     rng = random.Random(11)
     keys = {name: [f"book-{i:08d}" for i in range(args.items)] for name in names}
-    landed: dict[str, tuple[str, float, int]] = {}
+    landed: dict[str, tuple[str, float]] = {}
     sequence, next_id = 10**20, args.items
     started = time.time()
     while time.time() - started < args.seconds:
@@ -146,39 +146,38 @@ def write_changes(location: Path, names: list[str], args: argparse.Namespace) ->
                     records.append(_record(name, "MODIFY", key, int(key[5:]), rng, sequence)[0])
             if records:
                 written, failed = write_batch(records, str(location))
-                assert failed is None
-                for item in written:
-                    landed[Path(item.uri).name] = (name, time.time(), item.records)
+                assert failed is None and written
+                at = time.time()
+                for record in records:
+                    landed[record["dynamodb"]["SequenceNumber"]] = (name, at)
         time.sleep(max(0.0, 1.0 - (time.time() - second_started)))
     return landed
 
 
 def latencies(names: list[str], landed: dict) -> tuple[dict[str, list[float]], int]:
-    """Per table, the latency of every change (merge recorded - file landed); changes unmerged."""
-    from ingestion.catalog import ledger, merge_log
+    """Per table, the latency of every change (its batch's merge recorded - its file landed), and
+    the changes not merged: each staged change found by its sequence number (``_sequence``), its
+    batch's merge time in the merge log (``status`` names the table)."""
     from ingestion.spark.spark_config import build_spark
 
     spark = build_spark("bench freshness results")
     merged_at = {
         row["batch_id"]: row["micros"] / 1e6
-        for row in spark.table(merge_log.MERGE_LOG)
-        .selectExpr("batch_id", "unix_micros(merged_at) as micros")
-        .collect()
+        for row in spark.sql(
+            "select batch_id, unix_micros(merged_at) as micros "
+            "from lake.staging.dynamodb_lakehouse_merges"
+        ).collect()
     }
     found: dict[str, list[float]] = {name: [] for name in names}
-    unmerged = 0
     for name in names:
-        for entry in ledger.entries(spark, name):
-            for file in entry.file_names if entry.kind == ledger.STREAM else []:
-                if file not in landed:
-                    continue
-                _, at, changes = landed[file]
-                if entry.batch_id not in merged_at:
-                    unmerged += changes
-                else:
-                    found[name] += [merged_at[entry.batch_id] - at] * changes
+        for row in spark.sql(f"select _sequence, _batch_id from lake.staging.{name}").collect():
+            if row["_sequence"] not in landed:
+                continue
+            _, at = landed[row["_sequence"]]
+            if row["_batch_id"] in merged_at:
+                found[name].append(merged_at[row["_batch_id"]] - at)
     spark.stop()
-    return found, unmerged
+    return found, len(landed) - sum(len(v) for v in found.values())
 
 
 def run(count: int, args: argparse.Namespace) -> dict:
@@ -224,7 +223,7 @@ def run(count: int, args: argparse.Namespace) -> dict:
     per_table = {n: round(percentile(v, 0.95), 1) for n, v in found.items() if v}
     return {
         "tables": count,
-        "changes_written": sum(c for _, _, c in landed.values()),
+        "changes_written": len(landed),
         "changes_measured": len(every),
         "changes_not_merged": unmerged,
         "latency_s": {

@@ -1,12 +1,14 @@
 """A merge with the table's history on, against the same merge without it (issue 54: <= 1.3x).
 
 Two processes, one after the other, each in a fresh lakehouse and its own copy of the project:
-``orders`` without history, then ``orders`` with ``history: true`` and the history model
-``add-table --history`` writes. In each, not timed: the sample's full export of N items synced
-(ingest and the first build, of the history too), then one incremental export of 10,000 changes
-of existing orders applied (the process's first merge of a batch). Then, timed, ``ROUNDS``
-incremental exports of 10,000 changes each (every tenth a delete; the same orders and changes in
-both processes, by seed): the ingest, and the merge with its tests, as ``sync`` runs them. The
+``orders`` without history, then ``orders`` with ``history: true`` in its entry (the first
+merge writes the history's model). Each step is a command, run in the process
+(bench/lakehouse.py). In each, not timed: the sample's full export of N items synced
+(``sync``: ingest and the first build, of the history too, with the tests), then one
+incremental export of 10,000 changes of existing orders applied (the process's first merge of a
+batch). Then, timed, ``ROUNDS`` incremental exports of 10,000 changes each (every tenth a
+delete; the same orders and changes in both processes, drawn from the full export's files by a
+hash of key and round): the ingest, and the merge with its tests, as ``sync`` runs them. The
 figure is the median merge of each process, and their ratio: the merge is what the history adds
 to (the ingest is the same). Rows are checked: the final tables of the two processes hold the
 same keys and versions, and the history's current rows are the final table's.
@@ -29,6 +31,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import lakehouse
 import project
 import results_file
 
@@ -39,31 +42,22 @@ TARGET = 1.3
 
 
 def enable_history(root: Path) -> None:
-    """``orders`` with ``history: true`` in the copy, and its history model written."""
-    from ingestion.dynamodb.tables import get_table
-    from ingestion.project import scaffold
-
+    """``orders`` with ``history: true`` in the copy, as docs/history.md says to turn it on for a
+    configured table (the first merge writes the history's model)."""
     config = root / "dbt_project.yml"
     text = config.read_text()
     entry = "\n    orders:\n"
     assert text.count(entry) == 1, "dbt_project.yml: no orders entry"
     config.write_text(text.replace(entry, entry + "      history: true\n"))
-    for path, content in scaffold.files_for(get_table("orders"), root).items():
-        if "__history" in path.name:
-            path.write_text(content)
 
 
 def side(scratch: Path, items: int, history: bool) -> dict:
     """One process's figures (module docstring)."""
-    from apply_cost import export_lines, incremental_export, orders_items
+    from apply_cost import export_lines, incremental_export
     from pyspark.sql import functions as F
 
-    from ingestion.dynamodb.tables import get_table
-    from ingestion.merge import runner
     from ingestion.samples import sample_exports
-    from ingestion.sources import manifest
     from ingestion.spark.spark_config import build_spark
-    from ingestion.staging import exports
 
     root = project.copy(scratch / "project", None)
     if history:
@@ -71,33 +65,36 @@ def side(scratch: Path, items: int, history: bool) -> dict:
     folder = sample_exports.write_samples(scratch / "exports", items, seed=1, tables=["orders"])[
         "orders"
     ]
-    spark = build_spark("bench history cost")
-    orders = get_table("orders")
+    spark = build_spark("bench history cost")  # the session the commands below share
     began = time.monotonic()
-    exports.ingest_export(spark, orders, str(folder))
-    runner.run_merge(spark, [orders], test=False)
+    lakehouse.cli("sync", "--table", "orders", str(folder))  # the first build, with its tests
     first_build_s = time.monotonic() - began
-    start = manifest.read_export(folder, verify=False).export_time
-    assert start is not None
+    start = lakehouse.export_time(folder)
+    # The export's items (DynamoDB JSON) with their keys, to draw each round's orders from.
+    lines = spark.read.text(lakehouse.export_data_files(folder)).select(
+        "value",
+        F.get_json_object("value", "$.Item.customer_id.S").alias("customer_id"),
+        F.get_json_object("value", "$.Item.order_id.S").alias("order_id"),
+    )
     merges, ingests = [], []
     for number in range(ROUNDS + 1):  # the first: the process's first merge of a batch
         # The same orders in both processes: ordered by a hash of the key and the round, not
-        # sampled (a sample follows the files' layout, which the first run found to differ).
+        # sampled (a sample follows the files' layout, which the first run found to differ). A
+        # round's change of an order an earlier round changed overwrites it whole (PutItem).
         picked = (
-            orders_items(spark)
-            .orderBy(F.xxhash64("customer_id", "order_id", F.lit(number)))
-            .select("_image")
+            lines.orderBy(F.xxhash64("customer_id", "order_id", F.lit(number)))
+            .select("value")
             .limit(CHANGES)
             .collect()
         )
-        images = [json.loads(r["_image"]) for r in picked]
+        images = [json.loads(r["value"])["Item"] for r in picked]
         window = start + timedelta(hours=number)
         lines = export_lines(images, window, random.Random(number))
         incremental = incremental_export(scratch, lines, window, random.Random(number))
         began = time.monotonic()
-        exports.ingest_export(spark, orders, str(incremental))
+        lakehouse.cli("ingest", "--table", "orders", str(incremental), echo=False)
         ingested = time.monotonic()
-        runner.run_merge(spark, [orders])
+        lakehouse.cli("merge", "--table", "orders", echo=False)
         if number:
             ingests.append(ingested - began)
             merges.append(time.monotonic() - ingested)

@@ -32,13 +32,14 @@ class CommandFailed(RuntimeError):
     pass
 
 
-def cli(*args: str, echo: bool = True) -> str:
-    """``ddb-lakehouse <args>`` in this process; its standard output (also echoed when ``echo``).
-    A command that exits non-zero raises, with what it printed."""
+def cli(*args: str, echo: bool = True, stderr: bool = False) -> str:
+    """``ddb-lakehouse <args>`` in this process; its standard output (also echoed when ``echo``),
+    and its standard error after it when ``stderr``. A command that exits non-zero raises, with
+    what it printed."""
     from ingestion.cli import main
 
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
+    with contextlib.redirect_stdout(out), _errors_to(out if stderr else None):
         status = main(list(args))
     text = out.getvalue()
     if echo:
@@ -47,6 +48,10 @@ def cli(*args: str, echo: bool = True) -> str:
     if status != 0:
         raise CommandFailed(f"ddb-lakehouse {' '.join(args)}: exit {status}\n{text}")
     return text
+
+
+def _errors_to(sink: io.StringIO | None) -> contextlib.AbstractContextManager[object]:
+    return contextlib.redirect_stderr(sink) if sink is not None else contextlib.nullcontext()
 
 
 def printed_tables(text: str) -> list[list[dict[str, str]]]:
