@@ -52,7 +52,10 @@ def write(name: str, figures: dict[str, Any], command: str) -> dict[str, Any]:
         "command": command,
         "measured": measured(),
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
+    # A trial run at a small size (checking a benchmark works) writes elsewhere, never over a
+    # figure: LAKEHOUSE_BENCH_RESULTS=/tmp/trial .venv/bin/python bench/<name>.py --items 20000
+    folder = Path(os.environ.get("LAKEHOUSE_BENCH_RESULTS") or RESULTS)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
     print(json.dumps(document, indent=2))
     return document
