@@ -208,9 +208,16 @@ def staging_append_floor(spark, batch: str) -> float:
     return time.monotonic() - started
 
 
-def newest_batch(spark) -> str:
-    """The batch the last ``ingest`` staged: the newest ``_ingested_at`` of the change log."""
-    return spark.sql("select max_by(_batch_id, _ingested_at) from lake.staging.orders").first()[0]
+def new_batch(spark) -> str:
+    """The one batch staged and not merged yet: in the change log, not in the merge log (the
+    table ``status`` names)."""
+    found = spark.sql(
+        "select distinct _batch_id from lake.staging.orders where _batch_id not in "
+        "(select batch_id from lake.staging.dynamodb_lakehouse_merges "
+        "where table_name = 'orders')"
+    ).collect()
+    assert len(found) == 1, f"expected one batch to merge, found {len(found)}"
+    return found[0][0]
 
 
 def count_sql_time(spans: list[tuple[float, float]]) -> None:
@@ -250,7 +257,7 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
     from ingestion.sources.change_file_writer import write_batch
     from ingestion.spark.spark_config import build_spark
 
-    copy = project.copy(scratch / "project", buckets)
+    project_dir = project.copy(scratch / "project", buckets)
     started = time.monotonic()
     folder = sample_exports.write_samples(scratch / "exports", size, seed=1, tables=["orders"])[
         "orders"
@@ -323,7 +330,7 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
             began = time.monotonic()
             lakehouse.cli("ingest", "--table", "orders", "--stream", str(location), "--settle", "0")
         ingest_s = time.monotonic() - began
-        batch = newest_batch(spark)  # not timed
+        batch = new_batch(spark)  # not timed: the merge asks it again
         changes = spark.table("lake.staging.orders").where(F.col("_batch_id") == batch)
         keys = changes.select("customer_id", "order_id").distinct().count()
         staged = changes.count()
@@ -333,7 +340,8 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
         if case.startswith("untested"):
             # No tests: dbt's own `dbt run` of the model, as a plain dbt user runs it (the
             # project's `merge` always tests); its counts from the final table's commit.
-            where = ["--project-dir", str(copy), "--profiles-dir", str(copy), "--quiet"]
+            where = ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir)]
+            where.append("--quiet")
             assert dbtRunner().invoke(["run", "--select", "orders", *where]).success
             merge_s = time.monotonic() - began
             counts = dict.fromkeys(("inserted", "updated", "deleted"))  # plain dbt prints none
