@@ -48,6 +48,8 @@ bench: setup ## benchmarks (not part of CI, about 3 hours on 2 cores); bench/res
 	$(BIN)/python bench/buckets.py
 	$(BIN)/python bench/daily_sync.py
 	$(BIN)/python bench/freshness.py
+	$(BIN)/python bench/merge_cost.py
+	$(BIN)/python bench/merge_tables.py
 	$(BIN)/python bench/maintenance.py
 	$(BIN)/python bench/detect_schema.py
 	$(BIN)/python bench/deep_items.py
