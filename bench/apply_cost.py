@@ -22,16 +22,19 @@ For each size N (default 1M, 5M and 10M `orders` items) one process, in a fresh 
    The changed orders are drawn from the full export's files (DynamoDB JSON, as the cases write
    it), distinct across the cases.
    For each case, in the same warm process (bench/lakehouse.py: the commands, in-process):
-   (b) the project's apply as `sync` runs it: ``ddb-lakehouse ingest`` of the export or the
-       change files, then ``ddb-lakehouse merge`` (`dbt run`, `dbt test` scoped to the batch,
-       the report), timed as one;
+   (b) the project's apply: ``ddb-lakehouse ingest`` of the export or the change files, then
+       ``ddb-lakehouse merge`` (`dbt run`, `dbt test` scoped to the batch, the report), timed as
+       one, as a long-lived process (`watch`) runs them: a merge there takes the final table's
+       row count from the merge before it, where a `sync` process counts the rows afresh
+       (``--processes`` measures that; figures before 2026-12-07 forgot the count here);
    (a) the floor: the latest change per key of the same batch, precomputed from the staged rows
        into a table (not timed), then one MERGE INTO the copy (delete, update, insert; no version
        guard, no tests, no report), timed.
    Then the copy and the final table are checked equal (keys and versions).
    Last, ``untested random`` and ``untested hot``: the same two cases staged by ``ingest`` and
-   merged by dbt's own ``dbt run`` of the model (no `dbt test`: the project's ``merge`` always
-   tests), each beside its own floor: a bound, not a target (no design of the tests takes the
+   merged by dbt's own ``dbt run`` of the model on the project parsed beforehand (no `dbt test`:
+   the project's ``merge`` always tests; the model finds its batches in SQL), each beside its own
+   floor: a bound, not a target (no design of the tests takes the
    tested apply below it), recorded as ``cases_without_tests``.
    (c) the design's floor: what this design must pay beyond (a) even if every other statement
        cost nothing: (a), plus one append of the batch's staged rows (materialised first, so
@@ -336,13 +339,16 @@ def size_run(scratch: Path, size: int, buckets: int | None) -> dict:
         staged = changes.count()
         floor_s = floor_merge(spark, batch)
         append_s = staging_append_floor(spark, batch)
+        if case.startswith("untested"):
+            where = ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir)]
+            where.append("--quiet")
+            parsed = invoke(dbtRunner(), ["parse", *where]).result  # unpatched: not timed
         began = time.monotonic()
         if case.startswith("untested"):
             # No tests: dbt's own `dbt run` of the model, as a plain dbt user runs it (the
-            # project's `merge` always tests); its counts from the final table's commit.
-            where = ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir)]
-            where.append("--quiet")
-            assert dbtRunner().invoke(["run", "--select", "orders", *where]).success
+            # project's `merge` always tests), on the project parsed beforehand (not timed, as
+            # the project's merge keeps its parse); plain dbt prints no counts.
+            assert dbtRunner(manifest=parsed).invoke(["run", "--select", "orders", *where]).success
             merge_s = time.monotonic() - began
             counts = dict.fromkeys(("inserted", "updated", "deleted"))  # plain dbt prints none
         else:
@@ -625,7 +631,7 @@ def export_images(spark, folder: Path, count: int, rows: int, seed: int = 5) -> 
 
     lines = spark.read.text(lakehouse.export_data_files(folder))
     picked = (
-        lines.sample(min(1.0, 1.5 * count / rows), seed=seed)
+        lines.sample(min(1.0, (2 * count + 100) / rows), seed=seed)  # surely at least ``count``
         .orderBy(F.rand(seed=seed))  # the sample is in file order: spread it over all
         .limit(count)
         .collect()
@@ -688,7 +694,7 @@ def main(argv: list[str] | None = None) -> int:
         f"--buckets {args.buckets or 'none'}"
     )
     if args.add:
-        last = json.loads((results_file.RESULTS / "apply_cost.json").read_text())
+        last = json.loads((results_file.folder() / "apply_cost.json").read_text())
         kept = [r for r in last["runs"] if r["size"] not in args.sizes]
         runs = sorted(kept + runs, key=lambda r: r["size"])
         command = f"{last['command']}; then {command} --add"
@@ -735,11 +741,11 @@ def processes(args: argparse.Namespace) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 def _new_image_column(field: Any, new_image: Any, known: Any) -> str:
     """The column of ``field`` read from the stream line's NewImage (the floor's decode)."""
     found = new_image[field.name].dataType if field.name in known else None
     return _column(f"NewImage.`{field.name}`", field.dataType, found)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

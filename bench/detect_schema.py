@@ -1,8 +1,10 @@
 """Schema detection throughput and driver memory, next to Spark's read floor in the same run.
 
 floor:  Spark reads the export's files with the explicit envelope schema and counts rows;
-detect: ``ddb-lakehouse detect-schema`` in this process (every item: nodes of every value,
-        aggregated by path and type; bench/lakehouse.py), its schema file written aside.
+detect: ``ddb-lakehouse detect-schema`` in this process (bench/lakehouse.py), as a user runs
+        it: the export's manifest read and its files' checksums verified, every item scanned
+        (nodes of every value, aggregated by path and type), its schema file written aside.
+        Figures before 2026-12-07 timed the scan alone.
 Driver memory: the JVM heap in use is sampled every 0.2 s during each run, with the heap capped
 by LAKEHOUSE_DRIVER_MEMORY (default here 1g); the peak is reported for a small and a large export,
 so growth with the item count would show.

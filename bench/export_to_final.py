@@ -94,7 +94,10 @@ def write_flat(out: Path, items: int) -> Path:
 def project_copy(scratch: Path) -> Path:
     """The project, with a `flat` table configured and no schema files (detection runs)."""
     copy = project.copy(scratch / "project", orders_buckets=None)  # as the docs advise < 1 GB
-    lakehouse.cli("add-table", "flat", "--partition-key", "id:S")
+    # A process of its own: a command pins the environment its children share (the project's
+    # conf folder among it), which must not outlive this run's copy in the benchmark's process.
+    add = [sys.executable, "-m", "ingestion.cli", "add-table", "flat", "--partition-key", "id:S"]
+    subprocess.run(add, env=step_environment(copy), check=True, capture_output=True)
     return copy
 
 
@@ -422,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
         f"--tables {' '.join(args.tables)}"
     )
     if args.add:
-        last = json.loads((results_file.RESULTS / "export_to_final.json").read_text())
+        last = json.loads((results_file.folder() / "export_to_final.json").read_text())
         measured = {(r["table"], r["items"]) for r in runs}
         kept = [r for r in last["runs"] if (r["table"], r["items"]) not in measured]
         order = {t: k for k, t in enumerate(["orders", "flat"])}

@@ -123,7 +123,7 @@ def write_changes(location: Path, names: list[str], args: argparse.Namespace) ->
 
     rng = random.Random(11)
     keys = {name: [f"book-{i:08d}" for i in range(args.items)] for name in names}
-    landed: dict[str, tuple[str, float]] = {}
+    landed: dict[int, tuple[str, float]] = {}
     sequence, next_id = 10**20, args.items
     started = time.time()
     while time.time() - started < args.seconds:
@@ -149,7 +149,7 @@ def write_changes(location: Path, names: list[str], args: argparse.Namespace) ->
                 assert failed is None and written
                 at = time.time()
                 for record in records:
-                    landed[record["dynamodb"]["SequenceNumber"]] = (name, at)
+                    landed[int(record["dynamodb"]["SequenceNumber"])] = (name, at)
         time.sleep(max(0.0, 1.0 - (time.time() - second_started)))
     return landed
 
@@ -171,9 +171,10 @@ def latencies(names: list[str], landed: dict) -> tuple[dict[str, list[float]], i
     found: dict[str, list[float]] = {name: [] for name in names}
     for name in names:
         for row in spark.sql(f"select _sequence, _batch_id from lake.staging.{name}").collect():
-            if row["_sequence"] not in landed:
+            sequence = int(row["_sequence"]) if row["_sequence"] else None  # staging pads it
+            if sequence not in landed:
                 continue
-            _, at = landed[row["_sequence"]]
+            _, at = landed[sequence]
             if row["_batch_id"] in merged_at:
                 found[name].append(merged_at[row["_batch_id"]] - at)
     spark.stop()

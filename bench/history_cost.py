@@ -71,7 +71,7 @@ def side(scratch: Path, items: int, history: bool) -> dict:
     first_build_s = time.monotonic() - began
     start = lakehouse.export_time(folder)
     # The export's items (DynamoDB JSON) with their keys, to draw each round's orders from.
-    lines = spark.read.text(lakehouse.export_data_files(folder)).select(
+    exported = spark.read.text(lakehouse.export_data_files(folder)).select(
         "value",
         F.get_json_object("value", "$.Item.customer_id.S").alias("customer_id"),
         F.get_json_object("value", "$.Item.order_id.S").alias("order_id"),
@@ -82,7 +82,7 @@ def side(scratch: Path, items: int, history: bool) -> dict:
         # sampled (a sample follows the files' layout, which the first run found to differ). A
         # round's change of an order an earlier round changed overwrites it whole (PutItem).
         picked = (
-            lines.orderBy(F.xxhash64("customer_id", "order_id", F.lit(number)))
+            exported.orderBy(F.xxhash64("customer_id", "order_id", F.lit(number)))
             .select("value")
             .limit(CHANGES)
             .collect()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +39,12 @@ def cli(*args: str, echo: bool = True, stderr: bool = False) -> str:
     what it printed."""
     from ingestion.cli import main
 
+    if not logging.root.handlers:  # the CLI's logging bound to the real stderr, never a capture
+        logging.basicConfig(
+            level=logging.WARNING,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+            datefmt="%H:%M:%S",
+        )
     out = io.StringIO()
     with contextlib.redirect_stdout(out), _errors_to(out if stderr else None):
         status = main(list(args))
@@ -132,11 +139,13 @@ def metadata_bytes(spark: Any, name: str) -> int:
 
 def export_data_files(folder: Path) -> list[str]:
     """An export's data files, as its ``manifest-files.json`` lists them (one JSON object a line;
-    ``dataFileS3Key`` ends in the file's name under the export folder's ``data/``: AWS's layout,
-    docs/exports-and-the-ledger.md)."""
+    ``dataFileS3Key`` is the key in the bucket: ``<prefix>/AWSDynamoDB/<ExportId>/data/<file>`` for
+    a full export, ``<prefix>/AWSDynamoDB/data/<file>`` for an incremental one, whose files share
+    one folder: AWS's layout, docs/exports-and-the-ledger.md). ``folder`` is
+    ``.../AWSDynamoDB/<ExportId>``."""
     lines = (folder / "manifest-files.json").read_text().splitlines()
     keys = [json.loads(line)["dataFileS3Key"] for line in lines if line.strip()]
-    return [str(folder / "data" / Path(key).name) for key in keys]
+    return [str(folder.parent / key.split("/AWSDynamoDB/", 1)[1]) for key in keys]
 
 
 def export_time(folder: Path) -> datetime:

@@ -32,6 +32,13 @@ def measured() -> dict[str, str]:
     return {"commit": commit + ("+" if changed else ""), "date": datetime.date.today().isoformat()}
 
 
+def folder() -> Path:
+    """Where results go: bench/results/, or LAKEHOUSE_BENCH_RESULTS for a trial run at a small
+    size (checking a benchmark works) that must not write over a figure, e.g.
+    ``LAKEHOUSE_BENCH_RESULTS=/tmp/trial .venv/bin/python bench/buckets.py --items 20000``."""
+    return Path(os.environ.get("LAKEHOUSE_BENCH_RESULTS") or RESULTS)
+
+
 def write(name: str, figures: dict[str, Any], command: str) -> dict[str, Any]:
     """Add machine, Spark settings and command to ``figures``; write results/<name>.json; print."""
     from ingestion.spark.spark_config import spark_conf
@@ -52,10 +59,8 @@ def write(name: str, figures: dict[str, Any], command: str) -> dict[str, Any]:
         "command": command,
         "measured": measured(),
     }
-    # A trial run at a small size (checking a benchmark works) writes elsewhere, never over a
-    # figure: LAKEHOUSE_BENCH_RESULTS=/tmp/trial .venv/bin/python bench/<name>.py --items 20000
-    folder = Path(os.environ.get("LAKEHOUSE_BENCH_RESULTS") or RESULTS)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
+    out = folder()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
     print(json.dumps(document, indent=2))
     return document
