@@ -182,6 +182,7 @@ def floor_merge(spark, batch: str) -> float:
         staged.groupBy("customer_id", "order_id")
         .agg(F.max_by(F.struct(*staged.columns), order).alias("latest"))
         .select("latest.*")
+        .withColumn("_inserted_batch_id", F.lit(batch))  # as the final table's (decision 0014)
     )
     latest.writeTo(LATEST).using("iceberg").createOrReplace()
     started = time.monotonic()
