@@ -28,7 +28,16 @@ INTERNAL = {
     "first_load_profile.py": (None, PROBE),
     "tick_profile.py": (None, PROBE),
     # Its figure is `verify`'s, run as a command; its profile times verify's steps one by one.
-    "verify_cost.py": (None, PROBE),
+    "verify_cost.py": (
+        {
+            "ingestion.catalog.table_types",
+            "ingestion.config.names",
+            "ingestion.dynamodb.tables",
+            "ingestion.maintenance.fingerprints",
+            "ingestion.sources.manifest",
+        },
+        PROBE,
+    ),
     # The floor of staging's design writes with staging's own table properties.
     "export_to_final.py": ({"ingestion.staging.staging_table"}, "the design floor's properties"),
     # It writes the on-disk form of an earlier version (``_image`` in place of ``_rest``), which
