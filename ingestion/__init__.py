@@ -12,9 +12,9 @@ The rooms, top to bottom (the order in which they may import is the contract's, 
                  adoption, moves between entities, status, ``verify`` against an export.
 - ``merge``      the dbt merge (run + scoped tests), what it tests, counts, full refresh.
 - ``staging``    sources -> staging change logs: one commit per source with its ledger entry.
-- ``catalog``    each table's handle, read once per job: its metadata (through Spark, or from
-                 the files without a JVM), ledger, merge log and kept types; DuckDB over the
-                 tables (``status``, ``query`` without a JVM).
+- ``catalog``    each table's handle, read once per merge, sync, watch and verify: its metadata
+                 (through Spark, or from the files without a JVM), ledger, merge log and kept
+                 types; DuckDB over the tables (``status``, ``query`` without a JVM).
 - ``spark``      the Spark and Iceberg configuration, the session, jars, the embedded catalog.
 - ``schema``     a table's column types: model, schema file, rules, detection, typed decode.
 - ``dynamodb``   DynamoDB JSON with Spark's functions, and the table configuration.

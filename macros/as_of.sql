@@ -9,7 +9,8 @@
 -#}
 {% macro dynamodb_as_of(table, instant) -%}
   {%- set history = ref(table ~ '__history') -%}
-  {%- set columns = adapter.get_columns_in_relation(history) | map(attribute='name') | reject('in', ['_valid_from', '_valid_to']) | list if execute else ['*'] -%}
+  {%- set columns = adapter.get_columns_in_relation(history) | map(attribute='name')
+        | reject('in', ['_valid_from', '_valid_to']) | list if execute else ['*'] -%}
 (
     select {{ (dynamodb_quote_list(columns) if execute else columns) | join(', ') }}
     from {{ history }}

@@ -41,7 +41,9 @@ select max(`_version`) from {{ relation }} where `_operation` = 'snapshot'
 -#}
 {% macro dynamodb_removes_the_row(table, floor, change=none) -%}
   {%- set prefix = (change ~ '.') if change else '' -%}
-({{ prefix }}`_operation` in {{ dynamodb_delete_operations(table) }}{% if floor is not none %} or ({{ prefix }}`_version` < {{ floor }} and not {{ dynamodb_is_kept_expiry(table, change) }}){% endif %})
+({{ prefix }}`_operation` in {{ dynamodb_delete_operations(table) }}
+  {%- if floor is not none %} or ({{ prefix }}`_version` < {{ floor }}
+  and not {{ dynamodb_is_kept_expiry(table, change) }}){% endif %})
 {%- endmacro %}
 
 {#- A key's latest change (columns unprefixed) leaves a row: the baseline rule over `staged`. -#}

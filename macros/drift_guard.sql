@@ -24,7 +24,9 @@ true
     {%- set what = "table " ~ staging ~ ": batch " -%}
     {%- set before = "dynamodb-lakehouse: " ~ what -%}
     {%- set middle = " holds values that do not fit their columns (" -%}
-    {%- set after = ") and that drift is not adopted yet: nothing was merged. Run ddb-lakehouse merge --table " ~ staging ~ " (it widens the columns, then merges), or declare the types in schemas/" ~ staging ~ ".json and run ddb-lakehouse rebuild --table " ~ staging -%}
+    {%- set after = ") and that drift is not adopted yet: nothing was merged. Run ddb-lakehouse merge --table "
+        ~ staging ~ " (it widens the columns, then merges), or declare the types in schemas/" ~ staging
+        ~ ".json and run ddb-lakehouse rebuild --table " ~ staging -%}
     {#- A plain `dbt run` asks first, so its refusal is dbt's one line, not a failed Spark task's
         stack; `ddb-lakehouse merge` adopts drift before it merges and skips the question. -#}
     {%- if dynamodb_building() and table not in (dynamodb_run_var('dynamodb_batches') or {}) and not dynamodb_entity(table) -%}

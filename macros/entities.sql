@@ -51,7 +51,8 @@
   {%- if not entity -%}
     {#- The model of an entity table no longer in its rule: parseable, refused when it runs. -#}
     {%- if execute -%}
-      {{ exceptions.raise_compiler_error(name ~ " is no configured table nor an entity table of a rule (vars.dynamodb_tables): delete its models, or add its entity value back") }}
+      {{ exceptions.raise_compiler_error(name ~ " is no configured table nor an entity table of a rule"
+         ~ " (vars.dynamodb_tables): delete its models, or add its entity value back") }}
     {%- endif -%}
     {{ return(dynamodb_staging_relation(name)) }}
   {%- endif -%}

@@ -51,6 +51,9 @@ when not matched and version.`_valid_from` is not null then insert ({{ columns |
   {%- endfor -%}
   {%- if retype -%}
     {%- set table = dynamodb_table_of(target.identifier) -%}
-    {{ exceptions.raise_compiler_error("history " ~ target.identifier ~ ": its columns " ~ (retype | join(', ')) ~ " have older types than its change log (drift adopted): nothing was merged into it. Run ddb-lakehouse merge --table " ~ table ~ ", which re-derives its versions in the new types before it merges (a cast would change values)") }}
+    {{ exceptions.raise_compiler_error("history " ~ target.identifier ~ ": its columns " ~ (retype | join(', '))
+       ~ " have older types than its change log (drift adopted): nothing was merged into it."
+       ~ " Run ddb-lakehouse merge --table " ~ table ~ ", which re-derives its versions in the new types"
+       ~ " before it merges (a cast would change values)") }}
   {%- endif -%}
 {% endmacro %}

@@ -8,7 +8,9 @@
   {%- if dynamodb_building() -%}
     {%- set staging = dynamodb_staging_name(table) -%}
     {%- if adapter.get_relation(database=none, schema=dynamodb_staging_schema(), identifier=staging) is none -%}
-      {{ exceptions.raise_compiler_error("table " ~ staging ~ ": nothing is staged yet, so there is nothing to merge into " ~ table ~ ". Ingest first: ddb-lakehouse sync --table " ~ staging ~ " EXPORT_FOLDER (ingests and merges), or spark-submit ingestion/main.py ingest --table " ~ staging ~ " EXPORT_FOLDER, then dbt run") }}
+      {{ exceptions.raise_compiler_error("table " ~ staging ~ ": nothing is staged yet, so there is nothing to merge into "
+         ~ table ~ ". Ingest first: ddb-lakehouse sync --table " ~ staging ~ " EXPORT_FOLDER (ingests and merges),"
+         ~ " or spark-submit ingestion/main.py ingest --table " ~ staging ~ " EXPORT_FOLDER, then dbt run") }}
     {%- endif -%}
   {%- endif -%}
 {%- endmacro %}

@@ -155,3 +155,20 @@ def test_no_line_opts_out_of_the_format() -> None:
         if any(marker in line for marker in markers)
     ]
     assert found == []
+
+
+def test_every_sql_line_is_within_the_configured_length() -> None:
+    """sqlfluff skips the macros (dbt's templater renders models, not macros), so its
+    `max_line_length` is held here over every SQL file of the dbt project."""
+    config = (ROOT / ".sqlfluff").read_text()
+    found = re.search(r"^max_line_length\s*=\s*(\d+)", config, re.MULTILINE)
+    assert found, ".sqlfluff names no max_line_length"
+    limit = int(found.group(1))
+    long = [
+        f"{path.relative_to(ROOT)}:{number} ({len(line)})"
+        for room in ("macros", "models")
+        for path in sorted((ROOT / room).rglob("*.sql"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if len(line) > limit
+    ]
+    assert long == []

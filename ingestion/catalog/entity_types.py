@@ -142,14 +142,14 @@ def per_entity(table: TableConfig, images: Callable[[], DataFrame], detect: Dete
     that entity's lines only, the results as one schema: the keys, a section per entity."""
     rule = table.entities
     assert rule is not None
-    sections = []
+    parts = []
     for entity in entity_tables(table):
 
         def lines(final: str = entity.name) -> DataFrame:
             return entity_lines(images(), rule, final)
 
-        sections.append(detect(entity, lines))
-    return combined(table, sections)
+        parts.append(detect(entity, lines))
+    return combined(table, parts)
 
 
 def entity_tables(table: TableConfig) -> list[TableConfig]:
@@ -157,18 +157,18 @@ def entity_tables(table: TableConfig) -> list[TableConfig]:
     return final_tables(table)[:-1]
 
 
-def combined(table: TableConfig, sections: list[types.Schema]) -> types.Schema:
-    """The schema of a single-table design: the keys, and the entities' sections."""
-    sampled = [s.sampled for s in sections if s.sampled is not None]
-    conflicts = [f"{s.table}: {c}" for s in sections for c in s.conflicts]
-    keys = tuple(a for a in sections[0].attributes if a.key)
+def combined(table: TableConfig, parts: list[types.Schema]) -> types.Schema:
+    """The schema of a single-table design: the keys, and the entities' sections (``parts``)."""
+    sampled = [s.sampled for s in parts if s.sampled is not None]
+    conflicts = [f"{s.table}: {c}" for s in parts for c in s.conflicts]
+    keys = tuple(a for a in parts[0].attributes if a.key)
     return types.Schema(
         table.name,
         keys,
-        items=sum(s.items or 0 for s in sections),
-        source=sections[0].source,
+        items=sum(s.items or 0 for s in parts),
+        source=parts[0].source,
         conflicts=tuple(conflicts),
         sampled=max(sampled) if sampled else None,
-        entities=tuple(sections),
+        entities=tuple(parts),
         rule=table.entities,
     )

@@ -84,9 +84,10 @@ def entries(spark: SparkSession, table: str) -> list[Entry]:
 
 def entries_without_spark(table: str) -> list[Entry]:
     """The ledger read from the staging table's metadata file, without Spark
-    (``table_metadata.available``)."""
+    (``table_metadata.files``)."""
     table_metadata.READS[("ledger", names.STAGING_OF.get(table, table))] += 1
-    metadata = table_metadata.read_metadata(names.STAGING, names.STAGING_OF.get(table, table))
+    staging = names.STAGING_OF.get(table, table)
+    metadata = table_metadata.FileReader().read(names.STAGING, staging)
     if metadata is None:
         return []
     return entries_from([(s.committed_at, s.summary) for s in metadata.snapshots])

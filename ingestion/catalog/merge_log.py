@@ -117,7 +117,7 @@ def forget_table(spark: SparkSession, table: str) -> None:
 
 
 def new_batches_without_spark(table: str, history: bool = False) -> list[str]:
-    """``new_batches`` without Spark (``table_metadata.available``): the ledger and the merge log
+    """``new_batches`` without Spark (``table_metadata.files``): the ledger and the merge log
     read from their metadata and data files."""
     merged = merged_without_spark(logged_names(table, history))
     return unmerged(ledger.entries_without_spark(table), merged)

@@ -128,6 +128,12 @@ class Table:
         if "merged" in wanted or "change_log" in wanted:
             self._read_merged(again="merged" in wanted)
 
+    def committed(self) -> None:
+        """The final table as the merge's own commit left it (its metadata and current snapshot),
+        from the Spark session that committed it (``table_metadata.committed``): the counts
+        read what the merge wrote, and nothing is fetched again."""
+        self._read_final(committed=True)
+
     def _read_change_log(self) -> None:
         # Fresh from the catalog: another process (an ingest, a rebuild) may have committed
         # since Spark cached the table.
@@ -137,8 +143,12 @@ class Table:
         self.ledger = entries_from([(s.committed_at, s.summary) for s in commits])
         self.__dict__.pop("kept_types", None)
 
-    def _read_final(self) -> None:
-        self.final = self._reader.read(names.FINAL, self.name)
+    def _read_final(self, committed: bool = False) -> None:
+        if committed:
+            assert self.spark is not None, "a merge commits through Spark"
+            self.final = table_metadata.committed(self.spark, self.final_name)
+        else:
+            self.final = self._reader.read(names.FINAL, self.name)
         # The current snapshot, the state the merge builds on: after a rollback it is not the
         # last one committed.
         current = self.final.current if self.final is not None else None
@@ -169,6 +179,6 @@ class Table:
 
 def load(configs: list[TableConfig], spark: SparkSession | None = None) -> list[Table]:
     """Handles for the table entries ``configs``, reading through ``spark`` or, without it, from
-    the metadata files (``table_metadata.available``)."""
+    the metadata files (``table_metadata.files``)."""
     reader = table_metadata.reader(spark)
     return [Table(config, reader, spark) for config in configs]

@@ -1,6 +1,6 @@
 """An Iceberg table's metadata (snapshots with their summaries, properties, columns) as the
 metadata file's JSON: read from this session's catalog through the JVM (``read``), or without
-Spark from the file the embedded catalog's SQLite file points to (``read_metadata``); a
+Spark from the file the embedded catalog's SQLite file points to (``FileReader``); a
 ``Reader`` is either, chosen once per job (``reader``).
 
 ``read`` costs one catalog look-up and no Spark job, where a metadata-table query
@@ -29,16 +29,12 @@ from pyspark.sql import SparkSession
 from ingestion.config import names, settings
 from ingestion.sources.locations import s3_client
 from ingestion.sources.s3_uri import as_s3, is_s3, parse_s3_uri
-from ingestion.spark import spark_config
+from ingestion.spark import java_errors, spark_config
 
 # Every read of a table's state this process made, by (what, table): its metadata (by its
 # catalog name), its kept types, its ledger, its merge log rows. A test holds a merge to one
 # of each (tests/merge/test_table_handle.py); nothing else reads it.
 READS: Counter[tuple[str, str]] = Counter()
-
-
-# What Spark says of a table or namespace that does not exist.
-MISSING = ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND", "NoSuchTableException")
 
 
 @dataclass(frozen=True)
@@ -112,27 +108,44 @@ def read(spark: SparkSession, name: str, fresh: bool = False) -> Metadata | None
     refreshed in place, or loaded anew when another process created the table again); None
     when there is no such table."""
     READS[("metadata", name.replace("`", ""))] += 1
+    return _loaded(spark, name, fresh)
+
+
+def committed(spark: SparkSession, name: str) -> Metadata | None:
+    """The metadata of ``name`` as this session's own last commit left it: the session
+    catalog's cached table, which that commit updated in place, so no catalog look-up and no
+    metadata file fetched (``read`` without ``fresh`` is the same call; counted apart, as
+    ``("commit", name)``, because it reads no state another process wrote)."""
+    READS[("commit", name.replace("`", ""))] += 1
+    return _loaded(spark, name, fresh=False)
+
+
+def _loaded(spark: SparkSession, name: str, fresh: bool) -> Metadata | None:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     try:
         table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, name)
     except Exception as exc:  # Spark's AnalysisException, as PySpark converts it
-        if any(marker in str(exc) for marker in MISSING):
+        if java_errors.missing(exc):
             return None
         raise
     operations = table.operations()
     try:
         current = operations.refresh() if fresh else operations.current()
     except Exception as exc:  # Iceberg's NoSuchTableException or IllegalStateException
-        if fresh and "NoSuchTableException" in str(exc):
+        if not fresh:
+            raise
+        if java_errors.caused_by(exc, java_errors.NO_SUCH_TABLE):
             forget(spark, name)  # another process dropped it
             return None
-        if not fresh or "UUID does not match" not in str(exc):
+        if not java_errors.caused_by(exc, java_errors.ILLEGAL_STATE):
             raise
         # Another process dropped the table and created it again since this session cached
-        # it: the cached one cannot refresh into it. Load it anew, as `refresh table` does.
+        # it: the cached one cannot refresh into it (Iceberg's check that the table's UUID is
+        # unchanged). Load it anew, as `refresh table` does; a table that still cannot be read
+        # fails there, with its own error.
         forget(spark, name)
-        return read(spark, name)
+        return _loaded(spark, name, fresh=False)
     if current is None:  # the cached table's refresh found it dropped (an earlier fresh read)
         forget(spark, name)
         return None
@@ -162,14 +175,17 @@ def forget(spark: SparkSession, name: str) -> None:
 WITHOUT_SPARK_TARGETS = ("local", "rehearsal")
 
 
-def available() -> bool:
-    """The path without Spark serves this process: a target whose catalog is a SQLite file, and the
-    ``light`` extra installed."""
-    return (
+def files() -> FileReader | None:
+    """The reader without Spark, where it serves this process (a target whose catalog is a SQLite
+    file, and the ``light`` extra installed); None where only a Spark session reads the catalog.
+    A job that can avoid starting Spark asks it first (``reader``: the one for a job with a
+    session)."""
+    serves = (
         settings.target() in WITHOUT_SPARK_TARGETS
         and os.environ.get("LAKEHOUSE_NO_LIGHT") != "1"
         and importlib.util.find_spec("duckdb") is not None
     )
+    return FileReader() if serves else None
 
 
 def catalog_file() -> Path:
@@ -212,14 +228,6 @@ def tables(namespaces: tuple[str, ...]) -> list[tuple[str, str, str]]:
     return [(str(n), str(t), str(m)) for n, t, m in rows]
 
 
-def read_metadata(namespace: str, table: str) -> Metadata | None:
-    READS[("metadata", f"{names.CATALOG}.{namespace}.{table}")] += 1
-    location = metadata_location(namespace, table)
-    if location is None:
-        return None
-    return Metadata(location, json.loads(_read(location)))
-
-
 def _read(location: str) -> bytes:
     if is_s3(as_s3(location)):
         bucket, key = parse_s3_uri(as_s3(location))
@@ -237,8 +245,8 @@ class Reader(Protocol):
 
     def read(self, namespace: str, table: str, fresh: bool = False) -> Metadata | None: ...
 
-    def unchanged(self, namespace: str, table: str, read: Metadata | None) -> bool:
-        """Whether ``read`` is still the table's current metadata, told without reading it
+    def unchanged(self, namespace: str, table: str, seen: Metadata | None) -> bool:
+        """Whether ``seen`` is still the table's current metadata, told without reading it
         (False when this reader cannot tell)."""
         ...
 
@@ -252,25 +260,29 @@ class SparkReader:
     def read(self, namespace: str, table: str, fresh: bool = False) -> Metadata | None:
         return read(self.spark, f"{names.CATALOG}.{namespace}.`{table}`", fresh=fresh)
 
-    def unchanged(self, namespace: str, table: str, read: Metadata | None) -> bool:
+    def unchanged(self, namespace: str, table: str, seen: Metadata | None) -> bool:
         return False  # only a read through the catalog would tell
 
 
 @dataclass(frozen=True)
 class FileReader:
-    """From the metadata files, without a JVM (``available``): always as committed now."""
+    """From the metadata files, without a JVM (``files``): always as committed now."""
 
     def read(self, namespace: str, table: str, fresh: bool = False) -> Metadata | None:
-        return read_metadata(namespace, table)
+        READS[("metadata", f"{names.CATALOG}.{namespace}.{table}")] += 1
+        location = metadata_location(namespace, table)
+        if location is None:
+            return None
+        return Metadata(location, json.loads(_read(location)))
 
-    def unchanged(self, namespace: str, table: str, read: Metadata | None) -> bool:
-        """The catalog's pointer still names the file ``read`` came from (None: still no
+    def unchanged(self, namespace: str, table: str, seen: Metadata | None) -> bool:
+        """The catalog's pointer still names the file ``seen`` came from (None: still no
         table)."""
         location = metadata_location(namespace, table)
-        return location == (read.location if read is not None else None)
+        return location == (seen.location if seen is not None else None)
 
 
 def reader(spark: SparkSession | None) -> Reader:
     """The reader for a job: through Spark when it has a session, else from the files (the
-    caller checked ``available``)."""
+    caller asked ``files`` first)."""
     return SparkReader(spark) if spark is not None else FileReader()

@@ -69,9 +69,10 @@ def kept_without_spark(table: TableConfig) -> types.Schema | None:
     written after Spark's JVM died: ``spark.out_of_memory``), or None when they cannot be read
     there (the Glue catalog, no types kept, anything unreadable)."""
     try:
-        if not table_metadata.available():
+        files = table_metadata.files()
+        if files is None:
             return None
-        metadata = table_metadata.read_metadata(names.STAGING, table.name)
+        metadata = files.read(names.STAGING, table.name)
         text = metadata.properties.get(PROPERTY) if metadata is not None else None
         return parse(text, table) if text else None
     except Exception:  # noqa: BLE001 (a hint for an error message: never a second failure)

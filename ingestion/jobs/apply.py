@@ -35,9 +35,9 @@ def merge_tables(
     batches this process staged and saw no drift in (``adopt_before_merge``).
 
     Each table's handle (``catalog.table``) is loaded once: read from the metadata files while
-    no JVM runs (``table_metadata.available``), then through Spark, where only the change log is
+    no JVM runs (``table_metadata.files``), then through Spark, where only the change log is
     read again (``Table.use``)."""
-    handles = catalog_table.load(tables) if table_metadata.available() else None
+    handles = catalog_table.load(tables) if table_metadata.files() is not None else None
     if not full_check and handles is not None and nothing_to_merge(handles, reporter):
         return []
     load_dbt_meanwhile()  # while Spark starts

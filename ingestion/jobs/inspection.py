@@ -35,8 +35,8 @@ class QueryError(LakehouseError):
 
 def drift(table: TableConfig) -> list[Drift]:
     """Values staged that did not fit their column, per attribute and source (without a JVM
-    where the path without Spark serves: ``catalog.table_metadata.available``)."""
-    if table_metadata.available():
+    where the path without Spark serves: ``catalog.table_metadata.files``)."""
+    if table_metadata.files() is not None:
         return drift_report_without_spark(table.name)
     return drift_report(spark_config.build_spark("drift"), table.name)
 
@@ -58,9 +58,9 @@ def table_schema(table: TableConfig) -> tuple[types.Schema | None, str]:
 
 def statuses(tables: list[TableConfig]) -> Iterator[TableStatus]:
     """Each table's status; without a JVM where the path without Spark serves
-    (``catalog.table_metadata.available``)."""
+    (``catalog.table_metadata.files``)."""
     finals = [final for table in tables for final in final_tables(table)]  # one per entity
-    if table_metadata.available():
+    if table_metadata.files() is not None:
         for final in finals:
             yield status_without_spark(final.name)
         return
@@ -83,7 +83,7 @@ def query(
 ) -> QueryResult:
     """Run ``sql``; its rows (the first ``limit`` of them, or all of them streamed to the driver one
     partition at a time when ``limit`` is None). ``engine="duckdb"``: DuckDB's SQL over the tables'
-    current state, no JVM (``catalog.table_metadata.available``; reads only). ``moment``: the final
+    current state, no JVM (``catalog.table_metadata.files``; reads only). ``moment``: the final
     tables it names as of that instant (UTC), from their histories (``as_of``)."""
     if engine == "duckdb":
         return _duckdb_query(sql, limit, moment)
@@ -99,7 +99,7 @@ def query(
 
 
 def _duckdb_query(sql: str, limit: int | None, moment: datetime | None) -> QueryResult:
-    if not table_metadata.available():
+    if table_metadata.files() is None:
         raise QueryError(
             "--engine duckdb reads the local and rehearsal targets' catalogs with the light extra "
             "installed (pip install -e '.[light]'); use the default engine (Spark) here"

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ingestion.config import names
 from ingestion.config.errors import LakehouseError
 from ingestion.jobs.table_lock import WHY, TableBusy
+from ingestion.spark import java_errors
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -189,7 +190,7 @@ def _swap(
             operations.commit(base, base.replaceProperties(java_map))
             return True
         except Exception as exc:  # Py4JJavaError wrapping Iceberg's CommitFailedException
-            if "CommitFailedException" not in str(exc):
+            if not java_errors.caused_by(exc, java_errors.COMMIT_FAILED):
                 raise
             time.sleep(0.05)
     raise CatalogBusy(

@@ -118,9 +118,9 @@ def stage_exports(
 
 def already_applied(table: TableConfig, folders: list[str]) -> list[IngestResult] | None:
     """When the ledger holds every export given, their (skipped) results, found without a JVM
-    (``catalog.table_metadata.available``: manifests and the staging table's metadata); else None
+    (``catalog.table_metadata.files``: manifests and the staging table's metadata); else None
     (staging starts Spark)."""
-    if not table_metadata.available():
+    if table_metadata.files() is None:
         return None
     exports = [manifest.read_export(f, verify=False) for f in folders]
     applied = {e.source for e in ledger.entries_without_spark(table.name)}
@@ -132,8 +132,8 @@ def already_applied(table: TableConfig, folders: list[str]) -> list[IngestResult
 def nothing_to_stage(table: TableConfig, stream: StreamSource) -> int | None:
     """When the stream folder holds no settled change file the ledger lacks, and none the
     ledger holds (a cleanup left after a crash), how many files wait to settle, found without a
-    JVM (``catalog.table_metadata.available``); else None (staging starts Spark)."""
-    if not table_metadata.available():
+    JVM (``catalog.table_metadata.files``); else None (staging starts Spark)."""
+    if table_metadata.files() is None:
         return None
     store = store_for(stream.location, table.dynamodb_name)
     listed = store.listing()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
@@ -98,8 +97,7 @@ def adopt_drift(
         with guard(), out_of_memory.explained(table.name, "drift adoption", kept):
             rebuilt = rebuild.rebuild_staging(spark, table, only_if_changed=True)
     except types.SchemaError as exc:
-        named = re.findall(r"attribute '([^']+)'", str(exc))
-        culprit = next((a for a in named if a in adoptable), adoptable[0])
+        culprit = exc.attribute if exc.attribute in adoptable else adoptable[0]
         example = json.dumps({culprit: {"type": "string"}})
         where = '"attributes"'
         if table.entities is not None:  # a single-table design declares per entity

@@ -96,7 +96,7 @@ def _last_verify(rows: list[tuple]) -> str | None:
 
 
 def status_without_spark(table: str) -> TableStatus:
-    """``table_status`` without Spark (``catalog.table_metadata.available``): the ledger from the
+    """``table_status`` without Spark (``catalog.table_metadata.files``): the ledger from the
     staging table's metadata, counts from DuckDB scans that honour delete files (equal to Spark's
     before ``maintain``)."""
     history = table_metadata.metadata_location(names.FINAL, names.history_table(table)) is not None
@@ -128,14 +128,15 @@ def status_without_spark(table: str) -> TableStatus:
 def health_without_spark(table: str) -> str | None:
     """``compaction.health`` from the final table's metadata: its current snapshot's summary
     (files, sizes), its snapshots, the metadata file's size, the last ``maintain``."""
-    final = table_metadata.read_metadata(names.FINAL, table)
+    files = table_metadata.FileReader()
+    final = files.read(names.FINAL, table)
     if final is None:
         return None
     summary = final.current.summary if final.current else {}
     data = int(summary.get("total-data-files", 0))
     deletes = int(summary.get("total-delete-files", 0))
     size = int(summary.get("total-files-size", 0))
-    staging = table_metadata.read_metadata(names.STAGING, names.STAGING_OF.get(table, table))
+    staging = files.read(names.STAGING, names.STAGING_OF.get(table, table))
     maintained = max(
         (s.committed_at for s in staging.snapshots if ledger.MAINTAINED in s.summary)
         if staging

@@ -116,9 +116,10 @@ def rule_in_force(table: TableConfig) -> bool:
     """Whether the table's change log was staged under its configured rule, or holds nothing yet
     (read without a JVM where the path without Spark serves; else assumed). A job refuses any other
     case, naming the reset: its models are then left as they are."""
-    if not table_metadata.available():
+    files = table_metadata.files()
+    if files is None:
         return True
-    staged = table_metadata.read_metadata(names.STAGING, table.name)
+    staged = files.read(names.STAGING, table.name)
     if staged is None:
         return True
     return table.entities is not None and staged_under(table.entities, staged.properties)

@@ -88,7 +88,13 @@ _DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 
 
 class SchemaError(LakehouseError):
-    """A schema file is invalid, or detection found something a person must decide."""
+    """A schema file is invalid, or detection found something a person must decide.
+    ``attribute``: the top-level attribute it is about, when it is about one (drift adoption
+    names it in its advice)."""
+
+    def __init__(self, message: str, attribute: str | None = None) -> None:
+        super().__init__(message)
+        self.attribute = attribute
 
 
 @dataclass(frozen=True)
@@ -241,13 +247,15 @@ def check_unique(pairs: list[tuple[str, str]], where: str, reserved: set[str]) -
                 f"{where}: attribute {name[:60]!r}... maps to a column name of {len(column)} "
                 f"characters, and the Glue Data Catalog refuses one over {GLUE_NAME_MAX}; give it "
                 'a shorter column in the schema file: "attributes": {"<the name>": {"column": '
-                '"<at most 255 characters>"}}'
+                '"<at most 255 characters>"}}',
+                name,
             )
         if column in reserved:
             raise SchemaError(
                 f"{where}: attribute {name!r} maps to column {column!r}, a metadata column of the "
                 f"staging and final tables; map it to another column in the schema file, e.g. "
-                f'"attributes": {{{json.dumps(name)}: {{"column": "{column.lstrip("_")}_attr"}}}}'
+                f'"attributes": {{{json.dumps(name)}: {{"column": "{column.lstrip("_")}_attr"}}}}',
+                name,
             )
         if column in seen:
             raise SchemaError(

@@ -26,6 +26,7 @@ from ingestion.dynamodb.values import sql_string
 from ingestion.schema import item_json, typed_columns, typed_rows
 from ingestion.schema.types import METADATA_COLUMNS, Schema
 from ingestion.sources.manifest import FULL, Export
+from ingestion.spark import java_errors
 from ingestion.staging import staging_table
 from ingestion.staging.drift import Drift, drift_report
 
@@ -114,13 +115,10 @@ def _staging_error(reason: str) -> type[StagingError]:
 
 def spark_reason(exc: Exception) -> str:
     """The useful line of a Spark failure: our raise_error message when there is one."""
+    raised = java_errors.raised(exc)
+    if raised is not None:
+        return raised.splitlines()[0] if raised.strip() else raised
     text = str(exc)
-    marker = "[USER_RAISED_EXCEPTION] "
-    if marker in text:
-        return text[text.index(marker) + len(marker) :].splitlines()[0].split(" SQLSTATE")[0]
-    raised = "java.lang.RuntimeException: "  # raise_error, when Spark evaluates it interpreted
-    if raised in text:
-        return text[text.index(raised) + len(raised) :].splitlines()[0]
     reading = re.search(r"while reading file (\S+?)\.?(?:\s|$)", text)
     where = f" (while reading {reading.group(1)})" if reading else ""
     for line in text.splitlines():
@@ -188,7 +186,7 @@ def append_batch(
         staging_table.written(writer, schema, create)
     except Exception as exc:  # a Spark job failure arrives as a Py4J error with the JVM trace
         reason = spark_reason(exc)
-        if create and "already exists" in str(exc).lower():
+        if create and java_errors.already_exists(exc):
             reason = _meanwhile(table)
         raise _staging_error(reason)(
             f"{table.name}: nothing staged from {where}: {reason}"

@@ -69,8 +69,8 @@ def drift_report(
 
 
 def drift_report_without_spark(table: str) -> list[Drift]:
-    """``drift_report`` of the whole table without Spark (``catalog.table_metadata.available``)."""
-    metadata = table_metadata.read_metadata(names.STAGING, table)
+    """``drift_report`` of the whole table without Spark (``catalog.table_metadata.files``)."""
+    metadata = table_metadata.FileReader().read(names.STAGING, table)
     if metadata is None or "_drift" not in metadata.columns:
         return []
     kept = _kept(list(metadata.columns))

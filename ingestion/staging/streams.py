@@ -44,7 +44,7 @@ from ingestion.sources.stream_files import (
     file_time,
     store_for,
 )
-from ingestion.spark import spark_config
+from ingestion.spark import java_errors, spark_config
 from ingestion.staging import append
 from ingestion.staging.drift import Drift
 from ingestion.staging.stream_rejects import record_rejects, rejected_lines, with_reject_reason
@@ -106,7 +106,7 @@ def ingest_stream(
             with spark_config.quiet_task_failures(spark):
                 staged = _staged(spark, table, store, todo, _checked(spark, table, paths), label)
         except Exception as exc:
-            if DAMAGED not in str(exc):
+            if java_errors.raised(exc) != DAMAGED:
                 raise
             _classified(spark, table, paths, label, max_rejects)  # raises, naming the first
             raise  # not reached: the classification found the damaged line the job failed on

@@ -52,7 +52,8 @@
   {%- endfor -%}
   {%- set inserted_batch = dynamodb_inserted_batch_column() -%}
   {%- if inserted_batch not in columns -%}
-    {{ exceptions.raise_compiler_error(target ~ " has no " ~ inserted_batch ~ " column, which every full build creates: run `ddb-lakehouse rebuild --table " ~ table ~ "` to build it again") }}
+    {{ exceptions.raise_compiler_error(target ~ " has no " ~ inserted_batch ~ " column, which every full build creates:"
+       ~ " run `ddb-lakehouse rebuild --table " ~ table ~ "` to build it again") }}
   {%- endif -%}
   {%- set updated = dynamodb_quote_list(columns | reject('equalto', inserted_batch) | list) -%}
   {%- set quoted = dynamodb_quote_list(columns) -%}

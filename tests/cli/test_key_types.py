@@ -42,4 +42,4 @@ def test_a_key_type_the_export_contradicts_is_refused_before_spark(
     from ingestion.catalog import table_metadata
     from ingestion.config import names
 
-    assert table_metadata.read_metadata(names.STAGING, "invoices") is None  # nothing staged
+    assert table_metadata.FileReader().read(names.STAGING, "invoices") is None  # nothing staged

@@ -150,8 +150,9 @@ def test_colliding_names_fail_naming_both_and_the_fix() -> None:
 def test_nested_collisions_and_metadata_names_fail() -> None:
     with pytest.raises(SchemaError, match="'A'.*'a'|'a'.*'A'"):
         detect({("m",): {"M": one()}, ("m", "A"): {"S": one()}, ("m", "a"): {"S": one()}})
-    with pytest.raises(SchemaError, match="metadata column"):
+    with pytest.raises(SchemaError, match="metadata column") as metadata:
         detect({("_Version",): {"N": N()}})
+    assert metadata.value.attribute == "_Version"  # typed: drift adoption names it from here
     # The final table's own (decision 0014): the merge would write over the attribute's value.
     with pytest.raises(SchemaError, match="'_inserted_batch_id', a metadata column"):
         detect({("_Inserted Batch Id",): {"S": one()}})
@@ -167,8 +168,9 @@ def test_keys_take_their_declared_type() -> None:
         ("pk", "string", "string", True),
         ("sk", "number", "string", True),
     ]
-    with pytest.raises(SchemaError, match="declared S but the data also holds N"):
-        detect({("pk",): {"S": one(), "N": N()}}, keys={"pk": "S"})
+    with pytest.raises(SchemaError, match="declared S but the data also holds N") as mixed:
+        detect({("pk",): {"S": one(), "N": N()}, ("pk2",): {"S": one()}}, keys={"pk": "S"})
+    assert mixed.value.attribute == "pk"  # the attribute it is about, not only in its text
     wide = detect({("pk",): {"N": N(integer=38, fraction=5)}}, keys={"pk": "N"})
     assert wide.attributes[0].type.kind == "number"
 
