@@ -15,6 +15,7 @@ from datetime import datetime
 from pyspark.sql import SparkSession
 
 from ingestion.catalog import table_metadata
+from ingestion.catalog.table_metadata import Reader
 from ingestion.config import names
 from ingestion.sources.manifest import FULL, Export
 
@@ -73,21 +74,13 @@ def snapshot_properties(entry: Entry) -> dict[str, str]:
     return {k: v for k, v in values.items() if v is not None}
 
 
-def entries(spark: SparkSession, table: str) -> list[Entry]:
-    """The ledger, in commit order (the staging table's metadata, no Spark job)."""
-    table_metadata.READS[("ledger", names.STAGING_OF.get(table, table))] += 1
-    metadata = table_metadata.read(spark, names.staging_table(table))
-    if metadata is None:
-        return []
-    return entries_from([(s.committed_at, s.summary) for s in metadata.snapshots])
-
-
-def entries_without_spark(table: str) -> list[Entry]:
-    """The ledger read from the staging table's metadata file, without Spark
-    (``table_metadata.files``)."""
-    table_metadata.READS[("ledger", names.STAGING_OF.get(table, table))] += 1
+def entries(where: SparkSession | Reader, table: str) -> list[Entry]:
+    """The ledger, in commit order, from the staging table's metadata (no Spark job): through
+    a Spark session's catalog, or through a reader (``table_metadata.files`` without a JVM)."""
     staging = names.STAGING_OF.get(table, table)
-    metadata = table_metadata.FileReader().read(names.STAGING, staging)
+    table_metadata.READS[("ledger", staging)] += 1
+    reader = table_metadata.reader(where) if isinstance(where, SparkSession) else where
+    metadata = reader.read(names.STAGING, staging)
     if metadata is None:
         return []
     return entries_from([(s.committed_at, s.summary) for s in metadata.snapshots])

@@ -120,7 +120,7 @@ def new_batches_without_spark(table: str, history: bool = False) -> list[str]:
     """``new_batches`` without Spark (``table_metadata.files``): the ledger and the merge log
     read from their metadata and data files."""
     merged = merged_without_spark(logged_names(table, history))
-    return unmerged(ledger.entries_without_spark(table), merged)
+    return unmerged(ledger.entries(table_metadata.FileReader(), table), merged)
 
 
 def merged_without_spark(logged_as: list[str]) -> set[str]:

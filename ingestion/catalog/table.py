@@ -4,8 +4,8 @@ Loading reads the table's state, once: the change log's metadata (its snapshots,
 their summaries), the final table's metadata (and its history's), and the batches the merge log
 holds; the kept types in the change log's properties are parsed on first use. Every step of the
 job reads them from the handle. ``refresh`` reads a part again where the job needs the table as a
-later commit left it: the merge's own commit before its counts, staging after an adoption
-rebuilt it.
+later commit left it (staging after an adoption rebuilt it); ``committed`` takes the merge's own
+commit from the session that wrote it.
 
 Decision: loaded whole, up front, rather than read where each step first asks: the steps that
 use a table are many and spread over the flow, and a handle read whole is one read of each part
@@ -128,11 +128,13 @@ class Table:
         if "merged" in wanted or "change_log" in wanted:
             self._read_merged(again="merged" in wanted)
 
-    def committed(self) -> None:
+    def committed(self, replaced: bool = False) -> None:
         """The final table as the merge's own commit left it (its metadata and current snapshot),
-        from the Spark session that committed it (``table_metadata.committed``): the counts
-        read what the merge wrote, and nothing is fetched again."""
-        self._read_final(committed=True)
+        for the counts. After an incremental merge, from the Spark session that committed it
+        (``table_metadata.committed``: nothing fetched). ``replaced``: the merge built the table
+        anew (a first build, a full refresh), which Iceberg's catalog cache does not keep: the
+        new table is read."""
+        self._read_final(committed=not replaced)
 
     def _read_change_log(self) -> None:
         # Fresh from the catalog: another process (an ingest, a rebuild) may have committed

@@ -112,10 +112,13 @@ def read(spark: SparkSession, name: str, fresh: bool = False) -> Metadata | None
 
 
 def committed(spark: SparkSession, name: str) -> Metadata | None:
-    """The metadata of ``name`` as this session's own last commit left it: the session
+    """The metadata of ``name`` as this session's own last commit to it left it: the session
     catalog's cached table, which that commit updated in place, so no catalog look-up and no
-    metadata file fetched (``read`` without ``fresh`` is the same call; counted apart, as
-    ``("commit", name)``, because it reads no state another process wrote)."""
+    metadata file fetched (tests/spark/test_table_metadata.py moves the catalog's pointer away
+    to show it). The same call as ``read`` without ``fresh``, counted apart, as
+    ``("commit", name)``: it reads nothing another process wrote. Not after a commit that
+    created or replaced the table: Iceberg's caching catalog drops a replaced table, and the
+    next look-up is a read (``read``)."""
     READS[("commit", name.replace("`", ""))] += 1
     return _loaded(spark, name, fresh=False)
 

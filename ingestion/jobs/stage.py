@@ -120,10 +120,11 @@ def already_applied(table: TableConfig, folders: list[str]) -> list[IngestResult
     """When the ledger holds every export given, their (skipped) results, found without a JVM
     (``catalog.table_metadata.files``: manifests and the staging table's metadata); else None
     (staging starts Spark)."""
-    if table_metadata.files() is None:
+    files = table_metadata.files()
+    if files is None:
         return None
     exports = [manifest.read_export(f, verify=False) for f in folders]
-    applied = {e.source for e in ledger.entries_without_spark(table.name)}
+    applied = {e.source for e in ledger.entries(files, table.name)}
     if not all(e.export_arn in applied for e in exports):
         return None
     return [IngestResult(table.name, e.export_arn, 0, e.item_count, True, 0.0) for e in exports]

@@ -114,7 +114,7 @@ def status_without_spark(table: str) -> TableStatus:
     final = duckdb_engine.query(names.FINAL, table, "select count(*) from {table}")
     return TableStatus(
         table=table,
-        entries=ledger.entries_without_spark(table),
+        entries=ledger.entries(table_metadata.FileReader(), table),
         pending=pending,
         unmerged_rows=unmerged,
         final_rows=int(final[0][0]) if final else 0,

@@ -102,7 +102,7 @@ def run_merge(
     else:
         log.info("nothing new to merge for %s", ", ".join(t.name for t in finals))
     for t in to_run:
-        t.committed()  # the merge's own commit, for its counts
+        t.committed(replaced=t.name in refresh or before[t.name] is None)  # for the counts
     touched = TouchedKeys(spark)
 
     def counted(table: Table) -> MergeCounts:

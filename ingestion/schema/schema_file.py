@@ -25,6 +25,7 @@ from ingestion.schema.types import (
     ColumnType,
     Schema,
     SchemaError,
+    about,
     check_unique,
     parse_type,
     simple_type,
@@ -77,25 +78,28 @@ def parse_document(
     typed: dict[str, Attribute] = {}
     overrides: dict[str, dict[str, Any]] = {}
     for name, entry in entries.items():
-        where = f"{where_from}: attribute {name!r}"
-        if isinstance(entry, str):
-            entry = {"type": simple_type(entry, where).sql(), "simple": entry}
-        if not isinstance(entry, dict):
-            raise SchemaError(f'{where}: expected an object or a type descriptor such as "N"')
-        overrides[name] = entry
-        column = entry.get("column") or column_name(name)
-        if name in keys:
-            key = parse_type(str(entry["type"]), entry, where) if "type" in entry else keys[name]
-            if key.kind not in _KEY_KINDS[keys[name].kind]:
-                raise SchemaError(
-                    f"{where}: a key of this table's declared type can't be {key.sql()}"
-                )
-            if keys[name].kind == "number" and key.kind == "string":
-                key = keys[name]  # a numeric key in a string column: its canonical text
-            typed[name] = Attribute(name, column, key, key=True, info=_info(entry))
-        elif "type" in entry:
-            column_type = parse_type(str(entry["type"]), entry, where)
-            typed[name] = Attribute(name, column, column_type, info=_info(entry))
+        with about(name):
+            where = f"{where_from}: attribute {name!r}"
+            if isinstance(entry, str):
+                entry = {"type": simple_type(entry, where).sql(), "simple": entry}
+            if not isinstance(entry, dict):
+                raise SchemaError(f'{where}: expected an object or a type descriptor such as "N"')
+            overrides[name] = entry
+            column = entry.get("column") or column_name(name)
+            if name in keys:
+                key = keys[name]
+                if "type" in entry:
+                    key = parse_type(str(entry["type"]), entry, where)
+                if key.kind not in _KEY_KINDS[keys[name].kind]:
+                    raise SchemaError(
+                        f"{where}: a key of this table's declared type can't be {key.sql()}"
+                    )
+                if keys[name].kind == "number" and key.kind == "string":
+                    key = keys[name]  # a numeric key in a string column: its canonical text
+                typed[name] = Attribute(name, column, key, key=True, info=_info(entry))
+            elif "type" in entry:
+                column_type = parse_type(str(entry["type"]), entry, where)
+                typed[name] = Attribute(name, column, column_type, info=_info(entry))
     check_unique([(a.name, a.column) for a in typed.values()], where_from, set(RESERVED_COLUMNS))
     return SchemaFile(table, typed, overrides, raw)
 

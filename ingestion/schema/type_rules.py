@@ -23,6 +23,7 @@ from ingestion.schema.types import (
     Schema,
     SchemaError,
     StructField,
+    about,
     check_unique,
     parse_type,
 )
@@ -223,7 +224,7 @@ def resolve(
         types = stats.by_path.get(path, {})
         present = sum(s.count for t, s in types.items() if t != "NULL")
         column = resolver._override(path).get("column") or column_name(name)
-        try:
+        with about(name):
             if name in keys:
                 column_type, info = key_type(table, name, keys[name], types)
                 attributes.append(Attribute(name, column, column_type, key=True, info=info))
@@ -231,9 +232,6 @@ def resolve(
             column_type, info = resolver.resolve(path, where)
             if len(column_type.sql()) > GLUE_TYPE_MAX:
                 column_type, info = _within_glue(column_type, info, resolver._override(path), where)
-        except SchemaError as exc:
-            exc.attribute = exc.attribute or name
-            raise
         info["nullable"] = present < stats.items
         attributes.append(Attribute(name, column, column_type, info=info))
     check_unique([(a.name, a.column) for a in attributes], f"table {table}", set(RESERVED_COLUMNS))

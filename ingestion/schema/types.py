@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -95,6 +97,16 @@ class SchemaError(LakehouseError):
     def __init__(self, message: str, attribute: str | None = None) -> None:
         super().__init__(message)
         self.attribute = attribute
+
+
+@contextmanager
+def about(attribute: str) -> Iterator[None]:
+    """A ``SchemaError`` raised inside is about ``attribute`` (unless it names one already)."""
+    try:
+        yield
+    except SchemaError as exc:
+        exc.attribute = exc.attribute or attribute
+        raise
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,19 @@ _DEEPEST = 64  # causes followed at most (a cycle guard)
 
 
 def _origin(exc: BaseException) -> Any | None:
-    java = getattr(exc, "java_exception", None)  # py4j's Py4JJavaError
-    return java if java is not None else getattr(exc, "_origin", None)  # PySpark's conversion
+    """The Java exception behind ``exc``, or behind the exception it was raised from (a step
+    that words a Spark failure for a person raises its own error ``from`` it)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        java = getattr(current, "java_exception", None)  # py4j's Py4JJavaError
+        if java is None:
+            java = getattr(current, "_origin", None)  # PySpark's conversion
+        if java is not None:
+            return java
+        current = current.__cause__ or current.__context__
+    return None
 
 
 @dataclass(frozen=True)
@@ -82,7 +93,8 @@ def _read(throwable: Any) -> Throwable:
     if error_class == RAISED_ERROR_CLASS:
         message = str(dict(throwable.getMessageParameters()).get("errorMessage", ""))
     elif classes[0] == RAISED:
-        message = str(throwable.getMessage())
+        said = throwable.getMessage()
+        message = str(said) if said is not None else ""
     return Throwable(tuple(classes), error_class, message)
 
 
@@ -96,8 +108,9 @@ def error_classes(exc: BaseException) -> set[str]:
     return {t.error_class for t in chain(exc) if t.error_class is not None}
 
 
-def _any(exc: BaseException, error_classes: frozenset[str], classes: tuple[str, ...]) -> bool:
-    return any(t.error_class in error_classes or set(t.classes) & set(classes) for t in chain(exc))
+def _any(exc: BaseException, kinds: frozenset[str], classes: tuple[str, ...]) -> bool:
+    """A throwable of ``classes``, or of Spark's error classes ``kinds``, behind ``exc``."""
+    return any(t.error_class in kinds or set(t.classes) & set(classes) for t in chain(exc))
 
 
 def missing(exc: BaseException) -> bool:

@@ -103,12 +103,13 @@ class StagedSampleMisfit(StagingError, schema_choice.SampleMisfit):
     """A batch holds values its first items' types do not describe (``SAMPLE_MISFIT``)."""
 
 
-def _staging_error(reason: str) -> type[StagingError]:
-    """The error a failed write raises, typed by what the decode said (its ``raise_error``
-    marks): the one place a Spark failure's text is read for its kind."""
-    if typed_columns.NEW_ATTRIBUTES in reason:
+def _staging_error(exc: Exception) -> type[StagingError]:
+    """The error a failed write raises, typed by what the decode raised: the message of its
+    ``raise_error`` (``java_errors.raised``), which begins with its mark."""
+    raised = java_errors.raised(exc) or ""
+    if raised.startswith(typed_columns.NEW_ATTRIBUTES):
         return StagedNewAttributes
-    if typed_columns.SAMPLE_MISFIT in reason:
+    if raised.startswith(typed_columns.SAMPLE_MISFIT):
         return StagedSampleMisfit
     return StagingError
 
@@ -188,7 +189,7 @@ def append_batch(
         reason = spark_reason(exc)
         if create and java_errors.already_exists(exc):
             reason = _meanwhile(table)
-        raise _staging_error(reason)(
+        raise _staging_error(exc)(
             f"{table.name}: nothing staged from {where}: {reason}"
         ) from exc
     fault_points.point("after-staging-commit")

@@ -66,7 +66,7 @@ def test_figures_without_spark_equal_sparks_after_a_merge_with_deletes(
     assert light.final_rows == heavy.final_rows == 4  # position deletes honoured
     assert (light.pending, light.unmerged_rows) == (heavy.pending, heavy.unmerged_rows) == ([], 0)
     assert light.entries == heavy.entries
-    assert ledger.entries_without_spark("books") == ledger.entries(spark, "books")
+    assert ledger.entries(table_metadata.FileReader(), "books") == ledger.entries(spark, "books")
     assert (
         merge_log.new_batches_without_spark("books") == merge_log.new_batches(spark, "books") == []
     )

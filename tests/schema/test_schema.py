@@ -245,8 +245,13 @@ def test_simple_form_is_accepted(tmp_path: Path) -> None:
 def test_invalid_schema_files_name_the_problem(
     tmp_path: Path, document: dict, message: str
 ) -> None:
-    with pytest.raises(SchemaError, match=message):
+    with pytest.raises(SchemaError, match=message) as failure:
         schema_file.read_schema_file(_write(tmp_path, document), "t", {})
+    # An entry's own error names its attribute (drift adoption's advice reads it); the file's
+    # shape, and a collision of two, are about no one attribute.
+    about = document.get("attributes", document) if isinstance(document, dict) else {}
+    single = isinstance(about, dict) and len(about) == 1
+    assert failure.value.attribute == (next(iter(about)) if single else None)
 
 
 def test_entries_without_type_are_left_to_detection(tmp_path: Path) -> None:

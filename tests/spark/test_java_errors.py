@@ -47,8 +47,14 @@ def test_the_message_a_raise_error_raised_through_a_write(spark, clean_lakehouse
     )
     failed = _failure(lambda: raising.writeTo(NAME).append())
     assert java_errors.raised(failed) == marker
+    # A step that words the failure raises its own error from it (staging's StagingError): the
+    # Java exception is found behind it.
+    try:
+        raise RuntimeError("nothing staged") from failed
+    except RuntimeError as worded:
+        assert java_errors.raised(worded) == marker
     other = _failure(lambda: spark.sql("select assert_true(false, 'other')").collect())
-    assert java_errors.raised(other) != marker
+    assert java_errors.raised(other) == "other"  # assert_true raises as raise_error does
     column = _failure(lambda: spark.sql(f"select no_such_column from {NAME}").collect())
     assert java_errors.raised(column) is None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from support import ROOT
 
 from ingestion.catalog import table_metadata
@@ -44,6 +45,35 @@ def test_snapshots_and_properties_match_the_metadata_tables(spark, clean_lakehou
     assert metadata.newest == metadata.current == got[-1]
     assert metadata.properties["probe.kept"] == "one"
     assert metadata.columns == {"id": "long"}
+
+
+def test_a_commit_of_this_session_is_read_back_without_the_catalog(spark, clean_lakehouse) -> None:
+    """``committed`` takes what this session's own commit left from the session's catalog cache:
+    with the catalog's pointer to the table moved to a file that does not exist, it still reads
+    the commit, where a look-up in the catalog (``fresh``) fails on the missing file."""
+    import sqlite3
+
+    spark.sql(f"create table {NAME} (id bigint) using iceberg")
+    spark.range(3).writeTo(NAME).option("snapshot-property.probe.batch", "b-1").append()
+    catalog = table_metadata.catalog_file()
+    pointer = "update iceberg_tables set metadata_location = ? where table_name = 'metadata_probe'"
+    kept = table_metadata.metadata_location("staging", "metadata_probe")
+    assert kept is not None
+    with sqlite3.connect(catalog) as db:
+        db.execute(pointer, (kept + ".gone",))
+    try:
+        table_metadata.READS.clear()
+        seen = table_metadata.committed(spark, NAME)
+        assert seen is not None and seen.current is not None
+        assert seen.current.summary["probe.batch"] == "b-1"
+        assert seen.location == kept  # the file the commit wrote, not the pointer's
+        assert table_metadata.READS == {("commit", NAME): 1}
+        with pytest.raises(Exception, match=r"metadata_probe|gone|NotFound"):  # noqa: PT011
+            table_metadata.read(spark, NAME, fresh=True)
+    finally:
+        with sqlite3.connect(catalog) as db:
+            db.execute(pointer, (kept,))
+        table_metadata.forget(spark, NAME)
 
 
 def test_fresh_sees_what_another_process_committed_since(spark, clean_lakehouse) -> None:
