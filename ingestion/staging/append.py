@@ -189,9 +189,7 @@ def append_batch(
         reason = spark_reason(exc)
         if create and java_errors.already_exists(exc):
             reason = _meanwhile(table)
-        raise _staging_error(exc)(
-            f"{table.name}: nothing staged from {where}: {reason}"
-        ) from exc
+        raise _staging_error(exc)(f"{table.name}: nothing staged from {where}: {reason}") from exc
     fault_points.point("after-staging-commit")
     _keep_first_commit(spark, table.name, entry)
     metrics = observation.get
