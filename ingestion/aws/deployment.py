@@ -459,7 +459,7 @@ AT_RISK_MS = 12 * 3600 * 1000  # half the stream's 24-hour retention
 RETRY_FOREVER = -1  # Lambda's "no limit" for a stream mapping's retries and record age
 
 
-def stream_mapping(stream_arn: str) -> dict[str, Any]:
+def stream_mapping(arn: str) -> dict[str, Any]:
     """One stream's event source mapping: fewer, bigger change files (one per shard every few
     seconds at most), and a failing batch retried until it is written, with no cap on retries
     or on a record's age (docs/decisions/0010-stream-retries.md): an S3 outage delays the
@@ -467,7 +467,7 @@ def stream_mapping(stream_arn: str) -> dict[str, Any]:
     when it is not. The failure queue receives only what Lambda still drops (a record trimmed
     from the stream), and its alarm says so."""
     props = {
-        "EventSourceArn": {"Ref": stream_arn},
+        "EventSourceArn": {"Ref": arn},
         "FunctionName": {"Ref": "StreamWriterFunction"},
         "StartingPosition": "TRIM_HORIZON",
         "BatchSize": 1000,

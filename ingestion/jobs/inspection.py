@@ -129,21 +129,21 @@ def verify(
     folder: str | None,
     target: sync.ExportTarget | None = None,
     reporter: Reporter | None = None,
-    as_of: bool = False,
+    at_export: bool = False,
 ) -> verifying.VerifyReport:
     """The final table of ``table`` against the full export in ``folder``
     (ingestion.maintenance.verify), or, without a folder, against a full export taken now
-    (``sync.verify_export``); with ``as_of``, its history as of the export's instant."""
+    (``sync.verify_export``); with ``at_export``, its history as of the export's instant."""
     spark = spark_config.build_spark("verify")
     if folder is None:  # refused before an export is paid for when there is nothing to verify
         assert target is not None and reporter is not None
         verifying.check_verifiable(spark, table)
-        if as_of:
+        if at_export:
             verifying.history_table(spark, table)
         folder = sync.verify_export(table, target, reporter)
     kept = table_types.current_schema(spark, table)  # to name the likely attribute on failure
     with out_of_memory.explained(table.name, "verify", kept):
-        return verifying.verify(spark, table, folder, as_of=as_of)
+        return verifying.verify(spark, table, folder, as_of=at_export)
 
 
 METRICS_NAMESPACE = names.METRICS_NAMESPACE

@@ -114,8 +114,8 @@ def compact(spark: SparkSession, table: str) -> Compaction:
 def summed(table: str, compactions: list[Compaction]) -> Compaction:
     """The compactions of a single-table design's entity tables, as one."""
 
-    def total(field: str, i: int) -> int:
-        return sum(getattr(c, field)[i] for c in compactions)
+    def total(name: str, i: int) -> int:
+        return sum(getattr(c, name)[i] for c in compactions)
 
     return Compaction(
         table,

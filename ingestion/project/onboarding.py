@@ -163,7 +163,7 @@ def _entry_text(name: str, entry: dict[str, Any]) -> str:
 
 
 def _check_appended(
-    project_text: str, sources_text: str, name: str, project_path: Path, sources_path: Path
+    project_text: str, sources_text: str, name: str, project_path: Path, sources_file: Path
 ) -> None:
     tables = (yaml.safe_load(project_text).get("vars") or {}).get("dynamodb_tables") or {}
     if name not in tables:
@@ -173,4 +173,4 @@ def _check_appended(
         )
     sources = yaml.safe_load(sources_text)["sources"]
     if not any(t.get("name") == name for t in sources[-1].get("tables", [])):
-        raise OnboardingError(f"{sources_path}: the source's `tables:` list must come last")
+        raise OnboardingError(f"{sources_file}: the source's `tables:` list must come last")

@@ -60,15 +60,15 @@ def seen_descriptors(info: dict[str, Any] | None) -> list[str] | None:
     return kinds or ["S"]
 
 
-def guarded(value: str, decoded: str, seen: dict[str, Any] | None) -> str:
-    """``decoded`` (the SQL of ``value`` decoded), null where ``value`` has a descriptor not in
-    ``seen_descriptors(seen)``."""
+def guarded(value: str, decoded_sql: str, seen: dict[str, Any] | None) -> str:
+    """``decoded_sql`` (the SQL of ``value`` decoded), null where ``value`` has a descriptor not
+    in ``seen_descriptors(seen)``."""
     kinds = seen_descriptors(seen)
     others = [d for d in DESCRIPTORS if kinds is not None and d not in kinds and d != "NULL"]
     if not others:
-        return decoded
+        return decoded_sql
     unseen = " or ".join(f"{field(value, d)} is not null" for d in others)
-    return f"case when not ({unseen}) then {decoded} end"
+    return f"case when not ({unseen}) then {decoded_sql} end"
 
 
 def seen_below(
@@ -137,13 +137,13 @@ def _bind(expression: str, name: str, body: str) -> str:
     return f"transform(array({expression}), {name} -> {body})[0]"
 
 
-def fits(value: str, decoded: str) -> str:
-    return f"({is_absent(value)} or {decoded} is not null)"
+def fits(value: str, decoded_sql: str) -> str:
+    return f"({is_absent(value)} or {decoded_sql} is not null)"
 
 
-def _exact_fit(value: str, decoded: str) -> str:
+def _exact_fit(value: str, decoded_sql: str) -> str:
     """A map's field given back exactly: absent, or decoded exactly (``NULL`` is not absent)."""
-    return f"({value} is null or {decoded} is not null)"
+    return f"({value} is null or {decoded_sql} is not null)"
 
 
 def _null(descriptor: str) -> str:

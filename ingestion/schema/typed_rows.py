@@ -168,8 +168,8 @@ def typed_rows(schema: Schema, table: str):
 
 def typed_rows_sql(schema: Schema, table: str):
     """The same transform as ``typed_rows``, decoded in Spark SQL (rows also with ``_attrs``,
-    the item as ``map<attribute, VALUE>``): the decode before decision 0013, kept as the
-    reference ``tests/schema/test_item_decoder.py`` compares the decoder with."""
+    the item as ``map<attribute, VALUE>``): the reference ``tests/schema/test_item_decoder.py``
+    compares the decoder (decision 0013) with."""
     decode = (
         with_typed_columns(schema, table)
         if schema.rule is None

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 DEFAULT_EVERY = 15.0
 
 
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def interval() -> float:

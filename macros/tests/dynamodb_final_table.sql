@@ -12,11 +12,11 @@
     - `keys more than once`: a key with more than one row;
     - `null keys`, `null _operation`, `null _version`: on every row of the table.
 
-  It replaces six tests a table's YAML used to list (`dynamodb_no_deleted_keys`,
+  It checks in one query what six single tests check (`dynamodb_no_deleted_keys`,
   `dynamodb_rows_match_latest_changes`, `dynamodb_unique` or `dynamodb_unique_combination_of_columns`
-  on the keys, `dynamodb_not_null` on the keys, `_operation` and `_version`), which each read the
-  touched rows again (or a merge cached them first) and each cost dbt a node of its own. Those
-  stay, for a YAML that lists them; `add-table` writes this one.
+  on the keys, `dynamodb_not_null` on the keys, `_operation` and `_version`), each of which reads
+  the touched rows again and costs dbt a node of its own. Those stay, for a YAML that lists them;
+  `add-table` writes this one.
 
   Scope (macros/test_scope.sql): after `ddb-lakehouse merge` (`dynamodb_test_batches`), only the
   keys its batches touched. The merge also passes `dynamodb_test_floor`: then only the changes
