@@ -43,7 +43,7 @@ select max(`_version`) from {{ relation }} where `_operation` = 'snapshot'
   {%- set prefix = (change ~ '.') if change else '' -%}
 ({{ prefix }}`_operation` in {{ dynamodb_delete_operations(table) }}
   {%- if floor is not none %} or ({{ prefix }}`_version` < {{ floor }}
-  and not {{ dynamodb_is_kept_expiry(table, change) }}){% endif %})
+  {{- ' and not ' ~ dynamodb_is_kept_expiry(table, change) }}){% endif %})
 {%- endmacro %}
 
 {#- A key's latest change (columns unprefixed) leaves a row: the baseline rule over `staged`. -#}

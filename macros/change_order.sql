@@ -12,8 +12,8 @@
 -#}
 {% macro dynamodb_is_newer(change, target, or_equal=false) -%}
 ({{ change }}.`_version` > {{ target }}.`_version`
-  or ({{ change }}.`_version` = {{ target }}.`_version`
-  and coalesce({{ change }}.`_sequence`, '') {{ '>=' if or_equal else '>' }} coalesce({{ target }}.`_sequence`, '')))
+  {{- ' or (' ~ change }}.`_version` = {{ target }}.`_version`
+  {{- ' and coalesce(' ~ change }}.`_sequence`, '') {{ '>=' if or_equal else '>' }} coalesce({{ target }}.`_sequence`, '')))
 {%- endmacro %}
 
 {#-
@@ -24,7 +24,7 @@
 {% macro dynamodb_change_order(change=none) -%}
   {%- set p = (change ~ '.') if change else '' -%}
 struct({{ p }}`_version`, coalesce({{ p }}`_sequence`, ''), {{ p }}`_ingested_at`, {{ p }}`_batch_id`,
-  {{ p }}`_operation` in {{ dynamodb_all_delete_operations() }})
+  {{- ' ' ~ p }}`_operation` in {{ dynamodb_all_delete_operations() }})
 {%- endmacro %}
 
 {#- The columns dynamodb_change_order() reads. -#}
