@@ -3,7 +3,9 @@
 A *stop* is a call into a function of ``ingestion`` that receives the table: its entry, its handle,
 or a list holding one of them; with ``names=True`` also one of its names (the entry's, or a catalog
 name holding it), which counts every helper a name goes through (quoting, formatting).
-Comprehensions and lambdas are no stops; their calls are. A file is *entered* each time a stop is in
+Comprehensions and lambdas are no stops; their calls are. Nor are calls into the command layer
+(``ingestion/cli``: arguments in, text out), where a trip begins and ends: a job calls it only to
+print its summary through its reporter, a table name as one cell of a row. A file is *entered* each time a stop is in
 another file than the stop before it, on the same thread (the counts run on threads of their own
 while ``dbt test`` runs). The merge's shape, measured: ``tests/merge/test_table_handle.py``.
 """
@@ -21,6 +23,7 @@ from types import FrameType
 from typing import Any
 
 PACKAGE = Path(__file__).resolve().parent.parent / "ingestion"
+COMMANDS = PACKAGE / "cli"  # the command layer: no stops (the module's docstring says why)
 ANONYMOUS = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<lambda>", "<module>")
 
 
@@ -85,7 +88,7 @@ def traced(table: str, start: str = "merge_tables") -> Iterator[Trace]:
     the function ``start`` on (what calls it chose the table: the command line, its config).
     Both measures at once: ``trace.of(names=False)`` counts only calls that received the table."""
     trace = Trace()
-    root = str(PACKAGE)
+    root, commands = str(PACKAGE), str(COMMANDS) + "/"
     started, done = threading.Event(), threading.Event()
 
     def is_table(value: Any) -> bool:
@@ -104,6 +107,8 @@ def traced(table: str, start: str = "merge_tables") -> Iterator[Trace]:
         if event != "call":
             return
         if not code.co_filename.startswith(root) or code.co_name in ANONYMOUS:
+            return
+        if code.co_filename.startswith(commands):
             return
         if code.co_name == start:
             started.set()

@@ -16,6 +16,7 @@ so a test holds a merge to one read of each (tests/merge/test_table_handle.py).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from functools import cached_property
 
 from pyspark.sql import SparkSession
@@ -58,31 +59,28 @@ class Table:
         self.config = config
         self.entry = entry.config if entry is not None else config
         self.name = config.name
-        self.keys = config.keys
-        self.key_columns = [k.column for k in self.keys]
         self.history = config.history
         # The names its batches are recorded under in the merge log (``merge_log.logged_names``).
         self.logged_as = [self.name, f"{self.name}__history"] if self.history else [self.name]
-        self.staging_name = names.staging_table(self.entry.name)  # quoted, as SQL names it
-        self.final_name = names.final_table(self.name)
         self._reader = reader
         self.spark = spark
         self._owner = entry  # an entity's table: the entry's handle, whose change log it shares
-        if entry is None:
-            self._read_change_log()
-        else:
-            self.change_log, self.ledger = entry.change_log, entry.ledger
+        # A single-table design's entry has no final table of its own: one per entity (``finals``).
+        self._own_final = config.entities is None or bool(config.staging)
         self.finals = [self]
         self.final = self.history_final = None
         self.snapshot = None
         self.merged, self.new_batches = set(), []
-        if config.entities is not None and not config.staging:
-            # A single-table design's entry: no final table of its own, one per entity.
+        if entry is not None:
+            self.change_log, self.ledger = entry.change_log, entry.ledger
+        self._read(PARTS)
+        if not self._own_final:
             self.finals = [Table(f, reader, spark, self) for f in final_tables(config)]
-            return
-        self._read_final()
-        self._read_history()
-        self._read_merged()
+        self.staging_name = names.staging_table(self.entry.name)  # quoted, as SQL names it
+        self.final_name = names.final_table(self.name)
+        self.model = names.staging_model(self.name)  # what dbt selects (``dbt_process.selector``)
+        self.keys = config.keys
+        self.key_columns = [k.column for k in self.keys]
 
     def __repr__(self) -> str:
         return f"Table({self.name!r})"
@@ -114,19 +112,11 @@ class Table:
         unknown = sorted(set(wanted) - set(PARTS))
         if unknown:
             raise ValueError(f"{', '.join(unknown)}: no part of a table's state ({PARTS})")
-        if "change_log" in wanted and self._owner is None:
-            self._read_change_log()
-        if self.finals != [self]:  # a single-table design's entry
+        self._read(wanted, merged_again="merged" in wanted)
+        if not self._own_final:
             for final in self.finals:
                 final.change_log, final.ledger = self.change_log, self.ledger
                 final.refresh(*wanted)
-            return
-        if "final" in wanted:
-            self._read_final()
-        if "history" in wanted:
-            self._read_history()
-        if "merged" in wanted or "change_log" in wanted:
-            self._read_merged(again="merged" in wanted)
 
     def committed(self, replaced: bool = False) -> None:
         """The final table as the merge's own commit left it (its metadata and current snapshot),
@@ -134,39 +124,40 @@ class Table:
         (``table_metadata.committed``: nothing fetched). ``replaced``: the merge built the table
         anew (a first build, a full refresh), which Iceberg's catalog cache does not keep: the
         new table is read."""
-        self._read_final(committed=not replaced)
-
-    def _read_change_log(self) -> None:
-        # Fresh from the catalog: another process (an ingest, a rebuild) may have committed
-        # since Spark cached the table.
-        self.change_log = self._reader.read(names.STAGING, self.entry.name, fresh=True)
-        table_metadata.READS[("ledger", self.entry.name)] += 1
-        commits = self.change_log.snapshots if self.change_log is not None else []
-        self.ledger = entries_from([(s.committed_at, s.summary) for s in commits])
-        self.__dict__.pop("kept_types", None)
-
-    def _read_final(self, committed: bool = False) -> None:
-        if committed:
+        if replaced:
+            self._read(("final",))
+        else:
             assert self.spark is not None, "a merge commits through Spark"
             self.final = table_metadata.committed(self.spark, self.final_name)
-        else:
+            self.snapshot = _current(self.final)
+
+    def _read(self, parts: Collection[str], merged_again: bool = True) -> None:
+        """Read ``parts`` of the table's state, in one place (one trip out to the readers).
+        ``merged_again``: the merge log read again, else only the batches it lacks worked out
+        again (after the change log was)."""
+        if "change_log" in parts and self._owner is None:
+            # Fresh from the catalog: another process (an ingest, a rebuild) may have committed
+            # since Spark cached the table.
+            self.change_log = self._reader.read(names.STAGING, self.entry.name, fresh=True)
+            table_metadata.READS[("ledger", self.entry.name)] += 1
+            commits = self.change_log.snapshots if self.change_log is not None else []
+            self.ledger = entries_from([(s.committed_at, s.summary) for s in commits])
+            self.__dict__.pop("kept_types", None)
+        if not self._own_final:
+            return
+        if "final" in parts:
             self.final = self._reader.read(names.FINAL, self.name)
-        # The current snapshot, the state the merge builds on: after a rollback it is not the
-        # last one committed.
-        current = self.final.current if self.final is not None else None
-        self.snapshot = current.snapshot_id if current is not None else None
-
-    def _read_history(self) -> None:
-        history = f"{self.name}__history"
-        self.history_final = self._reader.read(names.FINAL, history) if self.history else None
-
-    def _read_merged(self, again: bool = True) -> None:
-        if again:
-            if self.spark is None:
-                self.merged = merge_log.merged_without_spark(self.logged_as)
-            else:
-                self.merged = merge_log.merged_under(self.spark, self.logged_as)
-        self.new_batches = merge_log.unmerged(self.ledger, self.merged)
+            self.snapshot = _current(self.final)
+        if "history" in parts and self.history:
+            self.history_final = self._reader.read(names.FINAL, f"{self.name}__history")
+        if "merged" in parts or "change_log" in parts:
+            if merged_again:
+                spark = self.spark
+                if spark is None:
+                    self.merged = merge_log.merged_without_spark(self.logged_as)
+                else:
+                    self.merged = merge_log.merged_under(spark, self.logged_as)
+            self.new_batches = merge_log.unmerged(self.ledger, self.merged)
 
     @cached_property
     def kept_types(self) -> types.Schema | None:
@@ -184,3 +175,10 @@ def load(configs: list[TableConfig], spark: SparkSession | None = None) -> list[
     the metadata files (``table_metadata.files``)."""
     reader = table_metadata.reader(spark)
     return [Table(config, reader, spark) for config in configs]
+
+
+def _current(final: Metadata | None) -> int | None:
+    """The final table's current snapshot, the state the merge builds on (after a rollback, not
+    the last one committed); None: no table, or no commit yet."""
+    current = final.current if final is not None else None
+    return current.snapshot_id if current is not None else None

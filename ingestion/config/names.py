@@ -75,7 +75,7 @@ def check_databases() -> None:
 
 def quote(identifier: str) -> str:
     """A Spark SQL identifier, backticks doubled: safe for any name taken from data."""
-    return "`" + identifier.replace("`", "``") + "`"
+    return quote_table(identifier)
 
 
 # The staging table's property that holds the table's column types (``staging.table_types``).
@@ -83,7 +83,8 @@ SCHEMA_PROPERTY = SUMMARY_PREFIX + "schema"
 
 
 def quote_table(*parts: str) -> str:
-    return ".".join(quote(p) for p in parts)
+    """Spark SQL identifiers joined by dots (a catalog name), each quoted as ``quote`` says."""
+    return ".".join("`" + part.replace("`", "``") + "`" for part in parts)
 
 
 # An entity's final table -> the table entry whose change log holds its changes (a single-table

@@ -71,38 +71,31 @@ def merge_tables(
 
 def nothing_to_merge(handles: list[Table], reporter: Reporter) -> bool:
     """True (and said) when no table has anything to merge, from the handles' reads without a
-    JVM: every staged table has its final table, no batch the merge log lacks, and the same
-    column types as its staging table (no drift adopted since its last build). False when any
-    of that does not hold: the merge then starts Spark."""
+    JVM: every final table a staged change log feeds (a single-table design's: each entity's)
+    exists, holds every batch, and has its staged column types (no drift adopted since its last
+    build: ``full_refresh.needs_full_refresh``); a single-table design's change log is also
+    staged under its configured rule, with no row waiting to move entity
+    (``maintenance.entity_moves``). False when any of that does not hold: the merge then starts
+    Spark."""
     lines = []
     for handle in handles:
         if handle.change_log is None:
             lines.append(f"{handle.name}: nothing staged yet, skipped")
             continue
-        if not _merged_whole(handle):
+        rule, properties = handle.config.entities, handle.change_log.properties
+        if rule is not None and (
+            not staged_under(rule, properties)
+            or properties.get(ENTITIES_MOVED) == "true"
+            or (rule.by == "key" and properties.get(ENTITY_VALUES) != WHOLE_KEY)
+        ):
             return False
+        for final in handle.finals:
+            if final.final is None or final.new_batches or needs_full_refresh(final):
+                return False
         lines.append(f"{handle.name}: nothing new to merge (the merge log holds every batch)")
     for line in lines:
         reporter.line(line)
     return True
-
-
-def _merged_whole(handle: Table) -> bool:
-    """Every final table the change log feeds (a single-table design's: each entity's) exists,
-    holds every batch, and has its staged column types (``full_refresh.needs_full_refresh``);
-    for a single-table design also: staged under its configured rule, with no row waiting to
-    move entity (``maintenance.entity_moves``)."""
-    rule = handle.config.entities
-    if rule is not None:
-        properties = handle.change_log.properties if handle.change_log else {}
-        if not staged_under(rule, properties) or properties.get(ENTITIES_MOVED) == "true":
-            return False
-        if rule.by == "key" and properties.get(ENTITY_VALUES) != WHOLE_KEY:
-            return False
-    return all(
-        final.final is not None and not final.new_batches and not needs_full_refresh(final)
-        for final in handle.finals
-    )
 
 
 def rebuild_table(table: TableConfig, reporter: Reporter) -> list[MergeCounts]:

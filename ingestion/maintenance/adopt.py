@@ -167,8 +167,8 @@ def adopt_before_merge(
     pending = sorted(unmerged - clean)
     if not pending:
         return lines
-    found = staged_drift.drift_report(spark, table.name, pending)
-    adopted = adopt_drift(spark, config, found, guard)
+    found = staged_drift.drift_report(spark, table, pending)
+    adopted = adopt_drift(spark, config, found, guard) if found else []
     if adopted:
         table.refresh()
     return lines + adopted

@@ -222,10 +222,11 @@ def output_flags() -> list[str]:
     return flags
 
 
-def selector(tables: list[str]) -> list[str]:
-    """dbt's selection of the final tables ``tables`` (by name) and what they feed."""
-    return ["--select", *[f"{names.staging_model(t)}+" for t in tables]]
+def selector(models: list[str]) -> list[str]:
+    """dbt's selection of the staging ``models`` (``names.staging_model``, a table handle's
+    ``model``) and what they feed: the final tables and their histories."""
+    return ["--select", *[f"{model}+" for model in models]]
 
 
-def dbt_test_args(tables: list[str]) -> list[str]:
-    return [*selector(tables), "--threads", TEST_THREADS]
+def dbt_test_args(models: list[str]) -> list[str]:
+    return [*selector(models), "--threads", TEST_THREADS]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -51,22 +51,18 @@ def merged(
     batches: list[str],
     touched: TouchedKeys,
 ) -> MergeCounts:
-    """What a merge changed in one final table (its handle read after the merge's commit): from
-    its refresh (``refreshed_from``: the keys and versions before it), or from its commits."""
+    """What a merge of ``batches`` changed in one final table (its handle read after the merge's
+    commit): from its refresh (``refreshed_from``: the keys and versions before it), or from
+    its commits."""
     if refreshed_from is not None:
-        return refresh_counts(spark, table, refreshed_from, table.snapshot)
-    kinds = {e.batch_id: e.kind for e in table.ledger}
-    rebaselined = any(kinds.get(b) == manifest.FULL for b in batches)
-    return commit_counts(
-        spark,
-        table,
-        before,
-        table.snapshot,
-        batches,
-        touched,
-        rebaselined,
-        final=table.final,
-    )
+        found = refresh_counts(spark, table, refreshed_from, table.snapshot)
+    else:
+        kinds = {e.batch_id: e.kind for e in table.ledger}
+        rebaselined = any(kinds.get(b) == manifest.FULL for b in batches)
+        found = commit_counts(
+            spark, table, before, table.snapshot, batches, touched, rebaselined, final=table.final
+        )
+    return replace(found, batches=tuple(batches))
 
 
 def current_snapshot(spark: SparkSession, table: str) -> int | None:
@@ -110,11 +106,7 @@ def commit_counts(
     committed = None if rebaselined else from_commit(spark, table, before, after, batches, final)
     if committed is not None:
         inserted, updated, deleted = committed
-        known = _known_rows(spark, final, table.name, int(before), int(after))
-        if known is None:
-            rows = _counted(spark, table.name, int(after))
-        else:
-            rows = _remember(table.name, int(after), known + inserted - deleted)
+        rows = _rows_after(spark, final, table.name, int(before), int(after), inserted - deleted)
         return MergeCounts(table.name, rows, inserted, updated, deleted)
     keys = table.key_columns
     touched_keys = F.broadcast(touched.of(table, batches))  # each key once, however often changed
@@ -133,11 +125,8 @@ def commit_counts(
         rows_before = _rows_at(spark, table.name, int(before))
         rows = _counted(spark, table.name, int(after))
         return MergeCounts(table.name, rows, inserted, updated, rows_before + inserted - rows)
-    known = _known_rows(spark, final, table.name, int(before), int(after))
-    if known is None:
-        rows = _counted(spark, table.name, int(after))
-    else:  # exact: the counts are of keys, and a final table holds each key once
-        rows = _remember(table.name, int(after), known + inserted - deleted)
+    # Exact: the counts are of keys, and a final table holds each key once.
+    rows = _rows_after(spark, final, table.name, int(before), int(after), inserted - deleted)
     return MergeCounts(table.name, rows, inserted, updated, deleted)
 
 
@@ -217,40 +206,42 @@ def _rows_at(spark: SparkSession, table: str, snapshot: int) -> int:
 _rows: dict[str, tuple[int, int]] = {}
 
 
-def _remember(table: str, snapshot: int, rows: int) -> int:
-    _rows[table] = (snapshot, rows)
-    return rows
-
-
 def _counted(spark: SparkSession, table: str, snapshot: int) -> int:
     name = names.final_table(table)
     total = spark.sql(f"select count(*) from {name} version as of {snapshot}").first()
-    return _remember(table, snapshot, int(total[0]) if total else 0)
+    _rows[table] = (snapshot, int(total[0]) if total else 0)
+    return _rows[table][1]
 
 
-def _known_rows(
-    spark: SparkSession, metadata: Metadata | None, table: str, before: int, after: int
-) -> int | None:
-    """The rows at ``before`` when this process knows them, and the merge's own commit is the
-    only one since that changed rows: from ``after`` back to the snapshot it last counted or
-    derived, one commit that is not a compaction (``replace``: the same rows), ``before``'s
-    child. Another writer's commit in between (a ``merge`` of another process, a hand-made
-    ``DELETE``) makes it None: the rows are counted."""
+def _rows_after(
+    spark: SparkSession, metadata: Metadata | None, table: str, before: int, after: int, grew: int
+) -> int:
+    """The rows at ``after``, the merge's commit that added ``grew`` rows net to ``before``:
+    derived from the rows at ``before`` when this process knows them and that commit is the
+    only one since that changed rows (from ``after`` back to the snapshot it last counted or
+    derived, one commit that is not a compaction, ``replace``: the same rows, ``before``'s
+    child, committed by this session); else counted. Another writer's commit in between (a
+    ``merge`` of another process, a hand-made ``DELETE``) means a count."""
     known = _rows.get(table)
-    if known is None:
-        return None
     by_id = {s.snapshot_id: s for s in (metadata.snapshots if metadata else [])}
     current, changed = by_id.get(after), []
-    while current is not None and current.snapshot_id != known[0]:
+    while known is not None and current is not None and current.snapshot_id != known[0]:
         if current.operation != "replace":
             changed.append(current)
         current = by_id.get(current.parent_id) if current.parent_id is not None else None
-    if current is None or len(changed) != 1 or changed[0].parent_id != before:
-        return None
-    # And that commit is this process's (its dbt run shares this session): not another writer's.
-    if changed[0].summary.get("spark.app.id") != spark.sparkContext.applicationId:
-        return None
-    return known[1]
+    derived = (
+        known is not None
+        and current is not None
+        and len(changed) == 1
+        and changed[0].parent_id == before
+        # and that commit is this process's (its dbt run shares this session)
+        and changed[0].summary.get("spark.app.id") == spark.sparkContext.applicationId
+    )
+    if not derived:
+        return _counted(spark, table, after)
+    assert known is not None
+    _rows[table] = (after, known[1] + grew)
+    return known[1] + grew
 
 
 def _has_snapshot(metadata: Metadata | None, snapshot: int) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -89,12 +88,13 @@ def run_merge(
     for t in to_run:  # a history whose types drift adoption changed: re-derived, never cast
         if t.history:
             retype_history(spark, t)
+    exports = full_exports(ledgers, batches)  # the same for `dbt run` and `dbt test`
     for flag in (False, True):
         group = [t for t in to_run if (t.name in refresh) == flag]
         if group:
             run_vars = {
                 "dynamodb_batches": {t.name: batches[t.name] for t in group},
-                "dynamodb_full_exports": full_exports(ledgers, batches),
+                "dynamodb_full_exports": exports,
             }
             _dbt_run(spark, group, run_vars, flag, artifacts)
     if to_run:
@@ -105,18 +105,20 @@ def run_merge(
         t.committed(replaced=t.name in refresh or before[t.name] is None)  # for the counts
     touched = TouchedKeys(spark)
 
-    def counted(table: Table) -> MergeCounts:
-        old = refreshed_from.get(table.name)
-        found = merge_counts.merged(
-            spark, table, old, before[table.name], batches[table.name], touched
+    def counted() -> list[MergeCounts]:
+        return threads.each(
+            spark,
+            lambda t: merge_counts.merged(
+                spark, t, refreshed_from.get(t.name), before[t.name], batches[t.name], touched
+            ),
+            finals,
         )
-        return replace(found, batches=tuple(batches[table.name]))
 
     try:
         # The counts read only what the merge committed (its snapshots before and after): they
         # run while `dbt test` does, whose time is mostly dbt's own, on threads for several
         # tables (as their models do). Tests that fail leave them unused.
-        with threads.meanwhile(spark, lambda: threads.each(spark, counted, finals)) as counting:
+        with threads.meanwhile(spark, counted) as counting:
             if test:
                 scope = test_scope(finals, batches, refresh, also_test or {})
                 run_vars = {
@@ -125,11 +127,11 @@ def run_merge(
                     # Only rows as new as the batches' oldest change: the merge's own commit
                     # (macros/tests/dynamodb_final_table.sql says why that is enough).
                     "dynamodb_test_floor": True,
-                    "dynamodb_full_exports": full_exports(ledgers, batches),
+                    "dynamodb_full_exports": exports,
                 }
                 try:
                     dbt_process.dbt_invoke(
-                        ["test", *dbt_test_args([t.name for t in finals])], run_vars, artifacts
+                        ["test", *dbt_test_args([t.model for t in finals])], run_vars, artifacts
                     )
                 except DbtError as exc:
                     raise DbtError(
@@ -172,7 +174,7 @@ def full_check(
             "dynamodb_full_exports": full_exports({t.name: t.ledger for t in ready}),
         }
         dbt_process.dbt_invoke(
-            ["test", *dbt_test_args([t.name for t in ready])], run_vars, artifacts
+            ["test", *dbt_test_args([t.model for t in ready])], run_vars, artifacts
         )
     return [t.name for t in ready], [t.name for t in finals if t not in ready]
 
@@ -191,7 +193,7 @@ def _dbt_run(
         dbt_process.dbt_invoke(
             [
                 "run",
-                *selector([t.name for t in tables]),
+                *selector([t.model for t in tables]),
                 *(["--full-refresh"] if full_refresh else []),
                 *["--threads", str(min(models, RUN_THREADS))],
             ],

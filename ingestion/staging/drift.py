@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from ingestion.catalog import duckdb_engine, table_metadata
+from ingestion.catalog.table import Table
 from ingestion.config import names
 from ingestion.schema.item_json import IMAGE
 
@@ -29,17 +30,24 @@ class Drift:
 
 
 def drift_report(
-    spark: SparkSession, table: str, batches: str | list[str] | None = None
+    spark: SparkSession, table: str | Table, batches: str | list[str] | None = None
 ) -> list[Drift]:
     """Per attribute and source: rows whose value did not fit the column, with one example value
     (its DynamoDB JSON); of one batch or a list of batches, or of the whole table. Reads only
-    the rows that have drift."""
-    name = names.staging_table(table)
-    if not spark.catalog.tableExists(name):
-        return []
-    staged = spark.table(name)
-    if "_drift" not in staged.columns:
-        return []
+    the rows that have drift. ``table``: its name, or its handle, whose change log's columns
+    as read say whether it can hold drift (no catalog look-up)."""
+    if isinstance(table, Table):
+        columns = table.change_log.columns if table.change_log is not None else {}
+        if "_drift" not in columns:
+            return []
+        staged = spark.table(table.staging_name)
+    else:
+        name = names.staging_table(table)
+        if not spark.catalog.tableExists(name):
+            return []
+        staged = spark.table(name)
+        if "_drift" not in staged.columns:
+            return []
     if isinstance(batches, str):
         staged = staged.where(F.col("_batch_id") == batches)
     elif batches is not None:

@@ -312,8 +312,13 @@ def test_a_watch_compacts_on_its_ticks_and_runs_the_rest_when_due(
     newest = table_metadata.read(spark, "lake.lakehouse.books").newest
     two, one = newest.snapshot_id, newest.parent_id
     final = table_metadata.read(spark, "lake.lakehouse.books")
-    assert merge_counts._known_rows(spark, final, "books", after, one) == counts.rows  # one commit
-    assert merge_counts._known_rows(spark, final, "books", after, two) is None  # not this merge's
+    # One commit since the rows were known: derived (here as if it added none), not counted.
+    assert merge_counts._rows_after(spark, final, "books", after, one, 0) == counts.rows
+    assert counted == [] and merge_counts._rows["books"] == (one, counts.rows)
+    # Two commits since (the second not the merge's): counted.
+    merge_counts._rows["books"] = (after, counts.rows)
+    assert merge_counts._rows_after(spark, final, "books", after, two, 0) == counts.rows - 2
+    assert counted == [two]
 
     due = first + hour + timedelta(minutes=1)
     full = compaction.maintain(spark, books, expiry_every=hour, now=due)
