@@ -5,9 +5,10 @@ or a list holding one of them; with ``names=True`` also one of its names (the en
 name holding it), which counts every helper a name goes through (quoting, formatting).
 Comprehensions and lambdas are no stops; their calls are. Nor are calls into the command layer
 (``ingestion/cli``: arguments in, text out), where a trip begins and ends: a job calls it only to
-print its summary through its reporter, a table name as one cell of a row. A file is *entered* each time a stop is in
-another file than the stop before it, on the same thread (the counts run on threads of their own
-while ``dbt test`` runs). The merge's shape, measured: ``tests/merge/test_table_handle.py``.
+print its summary through its reporter, a table name as one cell of a row. A file is *entered*
+each time a stop is in another file than the stop before it, on the same thread (the counts run
+on threads of their own while ``dbt test`` runs). The merge's shape, measured:
+``tests/merge/test_table_handle.py``.
 """
 
 from __future__ import annotations
