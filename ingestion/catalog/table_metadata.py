@@ -116,10 +116,10 @@ def committed(spark: SparkSession, name: str) -> Metadata | None:
     catalog's cached table, which that commit updated in place, so no catalog look-up and no
     metadata file fetched (tests/spark/test_table_metadata.py moves the catalog's pointer away
     to show it) while Iceberg's catalog cache holds the table: 30 s after its last use; after
-    that, a look-up that finds the same commit (decision 0016). The same call as ``read`` without ``fresh``, counted apart, as
-    ``("commit", name)``: it reads nothing another process wrote. Not after a commit that
-    created or replaced the table: Iceberg's caching catalog drops a replaced table, and the
-    next look-up is a read (``read``)."""
+    that, a look-up that finds the same commit (decision 0016). The same call as ``read``
+    without ``fresh``, counted apart, as ``("commit", name)``: it reads nothing another process
+    wrote. Not after a commit that created or replaced the table: Iceberg's caching catalog
+    drops a replaced table, and the next look-up is a read (``read``)."""
     READS[("commit", name.replace("`", ""))] += 1
     return _loaded(spark, name, fresh=False)
 

@@ -32,7 +32,7 @@ SOURCE = "dynamodb"  # dbt source name of the change logs
 NAMESPACES = (STAGING, FINAL)
 METRICS_NAMESPACE = "DynamoDBLakehouse"  # CloudWatch: verify's counts, doctor's probe
 
-# The ledger's keys in a staging commit's Iceberg snapshot summary (``staging.ledger``); the
+# The ledger's keys in a staging commit's Iceberg snapshot summary (``catalog.ledger``); the
 # merge's macros read three of them through ``vars.lakehouse_summary_keys`` of dbt_project.yml.
 SUMMARY_PREFIX = "dynamodb-lakehouse."
 SUMMARY_KEYS = {
@@ -78,7 +78,7 @@ def quote(identifier: str) -> str:
     return quote_table(identifier)
 
 
-# The staging table's property that holds the table's column types (``staging.table_types``).
+# The staging table's property that holds the table's column types (``catalog.table_types``).
 SCHEMA_PROPERTY = SUMMARY_PREFIX + "schema"
 
 

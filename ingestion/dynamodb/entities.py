@@ -83,7 +83,7 @@ def staged_under(rule: EntityRule, properties: dict[str, str]) -> bool:
 
 
 def rule_document(rule: EntityRule) -> dict[str, Any]:
-    """The rule as it is kept with the staging table's types (``staging.entity_types``)."""
+    """The rule as it is kept with the staging table's types (``catalog.entity_types``)."""
     return {rule.by: rule.attribute, "values": dict(rule.values)}
 
 

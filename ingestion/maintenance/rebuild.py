@@ -7,7 +7,7 @@ schema from every staged item (column names already chosen are kept, and a perso
 types in ``schemas/<table>.json``; every other type is detected anew), rewrites the staging table
 from those items, with its remainder and without ``_image`` (a table of the older form moves to
 the new one), in one commit that also keeps the new
-types (``staging.table_types``; Iceberg keeps the previous version; the ledger of applied
+types (``catalog.table_types``; Iceberg keeps the previous version; the ledger of applied
 sources is carried in the new commit), then the dbt model is fully refreshed.
 
 A replace commits over whatever another process appended meanwhile (a stream ingest on another

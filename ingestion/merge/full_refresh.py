@@ -3,7 +3,7 @@
 merge; the merge rebuilds it from the change log instead.
 
 The comparison is with the staging table's actual column types, the types its rows were
-written with (kept in the same commit as those rows: ``staging.table_types``), never with a
+written with (kept in the same commit as those rows: ``catalog.table_types``), never with a
 file: an incremental merge into a narrower column would let Spark's store assignment cast a
 wider value down (``1.5`` into a ``bigint`` column as ``1``) with every data test passing.
 """
