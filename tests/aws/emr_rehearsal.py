@@ -330,7 +330,7 @@ def run(
     env = {**_base_env(spark_home, job.work), **stand_ins, **job.env}
     if env.get("LAKEHOUSE_TARGET") == "emr":
         env["LAKEHOUSE_TARGET"] = "rehearsal"
-    entry = job.work / "main.py"
+    entry = job.work / entry_point.name  # main.py, or the rehearsal's steps.py
     if not entry.exists():
         shutil.copyfile(entry_point, entry)
     # Executors in their own JVMs, on a worker that is not the driver's, as on EMR: what lives
@@ -339,7 +339,7 @@ def run(
     command = [str(spark_home / "bin" / "spark-submit"), "--master", master]
     for conf in job.confs:
         command += ["--conf", conf]
-    command += ["main.py", *arguments]
+    command += [entry.name, *arguments]
     return subprocess.run(
         command, cwd=job.work, env=env, capture_output=True, text=True, timeout=900, check=False
     )

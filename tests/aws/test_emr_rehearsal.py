@@ -4,11 +4,14 @@ says how each step is rehearsed and what stands in for Glue, S3 and EMR's image)
 The job is built as ``emr submit`` builds it (project.zip, main.py, the dependency archive for
 this machine's architecture), uploaded to a local S3 endpoint (moto's server: a test double for
 AWS only), and every run starts in a fresh folder, as every EMR job run starts in a fresh
-container: a full export is ingested, merged, an incremental chain synced, the table maintained,
-its status read. Then the final table is read back with pyiceberg and compared with what the
-export files say, and broken jobs show that the rehearsal catches what failed on EMR: two in
-a JVM (the catalog has no views; the executors lack the project), two decided by the
-parameters alone and checked without one (no dependency archive; no Iceberg jar).
+container. Three job runs: one of every step whose point needs no run of its own
+(``rehearsal/steps.py`` runs them in one driver, each a command of the job's own entry point: a
+full export and an incremental chain synced, the table maintained, its status read, doctor's
+probe, verify, a table whose types are detected, and a view the catalog refuses, as Glue's does);
+one where the executors lack the project (broken parameters); one in a fresh folder that finds
+the detected types in the lakehouse, not on a job's disk. The final table is read back with
+pyiceberg and compared with what the export files say; two broken jobs decided by the parameters
+alone are checked without a JVM (no dependency archive; no Iceberg jar).
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ import json
 import os
 import re
 import sqlite3
+import subprocess
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import boto3
 import emr_rehearsal
@@ -27,6 +32,7 @@ import local_s3
 import pytest
 import yaml
 from reference import expected, same
+from rehearsal import steps as steps_entry
 from support import ROOT
 
 from ingestion.aws import emr, job_python, packaging
@@ -46,6 +52,7 @@ WAREHOUSE = f"s3://{BUCKET}/warehouse"
 # StagingDatabaseName and FinalDatabaseName), not from names it was built with.
 DATABASES = ("ddb_changes", "ddb_tables")
 REGION = "us-east-1"  # what the job parameters give it (the template: the stack's region)
+STEPS = Path(steps_entry.__file__)  # the entry point of a job run of several steps
 
 
 def test_rehearsal_target_is_the_emr_target_but_for_the_catalog(
@@ -185,7 +192,28 @@ class Rehearsal:
         classpath = emr_rehearsal.driver_classpath(self.job(parameters), self.spark_home)
         return emr_rehearsal.holds_class(classpath, name)
 
+    def parameters(self) -> str:
+        """The job parameters the project sends (``emr.spark_parameters``)."""
+        return emr.spark_parameters(
+            self.archive, WAREHOUSE, self.deps, databases=DATABASES, region=REGION
+        )
+
     def submit(self, parameters: str, *arguments: str) -> tuple[int, str]:
+        done = self._run(parameters, self.entry, list(arguments))
+        return done.returncode, done.stderr[-3000:] + "\n--- stdout ---\n" + done.stdout[-4000:]
+
+    def steps(self, *steps: tuple[str, list[str], bool]) -> dict[str, str]:
+        """One job run of ``steps`` (name, the command's arguments, whether it should fail), on
+        the parameters the project sends, through ``rehearsal/steps.py``: each step's output
+        (stdout, then stderr), by name. A step whose outcome is not the expected one fails the
+        test with its name and its output."""
+        wanted = [{"name": n, "arguments": a, "fails": f} for n, a, f in steps]
+        done = self._run(self.parameters(), STEPS, [json.dumps(wanted)])
+        return checked_steps(wanted, done)
+
+    def _run(
+        self, parameters: str, entry: Path, arguments: list[str]
+    ) -> subprocess.CompletedProcess[str]:
         job = self.job(parameters)
         # No region but the job parameters': EMR injects none. Every AWS endpoint of the
         # job's Python is the local one (moto's server).
@@ -195,18 +223,50 @@ class Rehearsal:
             "AWS_ENDPOINT_URL_S3": self.endpoint,
             "LAKEHOUSE_REHEARSAL_CATALOG": str(self.catalog),
         }
-        done = emr_rehearsal.run(
-            job, self.entry, list(arguments), self.spark_home, stand_ins, self.master
-        )
-        return done.returncode, done.stderr[-3000:] + "\n--- stdout ---\n" + done.stdout[-4000:]
+        return emr_rehearsal.run(job, entry, arguments, self.spark_home, stand_ins, self.master)
 
     def ok(self, *arguments: str) -> str:
-        parameters = emr.spark_parameters(
-            self.archive, WAREHOUSE, self.deps, databases=DATABASES, region=REGION
-        )
-        code, output = self.submit(parameters, *arguments)
+        code, output = self.submit(self.parameters(), *arguments)
         assert code == 0, f"{' '.join(arguments)} failed:\n{output}"
         return output
+
+
+def checked_steps(
+    wanted: list[dict[str, Any]], done: subprocess.CompletedProcess[str]
+) -> dict[str, str]:
+    """Each step's output by name, once every step of ``wanted`` ran and ended as expected;
+    else an AssertionError naming the first that did not, with its output."""
+    outputs = step_outputs(done.stdout, done.stderr)
+    for step in wanted:
+        name = step["name"]
+        if name not in outputs or outputs[name][0] is None:
+            raise AssertionError(
+                f"step {name!r} never ran or never ended (the run exited "
+                f"{done.returncode}):\n{done.stderr[-3000:]}"
+            )
+        code, output = outputs[name]
+        if bool(code) != step["fails"]:
+            expected = "fail" if step["fails"] else "succeed"
+            raise AssertionError(
+                f"step {name!r} ({' '.join(step['arguments'])}) exited {code}, expected to "
+                f"{expected}:\n{output[-5000:]}"
+            )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {name: output for name, (_, output) in outputs.items()}
+
+
+def step_outputs(stdout: str, stderr: str) -> dict[str, tuple[int | None, str]]:
+    """Each step's exit status (None: it never ended) and output, read between the markers
+    ``rehearsal/steps.py`` prints on both streams."""
+    found: dict[str, tuple[int | None, str]] = {}
+    for stream in (stdout, stderr):
+        for part in stream.split(f"{steps_entry.MARK} start ")[1:]:
+            name, _, rest = part.partition("\n")
+            body, marker, end = rest.partition(f"{steps_entry.MARK} end {name} ")
+            code = int(end.split("\n", 1)[0]) if marker else None
+            _, before = found.get(name, (None, ""))
+            found[name] = (code, before + body)
+    return found
 
 
 def upload_exports(s3, out: Path, folders: list[Path]) -> list[str]:
@@ -218,6 +278,37 @@ def upload_exports(s3, out: Path, folders: list[Path]) -> list[str]:
                 Body=path.read_bytes(),
             )
     return [f"s3://{BUCKET}/exports/{f.relative_to(out).as_posix()}" for f in folders]
+
+
+def test_a_step_of_the_job_run_that_went_wrong_is_named() -> None:
+    """The steps' outputs read apart; the first step with an outcome it did not expect, or with
+    no end (its JVM died), fails the rehearsal by its name and output."""
+
+    def framed(*parts: tuple[str, str, int | None]) -> str:
+        mark = steps_entry.MARK
+        return "".join(
+            f"{mark} start {n}\n{text}\n" + (f"{mark} end {n} {c}\n" if c is not None else "")
+            for n, text, c in parts
+        )
+
+    wanted = [
+        {"name": "sync", "arguments": ["sync"], "fails": False},
+        {"name": "view", "arguments": ["query", "create view v"], "fails": True},
+    ]
+    ok = subprocess.CompletedProcess(
+        [],
+        0,
+        framed(("sync", "synced", 0), ("view", "", 1)),
+        framed(("sync", "", 0), ("view", "no views", 1)),
+    )
+    outputs = checked_steps(wanted, ok)
+    assert "synced" in outputs["sync"] and "no views" in outputs["view"]
+    wrong = subprocess.CompletedProcess([], 1, framed(("sync", "synced", 0), ("view", "", 0)), "")
+    with pytest.raises(AssertionError, match="step 'view' .* exited 0, expected to fail"):
+        checked_steps(wanted, wrong)
+    died = subprocess.CompletedProcess([], 134, framed(("sync", "half", None)), "JVM died")
+    with pytest.raises(AssertionError, match="step 'sync' never ran or never ended"):
+        checked_steps(wanted, died)
 
 
 def t_items(qty: list[tuple[str, str]]) -> list[dict]:
@@ -240,46 +331,6 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
         rehearsal = Rehearsal(tmp_path / "emr", endpoint, master, project_copy)
         full_uri, *chain_uris = upload_exports(rehearsal.s3, out, [full, *chain])
 
-        # ingest, then dbt run + dbt test in a catalog without views, in one process (a JVM
-        # start here costs half a minute)
-        rehearsal.ok("sync", "--table", "orders", full_uri, *chain_uris)
-        rehearsal.ok("maintain", "--table", "orders")
-        status = rehearsal.ok("status")
-        assert "orders" in status
-        # What `doctor --aws --probe` runs on the application: the job's Python with the
-        # archive's dbt, Iceberg from spark.jars, both databases, a scratch table, and a call to
-        # each AWS service the job's Python reaches, in the region the parameters give it.
-        probe = rehearsal.ok("doctor", "--in-job")
-        for line in (
-            "✓ dbt: dbt-core",
-            "✓ iceberg: Apache Iceberg 1.10.2",
-            "✓ decoder: ",
-            "✓ warehouse: created",
-        ):
-            assert line in probe, probe
-        for service in ("dynamodb", "glue", "s3", "cloudwatch"):
-            assert f"✓ reach {service}: {endpoint} answered" in probe, probe
-
-        assert_final_orders(rehearsal.catalog, endpoint, expected_orders([full, *chain]))
-        # verify against the full export, whose keys the chain changed after its instant: the
-        # second pass runs the project's Python on the executors, which import it from the
-        # archives the job parameters give them (not from the driver's environment).
-        assert expected_orders([full]) != expected_orders([full, *chain])  # keys changed since
-        verified = rehearsal.ok("verify", "--table", "orders", full_uri)
-        assert "EQUAL in" in verified and "NOT EQUAL" not in verified, verified
-        # The parameters as they were, the executors given PYSPARK_PYTHON alone: on EMR the
-        # second pass failed on every such run.
-        sent = emr.spark_parameters(
-            rehearsal.archive, WAREHOUSE, rehearsal.deps, databases=DATABASES, region=REGION
-        )
-        driver_only = re.sub(r" --conf spark\.executorEnv\.(?!PYSPARK_PYTHON=)\S+", "", sent)
-        assert driver_only.count("spark.executorEnv.") == 1
-        code, output = rehearsal.submit(driver_only, "verify", "--table", "orders", full_uri)
-        assert code != 0 and "No module named 'ingestion'" in output, output[-2000:]
-        with sqlite3.connect(rehearsal.catalog) as catalog:
-            spaces = {n for (n,) in catalog.execute("select table_namespace from iceberg_tables")}
-        assert spaces == set(DATABASES), spaces  # nothing under the default names
-
         # Types live in the lakehouse, not on a job's disk: one run detects qty as bigint from a
         # first export and adopts decimal(38,1) from a second; a later run, in a fresh folder,
         # on an export whose items alone are bigint, keeps decimal(38,1) and detects nothing.
@@ -293,8 +344,61 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
             )
         ]
         t_uris = [upload_exports(rehearsal.s3, e.parents[2], [e])[0] for e in t_exports]
-        first = rehearsal.ok("sync", "--table", "t", *t_uris[:2])
+
+        # One job run of every step whose point needs no run of its own (a JVM start on the
+        # cluster costs half a minute): ingest, then dbt run + dbt test in a catalog without
+        # views, maintain, status, doctor's probe, verify, the first run of `t`; and what
+        # failed on EMR fails here too: the catalog holds no views, as Glue's.
+        out = rehearsal.steps(
+            ("sync orders", ["sync", "--table", "orders", full_uri, *chain_uris], False),
+            ("maintain", ["maintain", "--table", "orders"], False),
+            ("status", ["status"], False),
+            ("doctor", ["doctor", "--in-job"], False),
+            ("verify", ["verify", "--table", "orders", full_uri], False),
+            ("sync t", ["sync", "--table", "t", *t_uris[:2]], False),
+            (
+                "create view",
+                ["query", f"create view {DATABASES[0]}.any_view as select 1 as one"],
+                True,
+            ),
+        )
+        assert "orders" in out["status"]
+        # What `doctor --aws --probe` runs on the application: the job's Python with the
+        # archive's dbt, Iceberg from spark.jars, both databases, a scratch table, and a call to
+        # each AWS service the job's Python reaches, in the region the parameters give it.
+        probe = out["doctor"]
+        for line in (
+            "✓ dbt: dbt-core",
+            "✓ iceberg: Apache Iceberg 1.10.2",
+            "✓ decoder: ",
+            "✓ warehouse: created",
+        ):
+            assert line in probe, probe
+        for service in ("dynamodb", "glue", "s3", "cloudwatch"):
+            assert f"✓ reach {service}: {endpoint} answered" in probe, probe
+        # verify against the full export, whose keys the chain changed after its instant: the
+        # second pass runs the project's Python on the executors, which import it from the
+        # archives the job parameters give them (not from the driver's environment).
+        assert expected_orders([full]) != expected_orders([full, *chain])  # keys changed since
+        verified = out["verify"]
+        assert "EQUAL in" in verified and "NOT EQUAL" not in verified, verified
+        first = out["sync t"]
         assert "schema detected" in first and "drift adopted (qty)" in first, first
+        assert "not supported by catalog" in out["create view"], out["create view"]
+        assert_final_orders(rehearsal.catalog, endpoint, expected_orders([full, *chain]))
+
+        # Runs of their own, through the job's main.py. The parameters as they were, the
+        # executors given PYSPARK_PYTHON alone: on EMR the second pass failed on every such run.
+        sent = rehearsal.parameters()
+        driver_only = re.sub(r" --conf spark\.executorEnv\.(?!PYSPARK_PYTHON=)\S+", "", sent)
+        assert driver_only.count("spark.executorEnv.") == 1
+        code, output = rehearsal.submit(driver_only, "verify", "--table", "orders", full_uri)
+        assert code != 0 and "No module named 'ingestion'" in output, output[-2000:]
+        with sqlite3.connect(rehearsal.catalog) as catalog:
+            spaces = {n for (n,) in catalog.execute("select table_namespace from iceberg_tables")}
+        assert spaces == set(DATABASES), spaces  # nothing under the default names
+
+        # A later run of `t`, in a fresh folder (as every EMR job run starts).
         second = rehearsal.ok("sync", "--table", "t", t_uris[2])
         assert "schema detected" not in second and "drift" not in second, second
         staged = iceberg_table(rehearsal.catalog, endpoint, f"{DATABASES[0]}.t")
@@ -309,15 +413,6 @@ def test_the_emr_job_runs_as_emr_runs_it(tmp_path: Path, project_copy: Path) -> 
             ("c", "4.0"),
         ]
 
-        # What failed on EMR fails here too. The catalog holds no views, as Glue's:
-        code, output = rehearsal.submit(
-            emr.spark_parameters(
-                rehearsal.archive, WAREHOUSE, rehearsal.deps, databases=DATABASES, region=REGION
-            ),
-            "query",
-            f"create view {DATABASES[0]}.any_view as select 1 as one",
-        )
-        assert code != 0 and "not supported by catalog" in output, output
         # The next two are decided by the parameters before Spark starts, and are checked
         # without a JVM: the driver's first import, and the driver's classpath.
         # The packages come from the archive alone: without it, the driver's first import fails.
